@@ -1,0 +1,94 @@
+"""The `datasets` builder of the controlled CSC benchmark, and :func:`load_dataset` that routes ``"csc_bench"`` to it.
+
+datasets >= 4 no longer runs loading scripts, so the builder is used as a class: ``CSCBench(config_name=...)`` or
+``csc_hf.load_dataset("csc_bench", "unseen_k", seed=1)``; ``csc-bench export`` writes the Hub layout (parquet + card)
+that plain ``datasets.load_dataset(folder, config)`` reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import datasets
+
+from .configs import CONFIGS, splits_of
+from .plan import BenchParams, input_fingerprint, params_of, plan_for
+from .tables import FEATURES, examples_table
+
+DATASET_NAME = "csc_bench"
+BATCH_ROWS = 50_000  # rows per Arrow table; bounds memory, not the result
+_CITATION = """\
+@article{csc_evaluation_study,
+  title={A Comprehensive Evaluation and Analysis Study for Chinese Spelling Check},
+}
+"""
+
+
+@dataclass
+class CSCBenchConfig(datasets.BuilderConfig, BenchParams):
+    """One benchmark config (its ``name`` is a key of ``CONFIGS``) and every parameter of the generation."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.name not in CONFIGS:
+            raise ValueError(f"unknown csc_bench config {self.name!r}; choose one of {', '.join(CONFIGS)}")
+        self.probs = tuple(float(p) for p in self.probs)
+        self.validate()
+
+
+def code_hash() -> str:
+    """A hash of the code and shipped tables that generate the data: a change of either invalidates the cache."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(
+        [*root.glob("benchmark/*.py"), *root.glob("chars/*.py"), *root.glob("chars/data/*"), root / "corpus.py",
+         root / "confusion.py", root / "corruption.py"]
+    ):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class CSCBench(datasets.ArrowBasedBuilder):
+    """Controlled CSC test sets generated from a corpus and a confusion set S = S_p ∪ S_g (see ``CONFIGS``)."""
+
+    BUILDER_CONFIG_CLASS = CSCBenchConfig
+    BUILDER_CONFIGS = [CSCBenchConfig(name=name, description=spec.description) for name, spec in CONFIGS.items()]
+    DEFAULT_CONFIG_NAME = "test"
+    DEFAULT_WRITER_BATCH_SIZE = BATCH_ROWS
+
+    def __init__(self, *args, **kwargs):
+        # The cache key: the parameters (datasets hashes the config) + the code + the content of the input files.
+        params = BenchParams(**{f.name: kwargs[f.name] for f in fields(BenchParams) if f.name in kwargs})
+        kwargs.setdefault("dataset_name", DATASET_NAME)
+        kwargs.setdefault("hash", code_hash() + input_fingerprint(params))
+        super().__init__(*args, **kwargs)
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(description=self.config.description, features=FEATURES, citation=_CITATION)
+
+    def _split_generators(self, dl_manager):
+        return [datasets.SplitGenerator(name=spec.split, gen_kwargs={"spec": spec}) for spec in splits_of(self.config.name, self.config.probs)]
+
+    def _generate_tables(self, spec):
+        examples = plan_for(params_of(self.config)).examples(spec)
+        for lo in range(0, len(examples.target), BATCH_ROWS):
+            yield lo, examples_table(examples, lo, min(lo + BATCH_ROWS, len(examples.target)))
+
+
+def load_dataset(path: str, name: str | None = None, split=None, **kwargs):
+    """`datasets.load_dataset` that also knows ``"csc_bench"``: its configs take every field of :class:`BenchParams`.
+
+    Any other ``path`` goes to `datasets.load_dataset` unchanged.
+    """
+    if path != DATASET_NAME:
+        return datasets.load_dataset(path, name, split=split, **kwargs)
+    loader_keys = {"cache_dir", "download_mode", "verification_mode", "keep_in_memory", "num_proc", "storage_options"}
+    loader = {k: kwargs.pop(k) for k in list(kwargs) if k in loader_keys}
+    if kwargs.pop("streaming", False):
+        raise ValueError("csc_bench is generated locally; load it without streaming")
+    builder = CSCBench(config_name=name or CSCBench.DEFAULT_CONFIG_NAME, cache_dir=loader.pop("cache_dir", None), **kwargs)
+    keep_in_memory = loader.pop("keep_in_memory", None)
+    builder.download_and_prepare(**loader)
+    return builder.as_dataset(split=split, in_memory=bool(keep_in_memory))

