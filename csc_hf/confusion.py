@@ -207,7 +207,7 @@ def _write_layout(cs: ConfusionSet, format: str) -> str:
             fields = ["".join(c for c, t in cands.items() if t != "phonetic")]
         else:
             phonetic = [c for c, t in cands.items() if t != "graphic"]
-            graphic = "".join(c for c, t in cands.items() if t == "graphic")
+            graphic = "".join(c for c, t in cands.items() if t != "phonetic")
             fields = _phonetic_fields(key, phonetic, n_fields=4 if header else 2)
             fields = fields + [graphic] if header else fields
         if any(fields):
@@ -243,15 +243,7 @@ class BuildParams:
     min_glyph_similarity: float = 0.55  # cosine similarity of the blurred glyph bitmaps
 
 
-def char_frequencies(sentences: Iterable[str]) -> Counter[str]:
-    """How often each Han character occurs in ``sentences``."""
-    counts: Counter[str] = Counter()
-    for s in sentences:
-        counts.update(s)
-    return Counter({c: n for c, n in counts.items() if is_han(c)})
-
-
-def common_chars(frequencies: Counter[str], n: int) -> list[str]:
+def common_chars(frequencies: Mapping[str, int], n: int) -> list[str]:
     """The ``n`` most frequent characters that have readings and strokes (ties broken by code point)."""
     ranked = sorted(frequencies.items(), key=lambda kv: (-kv[1], kv[0]))
     usable = [c for c, _ in ranked if char_readings(c) and stroke_sequence(c)]
@@ -291,15 +283,16 @@ def phonetic_candidates(
     result = {}
     for key in chars:
         readings_k = read[key]
+        tones = {r[-1] for r in readings_k}
         syllables = {_toneless(r) for r in readings_k}
         near = set().union(*(similar_syllables(s) for s in syllables)) - syllables if fuzzy else set()
-        scored = {}
+        scored: dict[str, int] = {}
         for level, group in ((0, syllables), (2, near)):
             for s in group:
                 for c in by_syllable.get(s, ()):
                     if c != key:
-                        tone_shift = 0 if read[c] & readings_k else 1
-                        scored[c] = min(scored.get(c, 9), level + tone_shift)
+                        same_tone = any(r[-1] in tones for r in read[c] if _toneless(r) == s)
+                        scored[c] = min(scored.get(c, 9), level + (0 if same_tone else 1))
         result[key] = sorted(scored, key=lambda c: (scored[c], rank[c]))[:max_per_key]
     return result
 
@@ -344,12 +337,17 @@ def pair_type(right: str, wrong: str) -> str:
     return "both" if phonetic and graphic else "phonetic" if phonetic else "graphic" if graphic else "other"
 
 
-def build_confusion_set(sentences: Sequence[str], params: BuildParams = BuildParams()) -> ConfusionSet:
-    """Build S = S_p ∪ S_g over the corpus's most frequent characters; a pair in both parts has type ``both``."""
-    chars = common_chars(char_frequencies(sentences), params.n_chars)
+def build_confusion_set(
+    frequencies: Mapping[str, int], readings: Mapping[str, tuple[str, ...]], params: BuildParams = BuildParams()
+) -> ConfusionSet:
+    """Build S = S_p ∪ S_g over the most frequent characters; a pair in both parts has type ``both``.
+
+    ``frequencies`` counts the corpus's Han characters; ``readings`` are their readings (see :func:`attested_readings`).
+    """
+    chars = common_chars(frequencies, params.n_chars)
     if len(chars) < 2:
         raise ValueError(f"the corpus has {len(chars)} usable Han characters; a confusion set needs at least 2")
-    phonetic = phonetic_candidates(chars, attested_readings(sentences), params.max_phonetic, params.fuzzy)
+    phonetic = phonetic_candidates(chars, readings, params.max_phonetic, params.fuzzy)
     graphic = graphic_candidates(chars, params.max_graphic, params.max_stroke_distance, params.min_glyph_similarity)
     pairs = [(k, c, "phonetic") for k, cs in phonetic.items() for c in cs]
     pairs += [(k, c, "graphic") for k, cs in graphic.items() for c in cs]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .chars.pinyin import is_han
+from .chars.pinyin import HAN_RANGES
 
 DEFAULT_CORPUS = "peoples_daily"
 CORPORA = ("peoples_daily", "peoples_daily+reviews", "reviews")
@@ -26,6 +26,7 @@ _KEEP_FULLWIDTH = set("，！？；：（）")
 _HALFWIDTH = {
     cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F) if chr(cp) not in _KEEP_FULLWIDTH
 } | {0x3000: 0x20}
+_NOT_HAN = re.compile("[^" + "".join(f"{chr(a)}-{chr(b)}" for a, b in HAN_RANGES) + "]")
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,8 @@ def sentences_of(text: str) -> list[str]:
 
 
 def han_ratio(text: str) -> float:
-    return sum(map(is_han, text)) / len(text) if text else 0.0
+    """The share of Han characters (as :func:`csc_hf.chars.is_han` defines them) in ``text``."""
+    return len(_NOT_HAN.sub("", text)) / len(text) if text else 0.0
 
 
 def clean_sentences(
@@ -181,23 +183,20 @@ def split_sizes(n_sentences: int, n_validation: int | None, n_test: int | None) 
     return (auto if n_validation is None else n_validation, auto if n_test is None else n_test)
 
 
-def split_sentences(
-    sentences: Sequence[str], n_validation: int | None, n_test: int | None, seed: int
-) -> dict[str, list[str]]:
-    """Shuffle with ``seed`` and cut validation, test and train pools (in that order of the permutation)."""
-    n_validation, n_test = split_sizes(len(sentences), n_validation, n_test)
+def split_indices(n_sentences: int, n_validation: int | None, n_test: int | None, seed: int) -> dict[str, np.ndarray]:
+    """Shuffle ``range(n_sentences)`` with ``seed`` and cut validation, test and train pools, in that order."""
+    n_validation, n_test = split_sizes(n_sentences, n_validation, n_test)
     for name, value in (("n_validation", n_validation), ("n_test", n_test)):
         if value < 1:
             raise ValueError(f"{name}={value}: need at least 1 sentence")
-    if len(sentences) < n_validation + n_test + 1:
+    if n_sentences < n_validation + n_test + 1:
         raise ValueError(
-            f"the corpus has {len(sentences)} usable sentences, too few for n_validation={n_validation} and "
+            f"the corpus has {n_sentences} usable sentences, too few for n_validation={n_validation} and "
             f"n_test={n_test} plus a training set; lower them or give a larger corpus"
         )
-    order = np.random.default_rng(seed).permutation(len(sentences))
-    pick = lambda idx: [sentences[i] for i in idx]  # noqa: E731
+    order = np.random.default_rng(seed).permutation(n_sentences)
     return {
-        "validation": pick(order[:n_validation]),
-        "test": pick(order[n_validation : n_validation + n_test]),
-        "train": pick(order[n_validation + n_test :]),
+        "validation": order[:n_validation],
+        "test": order[n_validation : n_validation + n_test],
+        "train": order[n_validation + n_test :],
     }

@@ -111,17 +111,33 @@ class CandidateTable:
         return np.where((pair_codes[found] == query) & (key_idx >= 0), found, -1)
 
 
-def uniforms(seed: int, stream: int, positions: np.ndarray, draw: int) -> np.ndarray:
-    """Uniform floats in [0, 1) that depend only on (seed, stream, position, draw): SplitMix64 as a counter RNG."""
+def random_bits(seed: int, stream: int, positions: np.ndarray, draw: int) -> np.ndarray:
+    """64 random bits per position that depend only on (seed, stream, position, draw): SplitMix64 as a counter RNG."""
     if not 0 <= stream < 1 << 16 or not 0 <= draw < 4:
         raise ValueError(f"stream={stream} must be in [0, 65536) and draw={draw} in [0, 4)")
     base = np.uint64((seed * 0xD1B54A32D192ED03 + (stream << 2 | draw) * 0xA24BAED4963EE407) % (1 << 64))
-    with np.errstate(over="ignore"):
-        z = positions.astype(np.uint64) * _GOLDEN + base
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = positions.astype(np.uint64)
+    with np.errstate(over="ignore"):  # in place: this runs over every key character of the corpus
+        z *= _GOLDEN
+        z += base
+        z ^= z >> np.uint64(30)
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        z ^= z >> np.uint64(27)
+        z *= np.uint64(0x94D049BB133111EB)
         z ^= z >> np.uint64(31)
-    return (z >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    return z
+
+
+def uniforms(seed: int, stream: int, positions: np.ndarray, draw: int) -> np.ndarray:
+    """Uniform floats in [0, 1) from :func:`random_bits`."""
+    return (random_bits(seed, stream, positions, draw) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+
+
+def below(seed: int, stream: int, positions: np.ndarray, draw: int, prob: float) -> np.ndarray:
+    """``uniforms(...) < prob``, compared on the integers (no float array is made)."""
+    if prob >= 1.0:
+        return np.ones(len(positions), dtype=bool)
+    return random_bits(seed, stream, positions, draw) < np.uint64(int(prob * 2.0**64))
 
 
 @dataclass(frozen=True)
@@ -147,11 +163,12 @@ def substitute(
     for lo in range(0, len(codes), chunk):
         key_idx = table.key_index(codes[lo : lo + chunk])
         pos = np.flatnonzero(key_idx >= 0)
-        hit = uniforms(seed, stream, pos + lo, 0) < error_prob
-        pos, key_idx = pos[hit], key_idx[pos[hit]]
-        choice = table.starts[key_idx] + (uniforms(seed, stream, pos + lo, 1) * table.counts[key_idx]).astype(np.int64)
-        codes[pos + lo] = table.candidates[choice]
-        types[pos + lo] = table.types[choice]
+        pos += lo
+        hit = below(seed, stream, pos, 0, error_prob)
+        pos, key_idx = pos[hit], key_idx[pos[hit] - lo]
+        choice = table.starts[key_idx] + (uniforms(seed, stream, pos, 1) * table.counts[key_idx]).astype(np.int64)
+        codes[pos] = table.candidates[choice]
+        types[pos] = table.types[choice]
     return Corruption(PackedText(codes, target.offsets), types)
 
 

@@ -69,12 +69,18 @@ class CSCBench(datasets.ArrowBasedBuilder):
         return datasets.DatasetInfo(description=self.config.description, features=FEATURES, citation=_CITATION)
 
     def _split_generators(self, dl_manager):
-        return [datasets.SplitGenerator(name=spec.split, gen_kwargs={"spec": spec}) for spec in splits_of(self.config.name, self.config.probs)]
+        plan = plan_for(params_of(self.config))
+        generators = []
+        for spec in splits_of(self.config.name, self.config.probs):
+            n = len(plan.examples(spec).target)
+            batches = [(lo, min(lo + BATCH_ROWS, n)) for lo in range(0, n, BATCH_ROWS)]  # shards for num_proc
+            generators.append(datasets.SplitGenerator(name=spec.split, gen_kwargs={"spec": spec, "batches": batches}))
+        return generators
 
-    def _generate_tables(self, spec):
+    def _generate_tables(self, spec, batches):
         examples = plan_for(params_of(self.config)).examples(spec)
-        for lo in range(0, len(examples.target), BATCH_ROWS):
-            yield lo, examples_table(examples, lo, min(lo + BATCH_ROWS, len(examples.target)))
+        for lo, hi in batches:
+            yield lo, examples_table(examples, lo, hi)
 
 
 def load_dataset(path: str, name: str | None = None, split=None, **kwargs):

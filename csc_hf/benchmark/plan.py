@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import corpus as corpus_mod
-from ..confusion import BuildParams, ConfusionSet, Division, build_confusion_set, char_frequencies, divide, pair_type
+from ..chars.pinyin import is_han
+from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
 from ..corruption import (
     ERROR_TYPES,
     NO_ERROR,
@@ -140,9 +141,14 @@ class Plan:
         return sentences
 
     @cached_property
+    def packed(self) -> PackedText:
+        return pack(self.sentences)
+
+    @cached_property
     def pools(self) -> dict[str, PackedText]:
         p = self.params
-        return {k: pack(v) for k, v in corpus_mod.split_sentences(self.sentences, p.n_validation, p.n_test, p.seed).items()}
+        split = corpus_mod.split_indices(len(self.sentences), p.n_validation, p.n_test, p.seed)
+        return {name: self.packed.take(index) for name, index in split.items()}
 
     @cached_property
     def confusion(self) -> ConfusionSet:
@@ -151,11 +157,13 @@ class Plan:
         if p.confusion_path:
             return ConfusionSet.load(p.confusion_path)
         build = BuildParams(p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity)
-        return build_confusion_set(self.sentences, build)
+        return build_confusion_set(self.frequencies, attested_readings(self.sentences), build)
 
     @cached_property
-    def frequencies(self):
-        return char_frequencies(self.sentences)
+    def frequencies(self) -> dict[str, int]:
+        """How often each Han character occurs in the corpus."""
+        counts = np.bincount(self.packed.codes[self.packed.codes < 0x10000], minlength=0x10000)
+        return {chr(c): int(counts[c]) for c in np.flatnonzero(counts) if is_han(chr(c))}
 
     @cached_property
     def division(self) -> Division:

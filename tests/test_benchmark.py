@@ -1,0 +1,165 @@
+import hashlib
+import subprocess
+import sys
+
+import datasets
+import pyarrow as pa
+import pytest
+
+from csc_hf.benchmark import CONFIGS, load_dataset
+from csc_hf.benchmark.configs import probs_split
+from csc_hf.benchmark.export import export
+from csc_hf.benchmark.plan import BenchParams, plan_for, read_pair_file
+
+
+def table_digest(ds: datasets.Dataset) -> str:
+    """A hash of the rows' Arrow bytes (chunking-independent)."""
+    table = ds.data.table.combine_chunks()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def built(small_params, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("hf_cache")
+    return {name: load_dataset("csc_bench", name, cache_dir=str(cache), **small_params)
+            for name in CONFIGS if name != "sighan15"}
+
+
+def test_every_config_and_split(built, small_params):
+    assert set(built["train"]) == {"train", "validation"}
+    assert set(built["probs"]) == {probs_split(p) for p in BenchParams.probs} == {"pe01", "pe03", "pe05", "pe10", "pe15", "pe20"}
+    assert len(built["train"]["validation"]) == 60
+    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean"):
+        assert len(built[name]["test"]) == 80
+    assert len(built["scontext"]["test"]) == 40
+
+
+def test_examples_are_consistent(built):
+    type_names = built["test"]["test"].features["errors"].feature["type"].names
+    for name, data in built.items():
+        for split, ds in data.items():
+            for row in ds:
+                src, tgt = row["source"], row["target"]
+                assert len(src) == len(tgt) == len(row["detection_labels"])
+                wrong = [i for i, (a, b) in enumerate(zip(src, tgt)) if a != b]
+                assert row["error_positions"] == wrong == [e["position"] for e in row["errors"]]
+                assert row["detection_labels"] == [int(a != b) for a, b in zip(src, tgt)]
+                for e in row["errors"]:
+                    assert (e["wrong"], e["right"]) == (src[e["position"]], tgt[e["position"]])
+                    assert type_names[e["type"]] in ("phonetic", "graphic", "both")
+
+
+def test_sets_follow_their_confusion_sets(built, small_params):
+    plan = plan_for(BenchParams(**small_params))
+    def pairs(ds):
+        return {(e["right"], e["wrong"]) for row in ds for e in row["errors"]}
+    unseen_k, unseen_v, train = plan.division.unseen_k, plan.division.unseen_v, plan.division.train
+    assert all(r in unseen_k and w in unseen_k[r] for r, w in pairs(built["unseen_k"]["test"]))
+    assert all(r in unseen_v and w in unseen_v[r] for r, w in pairs(built["unseen_v"]["test"]))
+    train_pairs = pairs(built["train"]["train"])
+    assert all(r in train and w in train[r] for r, w in train_pairs)
+    assert not {r for r, _ in train_pairs} & set(unseen_k)  # unseen keys never err in training
+    assert not train_pairs & pairs(built["unseen_v"]["test"])
+    assert pairs(built["seen"]["test"]) <= train_pairs
+    assert sum(len(r["errors"]) for r in built["clean"]["test"]) == 0
+    assert all(e["type"] != 1 for r in built["phonetic"]["test"] for e in r["errors"])  # no graphic-only pair
+    errors = [sum(len(r["errors"]) for r in built["probs"][probs_split(p)]) for p in BenchParams.probs]
+    assert errors == sorted(errors) and errors[0] < errors[-1]
+    assert built["probs"]["pe05"]["source"] == built["test"]["test"]["source"]
+
+
+def test_scontext_keeps_training_context_with_new_wrong_characters(built):
+    train = built["train"]["train"]
+    for row in built["scontext"]["test"]:
+        original = train[row["id"]]
+        assert row["target"] == original["target"] and row["error_positions"] == original["error_positions"]
+        assert row["errors"] and all(a["wrong"] != b["wrong"] for a, b in zip(row["errors"], original["errors"]))
+
+
+def test_same_seed_same_bytes_other_seed_other_data(built, small_params, tmp_path):
+    from csc_hf.benchmark import plan as plan_module
+
+    plan_module._plan.cache_clear()
+    again = load_dataset("csc_bench", "train", cache_dir=str(tmp_path / "a"), num_proc=2, **small_params)
+    assert table_digest(again["train"]) == table_digest(built["train"]["train"])
+    other = load_dataset("csc_bench", "test", cache_dir=str(tmp_path / "b"), **{**small_params, "seed": 7})
+    assert other["test"]["source"] != built["test"]["test"]["source"]
+
+
+def test_same_bytes_in_a_fresh_process(built, small_params, tmp_path):
+    code = (
+        "import sys, hashlib, pyarrow as pa\n"
+        "from csc_hf.benchmark import load_dataset\n"
+        f"ds = load_dataset('csc_bench', 'unseen_k', split='test', cache_dir={str(tmp_path)!r}, **{small_params!r})\n"
+        "t = ds.data.table.combine_chunks(); s = pa.BufferOutputStream()\n"
+        "w = pa.ipc.new_stream(s, t.schema); w.write_table(t); w.close()\n"
+        "print(hashlib.sha256(s.getvalue().to_pybytes()).hexdigest())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1]
+    assert out == table_digest(built["unseen_k"]["test"])
+
+
+def test_export_loads_with_plain_datasets(built, small_params, tmp_path):
+    folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=str(tmp_path / "c"), **small_params)
+    assert (folder / "README.md").read_text(encoding="utf-8").startswith("---\nconfigs:")
+    plain = datasets.load_dataset(str(folder), "unseen_k", cache_dir=str(tmp_path / "d"))
+    assert plain["test"].features == built["unseen_k"]["test"].features
+    assert plain["test"].to_list() == built["unseen_k"]["test"].to_list()
+    probs = datasets.load_dataset(str(folder), "probs", cache_dir=str(tmp_path / "d"))
+    assert set(probs) == set(built["probs"])
+    with pytest.raises(FileExistsError, match="exists"):
+        export(folder, ["unseen_k"], **small_params)
+
+
+def test_export_failure_leaves_nothing(small_params, tmp_path):
+    with pytest.raises(ValueError, match="unknown csc_bench config 'nope'"):
+        export(tmp_path / "hub", ["test", "nope"], **small_params)
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(error_prob=1.5), r"error_prob=1.5 is outside \[0, 1\]"),
+        (dict(probs=(0.1, -0.1)), r"probs: P_e=-0.1 is outside"),
+        (dict(n_test=100_000), "too few for n_validation"),
+        (dict(n_unseen_keys=100_000), "exceed the"),
+    ],
+)
+def test_bad_parameters(small_params, tmp_path, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        load_dataset("csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, **kwargs})
+    assert not list(tmp_path.rglob("*.arrow"))
+
+
+def test_unknown_config_and_missing_corpus(small_params, tmp_path):
+    with pytest.raises(ValueError, match="'unseen' not found. Available: .*'unseen_k'"):
+        load_dataset("csc_bench", "unseen", cache_dir=str(tmp_path), **small_params)
+    with pytest.raises(FileNotFoundError, match="nowhere.txt does not exist"):
+        load_dataset("csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, "corpus": str(tmp_path / "nowhere.txt")})
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no usable sentence"):
+        load_dataset("csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, "corpus": str(empty)})
+
+
+def test_sighan15_from_a_given_file(small_params, tmp_path):
+    tsv = tmp_path / "s15.tsv"
+    tsv.write_text("我跟我朋唷打算去法国玩儿。\t我跟我朋友打算去法国玩儿。\n今天天气很好。\t今天天气很好。\n", encoding="utf-8")
+    ds = load_dataset("csc_bench", "sighan15", split="test", cache_dir=str(tmp_path / "c"), **{**small_params, "sighan15_path": str(tsv)})
+    assert ds[0]["errors"][0]["wrong"] == "唷" and ds[0]["errors"][0]["right"] == "友" and ds[1]["errors"] == []
+    tsv.write_text("我们\t我们的\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"s15.tsv, line 1: source has 2 characters, target 3"):
+        read_pair_file(tsv)
+
+
+def test_installed_sighan15_has_1100_sentences():
+    import importlib.util
+
+    if importlib.util.find_spec("pycorrector") is None:
+        pytest.skip("pip install --no-deps pycorrector==0.4.9")
+    plan = plan_for(BenchParams())
+    assert len(plan.sighan15.target) == 1100
