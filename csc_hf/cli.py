@@ -84,7 +84,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     plan = plan_for(BenchParams(**params))
     configs = args.configs or [c for c in CONFIGS if c != "sighan15" or args.sighan15_path or _has_pycorrector()]
     for name in configs:
-        load_dataset("csc_bench", name, **params)  # builds (or finds) the cached Arrow files
+        load_dataset("csc_bench", name, cache_dir=args.cache_dir, **params)  # builds (or finds) the cached files
     stats = plan.division.stats(plan.seen)
     _print_table(f"Confusion sets (corpus {plan.params.corpus}: {len(plan.sentences)} sentences)", stats)
     rows = {}
@@ -111,7 +111,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     from .benchmark.export import export
 
     configs = args.configs or [c for c in CONFIGS if c != "sighan15" or args.sighan15_path or _has_pycorrector()]
-    path = export(args.directory, configs, overwrite=args.overwrite, **bench_params(args))
+    path = export(args.directory, configs, overwrite=args.overwrite, cache_dir=args.cache_dir, **bench_params(args))
     print(f"exported {', '.join(configs)} to {path}; load with datasets.load_dataset({str(path)!r}, CONFIG)")
 
 
@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Build the configs (cached by datasets) and print the confusion-set and per-config statistics.")
     build.add_argument("configs", nargs="*", help=f"configs to build (default: all): {', '.join(CONFIGS)}")
     build.add_argument("--output", help="also write stats.json and the confusion sets S*.json to this folder")
+    build.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
     add_bench_params(build)
     build.set_defaults(func=cmd_build)
 
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("directory")
     export.add_argument("configs", nargs="*", help="configs to export (default: all)")
     export.add_argument("--overwrite", action="store_true", help="replace DIRECTORY if it exists")
+    export.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
     add_bench_params(export)
     export.set_defaults(func=cmd_export)
 
