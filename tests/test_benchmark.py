@@ -79,11 +79,14 @@ def test_scontext_keeps_training_context_with_new_wrong_characters(built):
         assert row["errors"] and all(a["wrong"] != b["wrong"] for a, b in zip(row["errors"], original["errors"]))
 
 
-def test_same_seed_same_bytes_other_seed_other_data(built, small_params, tmp_path):
+def test_same_seed_same_bytes_other_seed_other_data(built, small_params, tmp_path, monkeypatch):
+    from csc_hf.benchmark import builder
     from csc_hf.benchmark import plan as plan_module
 
     plan_module._plan.cache_clear()
+    monkeypatch.setattr(builder, "BATCH_ROWS", 64)  # many shards, so that two processes share the work
     again = load_dataset("csc_bench", "train", cache_dir=str(tmp_path / "a"), num_proc=2, **small_params)
+    assert again["train"].data.table.num_rows == len(built["train"]["train"]) and again.num_rows["train"] > 2 * 64
     assert table_digest(again["train"]) == table_digest(built["train"]["train"])
     other = load_dataset("csc_bench", "test", cache_dir=str(tmp_path / "b"), **{**small_params, "seed": 7})
     assert other["test"]["source"] != built["test"]["test"]["source"]
