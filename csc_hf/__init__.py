@@ -15,6 +15,8 @@ _EXPORTS = {
     "ConfusionSet": "csc_hf.confusion",
     "build_confusion_set": "csc_hf.confusion",
     "divide": "csc_hf.confusion",
+    "score": "csc_hf.scoring",
+    "compare": "csc_hf.scoring",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,0 +1,659 @@
+"""Chinese Spelling Check (CSC) scoring: one scorer for every csc_hf experiment and any Trainer.
+
+Inputs are parallel lists of ``sources`` (the text to check), ``predictions`` (the system
+output) and ``references`` (the gold target), either strings or token-id sequences.  A
+*gold error* is a position where source and reference differ; a *change* is a position
+where the prediction differs from the source.
+
+Sentence level (detection ``det``, correction ``cor``): a detection is right when the set of
+changed positions equals the set of gold error positions; a correction is right when the
+prediction equals the reference (the set of edits equals the gold set).  Recall is the share
+of sentences with errors that are right.  Precision depends on the *convention*:
+
+``"strict"`` (default)
+    precision = right sentences / every sentence the system changed.  This is the convention
+    of SpellGCN's ``run_spellgcn.py`` (Cheng et al., 2020) and of the ReaLiSe (Xu et al.,
+    2021) ``metric_core.py`` script that SCOPE (Li et al., 2022) and most later papers reuse.
+``"lenient"``
+    each sentence is exactly one of TP (has errors, handled right), FN (has errors, handled
+    wrong, *whatever it changed*), FP (error-free, changed) and TN (error-free, unchanged);
+    precision = TP / (TP + FP).  A wrong change in a sentence that has errors costs recall
+    only, never precision.  This is the confusion matrix of the SIGHAN bake-off definitions
+    (Tseng et al., 2015; accuracy = (TP + TN) / N, FPR = FP / (FP + TN)) and exactly what
+    pycorrector's ``eval_sighan2015_by_model`` computes (correction level only).
+
+Recall, accuracy and the false positive rate are the same under both conventions, and strict
+precision is never above lenient precision.
+
+Character level: detection TP is a changed position that is a gold error; correction TP is
+such a position changed to the gold character; precision divides by all changes, recall by
+all gold errors (ReaLiSe's ``char_metric``; the character-level scripts of SpellGCN and SCOPE
+instead divide correction hits by detection hits: ``n_cor_hits / n_det_hits`` here).  ``fpr``
+is the share of error-free sentences the system changed; ``sent_acc`` the share of sentences
+whose prediction equals the reference; ``sent_det_acc`` the share whose changed positions
+equal the gold positions.
+
+Predictions whose length differs from the source (seq2seq output) are aligned to it with a
+minimum-edit (Levenshtein) alignment: substitutions are scored at their source position,
+every insertion and deletion counts as a change that is never right, and such a sentence is
+never right at sentence level.  A ratio whose denominator is zero is reported as 0.0 (like
+scikit-learn's ``zero_division=0``); the ``n_*`` counts in the output tell when that happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+import numpy as np
+
+from csc_hf.stats import bootstrap_ci, paired_test
+
+__all__ = [
+    "CONVENTIONS",
+    "ERROR_TYPES",
+    "align",
+    "compare",
+    "make_compute_metrics",
+    "preprocess_logits_for_metrics",
+    "score",
+    "scores_from_totals",
+    "sentence_counts",
+]
+
+CONVENTIONS = ("strict", "lenient")
+ERROR_TYPES = ("phonetic", "graphic", "both", "other")
+_NERR_BUCKETS = (("nerr1", 1, 1), ("nerr2", 2, 2), ("nerr3plus", 3, None))
+_CHAR_GROUPS = tuple(f"type_{name}" for name in ERROR_TYPES) + ("seen", "unseen")
+_NERR_COLUMNS = ("error_sentences", "det_tp", "cor_tp", "gold_errors", "det_hits", "cor_hits")
+_SUMMARY = (
+    ("n_sentences", "sentences"),
+    ("n_error_sentences", "error_sentences"),
+    ("n_errors", "gold_errors"),
+    ("n_changed_sentences", "changed_sentences"),
+    ("n_changes", "changes"),
+    ("n_det_hits", "det_hits"),
+    ("n_cor_hits", "cor_hits"),
+    ("n_length_mismatch", "length_mismatch"),
+    ("n_indels", "indels"),
+)
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def score(
+    sources: Sequence[Any],
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    convention: str = "strict",
+    metadata: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
+    train_pairs: Iterable[tuple[Any, Any]] | None = None,
+    ignore_index: int = -100,
+    bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    numeric_only: bool = False,
+) -> dict[str, Any]:
+    """Score a CSC system; return a flat, JSON-serializable dict.
+
+    Keys: ``convention`` (dropped when ``numeric_only``); ``sent_{det,cor}_{p,r,f1}``,
+    ``sent_det_acc``, ``sent_acc``, ``char_{det,cor}_{p,r,f1}``, ``fpr``; the counts
+    ``n_sentences``, ``n_error_sentences``, ``n_errors``, ``n_changed_sentences``,
+    ``n_changes``, ``n_det_hits``, ``n_cor_hits``, ``n_length_mismatch``, ``n_indels``;
+    by number of errors per sentence,
+    ``nerr{1,2,3plus}_{n_sentences,sent_det_r,sent_cor_r,char_det_r,char_cor_r}``; with
+    ``metadata``, per error type ``type_{phonetic,graphic,both,other}_{n_errors,char_det_r,
+    char_cor_r}``; with ``train_pairs``, ``{seen,unseen}_{n_errors,char_det_r,char_cor_r}``.
+    With ``bootstrap > 0`` every score ``k`` also gets ``k_ci_low`` and ``k_ci_high`` (a
+    seeded percentile bootstrap over sentences) plus ``ci_resamples`` and ``ci_confidence``.
+    See :func:`sentence_counts` for the inputs.
+    """
+    _check_convention(convention)
+    counts = sentence_counts(
+        sources, predictions, references, metadata=metadata, train_pairs=train_pairs, ignore_index=ignore_index
+    )
+    totals = {name: column.sum() for name, column in counts.items()}
+    statistic = partial(scores_from_totals, convention=convention)
+    result: dict[str, Any] = {} if numeric_only else {"convention": convention}
+    result.update({key: float(value) for key, value in statistic(totals).items()})
+    result.update({key: int(totals[column]) for key, column in _summary_columns(totals)})
+    if bootstrap:
+        intervals = bootstrap_ci(counts, statistic, n_resamples=bootstrap, confidence=confidence, seed=seed)
+        for key, (low, high) in intervals.items():
+            result[f"{key}_ci_low"] = low
+            result[f"{key}_ci_high"] = high
+        result["ci_resamples"] = int(bootstrap)
+        result["ci_confidence"] = float(confidence)
+    return result
+
+
+def compare(
+    sources: Sequence[Any],
+    predictions_a: Sequence[Any],
+    predictions_b: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    convention: str = "strict",
+    metadata: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
+    train_pairs: Iterable[tuple[Any, Any]] | None = None,
+    ignore_index: int = -100,
+    method: str = "permutation",
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, dict[str, float]]:
+    """Paired significance test of system A against system B on the same data.
+
+    Returns ``{score: {"a", "b", "delta", "ci_low", "ci_high", "p_value"}}`` for every score
+    of :func:`score`; see :func:`csc_hf.stats.paired_test`.
+    """
+    _check_convention(convention)
+    options = {"metadata": metadata, "train_pairs": train_pairs, "ignore_index": ignore_index}
+    counts_a = sentence_counts(sources, predictions_a, references, **options)
+    counts_b = sentence_counts(sources, predictions_b, references, **options)
+    return paired_test(
+        counts_a,
+        counts_b,
+        partial(scores_from_totals, convention=convention),
+        method=method,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+
+
+def sentence_counts(
+    sources: Sequence[Any],
+    predictions: Sequence[Any],
+    references: Sequence[Any],
+    *,
+    metadata: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
+    train_pairs: Iterable[tuple[Any, Any]] | None = None,
+    ignore_index: int = -100,
+) -> dict[str, np.ndarray]:
+    """Per-sentence counts, one int64 array per column, from which every score is a ratio of sums.
+
+    Inputs are all strings, or all token-id sequences (lists, tuples or 1-D integer arrays;
+    a 2-D padded array is a list of rows).  For token ids, positions where the reference
+    equals ``ignore_index`` (Trainer's label padding, -100) are dropped from the source and,
+    when it has the reference's length, from the prediction; a prediction of another length
+    only loses its ``ignore_index`` entries and is then aligned.  Sources and references must
+    be non-empty and of equal length; an empty prediction is scored as deleting everything.
+
+    ``metadata``: per example a mapping (or one columnar mapping) with ``errors``: a list of
+    ``{"position", "type"}`` entries (other keys are ignored), one per gold error position,
+    ``type`` in :data:`ERROR_TYPES`; positions index the source (for token ids, after
+    dropping ``ignore_index`` positions).  ``train_pairs``: ``(right, wrong)`` pairs seen in
+    training (characters for string input, token ids for token input); each gold error
+    ``(reference item, source item)`` is then classified as seen or unseen.
+
+    Columns: ``sentences``, ``error_sentences``, ``changed_sentences``, ``clean_changed``,
+    ``det_exact``, ``cor_exact``, ``det_tp``, ``cor_tp`` (0/1 per sentence), ``gold_errors``,
+    ``changes``, ``det_hits``, ``cor_hits``, ``indels`` (counts), ``length_mismatch`` (0/1);
+    ``nerr*_``, ``type_*_`` and ``seen_``/``unseen_`` prefixed columns for the breakdowns.
+    """
+    text = _encode(sources, predictions, references, ignore_index)
+    counts = _base_counts(text)
+    for name, low, high in _NERR_BUCKETS:
+        in_bucket = counts["gold_errors"] >= low
+        if high is not None:
+            in_bucket &= counts["gold_errors"] <= high
+        for column in _NERR_COLUMNS:
+            counts[f"{name}_{column}"] = counts[column] * in_bucket
+    groups: dict[str, np.ndarray] = {}
+    if metadata is not None:
+        positions, types = _typed_errors(metadata, text)
+        groups.update({f"type_{name}": positions[types == code] for code, name in enumerate(ERROR_TYPES)})
+    if train_pairs is not None:
+        gold = np.flatnonzero(text.source != text.reference)
+        seen = np.isin(_pair_keys(text.reference[gold], text.source[gold]), _train_keys(train_pairs, text.is_text))
+        groups.update({"seen": gold[seen], "unseen": gold[~seen]})
+    for name, flat_positions in groups.items():
+        counts.update(_position_group_counts(name, flat_positions, text))
+    return counts
+
+
+def scores_from_totals(totals: Mapping[str, Any], convention: str = "strict") -> dict[str, Any]:
+    """Turn column totals of :func:`sentence_counts` into scores (elementwise over arrays)."""
+    _check_convention(convention)
+    t = totals
+    scores: dict[str, Any] = {}
+    for level in ("det", "cor"):
+        tp = t[f"{level}_tp"]
+        claimed = t["changed_sentences"] if convention == "strict" else tp + t["clean_changed"]
+        scores.update(_prf(f"sent_{level}", tp, claimed, t["error_sentences"]))
+    scores["sent_det_acc"] = _ratio(t["det_exact"], t["sentences"])
+    scores["sent_acc"] = _ratio(t["cor_exact"], t["sentences"])
+    scores.update(_prf("char_det", t["det_hits"], t["changes"], t["gold_errors"]))
+    scores.update(_prf("char_cor", t["cor_hits"], t["changes"], t["gold_errors"]))
+    scores["fpr"] = _ratio(t["clean_changed"], t["sentences"] - t["error_sentences"])
+    for name, _, _ in _NERR_BUCKETS:
+        scores[f"{name}_sent_det_r"] = _ratio(t[f"{name}_det_tp"], t[f"{name}_error_sentences"])
+        scores[f"{name}_sent_cor_r"] = _ratio(t[f"{name}_cor_tp"], t[f"{name}_error_sentences"])
+        scores.update(_char_recalls(t, name))
+    for name in _CHAR_GROUPS:
+        if f"{name}_gold_errors" in t:
+            scores.update(_char_recalls(t, name))
+    return scores
+
+
+def align(source: Sequence[T], prediction: Sequence[T]) -> tuple[list[tuple[int, T]], int]:
+    """Minimum-edit (Levenshtein) alignment of ``prediction`` to ``source``.
+
+    Returns ``(substitutions, n_indels)``: the substituted items as ``(source position,
+    predicted item)`` in source order, and the number of inserted plus deleted items.  The
+    common prefix and suffix are matched first; reading left to right, ties prefer a
+    substitution, then a deletion, then an insertion.
+    """
+    start = 0
+    stop_s, stop_p = len(source), len(prediction)
+    while start < stop_s and start < stop_p and source[start] == prediction[start]:
+        start += 1
+    while stop_s > start and stop_p > start and source[stop_s - 1] == prediction[stop_p - 1]:
+        stop_s -= 1
+        stop_p -= 1
+    # Reversed, so that tracing the table back walks the original order left to right.
+    a, b = source[start:stop_s][::-1], prediction[start:stop_p][::-1]
+    band = abs(len(a) - len(b)) + 2
+    dist = _banded_distances(a, b, band)
+    while dist[-1][-1] > band:  # a cheaper path could leave the band: widen it (exact, Ukkonen 1985)
+        band *= 2
+        dist = _banded_distances(a, b, band)
+    substitutions: list[tuple[int, T]] = []
+    indels = 0
+    i, j = len(a), len(b)
+    while i or j:
+        if i and j and dist[i][j] == dist[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
+            if a[i - 1] != b[j - 1]:
+                substitutions.append((start + len(a) - i, b[j - 1]))
+            i, j = i - 1, j - 1
+        elif i and dist[i][j] == dist[i - 1][j] + 1:
+            indels, i = indels + 1, i - 1
+        else:
+            indels, j = indels + 1, j - 1
+    return substitutions, indels
+
+
+def _banded_distances(a: Sequence[T], b: Sequence[T], band: int) -> list[list[int]]:
+    """Edit-distance table of ``a`` to ``b``, computed only where ``|i - j| <= band``.
+
+    Every entry whose true value is at most ``band`` is exact, since a path of that cost never
+    leaves the band; every other entry is larger than ``band``.
+    """
+    outside = len(a) + len(b) + 1
+    dist = [[outside] * (len(b) + 1) for _ in range(len(a) + 1)]
+    dist[0][: min(len(b), band) + 1] = range(min(len(b), band) + 1)
+    for i in range(1, len(a) + 1):
+        above, here = dist[i - 1], dist[i]
+        low = max(1, i - band)
+        if i <= band:
+            here[0] = i
+        for j in range(low, min(len(b), i + band) + 1):
+            here[j] = min(above[j - 1] + (a[i - 1] != b[j - 1]), above[j] + 1, here[j - 1] + 1)
+    return dist
+
+
+def make_compute_metrics(
+    *,
+    convention: str = "strict",
+    ignore_index: int = -100,
+    bootstrap: int = 0,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Callable[[Any], dict[str, float]]:
+    """Build a ``compute_metrics`` for ``transformers.Trainer`` (token-classification CSC models).
+
+    The Trainer must pass the inputs (``TrainingArguments(include_for_metrics=["inputs"])``):
+    ``input_ids`` are the sources, ``label_ids`` the references, and the predictions are token
+    ids, or logits that are reduced with ``argmax`` (prefer :func:`preprocess_logits_for_metrics`
+    to save memory).  The result is :func:`score` with ``numeric_only=True``.
+    """
+    _check_convention(convention)
+
+    def compute_metrics(eval_pred: Any) -> dict[str, float]:
+        if eval_pred.inputs is None:
+            raise ValueError(
+                "compute_metrics needs the inputs: set TrainingArguments(include_for_metrics=['inputs'])"
+            )
+        predictions = eval_pred.predictions
+        if isinstance(predictions, tuple):
+            predictions = predictions[0]
+        predictions = np.asarray(predictions)
+        if predictions.ndim == 3:
+            predictions = predictions.argmax(axis=-1)
+        return score(
+            eval_pred.inputs,
+            predictions,
+            eval_pred.label_ids,
+            convention=convention,
+            ignore_index=ignore_index,
+            bootstrap=bootstrap,
+            confidence=confidence,
+            seed=seed,
+            numeric_only=True,
+        )
+
+    return compute_metrics
+
+
+def preprocess_logits_for_metrics(logits: Any, labels: Any) -> Any:
+    """Trainer hook: keep only the argmax token ids of the (first) logits tensor."""
+    if isinstance(logits, tuple):
+        logits = logits[0]
+    return logits.argmax(dim=-1)
+
+
+# --------------------------------------------------------------------------- internals
+
+
+class _Encoded:
+    """All sentences as flat integer arrays over source positions, plus per-sentence data.
+
+    ``prediction[i]`` is the predicted item at source position ``i``: the prediction itself
+    when it has the source's length, otherwise the aligned substitution or the source item.
+    """
+
+    __slots__ = ("source", "prediction", "reference", "lengths", "starts", "indels", "mismatch", "is_text")
+
+    def __init__(self, source, prediction, reference, lengths, indels, mismatch, is_text):
+        self.source, self.prediction, self.reference = source, prediction, reference
+        self.lengths, self.indels, self.mismatch, self.is_text = lengths, indels, mismatch, is_text
+        self.starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+
+
+def _check_convention(convention: str) -> None:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+
+
+def _encode(sources, predictions, references, ignore_index: int) -> _Encoded:
+    columns = {"sources": sources, "predictions": predictions, "references": references}
+    for name, column in columns.items():
+        if isinstance(column, (str, bytes)) or not hasattr(column, "__len__"):
+            raise TypeError(f"{name} must be a sequence of examples, got {type(column).__name__}")
+    n = len(sources)
+    if n == 0:
+        raise ValueError("no examples to score")
+    for name, column in columns.items():
+        if len(column) != n:
+            raise ValueError(
+                "sources, predictions and references must have the same length; "
+                f"{name} has {len(column)}, sources has {n}"
+            )
+    first = sources[0]
+    if isinstance(first, str):
+        return _encode_text(sources, predictions, references)
+    if first is None:
+        raise TypeError("sources[0] is None")
+    return _encode_ids(sources, predictions, references, ignore_index)
+
+
+def _check_strings(name: str, column: Sequence[Any]) -> None:
+    if set(map(type, column)) <= {str}:
+        return
+    for i, item in enumerate(column):
+        if not isinstance(item, str):
+            raise TypeError(f"{name}[{i}] is {type(item).__name__}, expected str like sources[0]")
+
+
+def _lengths(column: Sequence[Any]) -> np.ndarray:
+    return np.fromiter(map(len, column), dtype=np.int64, count=len(column))
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _check_gold_lengths(source_lengths: np.ndarray, reference_lengths: np.ndarray, what: str) -> None:
+    for name, lengths in (("sources", source_lengths), ("references", reference_lengths)):
+        if not lengths.all():
+            raise ValueError(f"{name}[{_first(lengths == 0)}] is empty{what}")
+    if (source_lengths != reference_lengths).any():
+        i = _first(source_lengths != reference_lengths)
+        raise ValueError(
+            f"example {i}: source has length {source_lengths[i]} but reference has length "
+            f"{reference_lengths[i]}{what}; gold sources and references must align position by position"
+        )
+
+
+def _codepoints(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+
+
+def _encode_text(sources, predictions, references) -> _Encoded:
+    for name, column in (("sources", sources), ("predictions", predictions), ("references", references)):
+        _check_strings(name, column)
+    lengths = _lengths(sources)
+    _check_gold_lengths(lengths, _lengths(references), "")
+    mismatch = _lengths(predictions) != lengths
+    unequal = np.flatnonzero(mismatch)
+    if len(unequal):  # score the source in their place, then write the aligned substitutions
+        projected = list(predictions)
+        for i in unequal:
+            projected[i] = sources[i]
+        prediction = _codepoints("".join(projected)).copy()
+    else:
+        prediction = _codepoints("".join(predictions))
+    encoded = _Encoded(
+        _codepoints("".join(sources)),
+        prediction,
+        _codepoints("".join(references)),
+        lengths,
+        np.zeros(len(lengths), dtype=np.int64),
+        mismatch,
+        True,
+    )
+    for i in unequal:
+        _apply_alignment(encoded, i, sources[i], predictions[i], ord)
+    return encoded
+
+
+def _id_array(name: str, i: int, item: Any) -> np.ndarray:
+    if item is None or isinstance(item, (str, bytes)):
+        raise TypeError(f"{name}[{i}] is {type(item).__name__}, expected a sequence of token ids like sources[0]")
+    array = np.asarray(item)
+    if array.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if array.ndim != 1 or array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+        raise TypeError(
+            f"{name}[{i}] must be a 1-D sequence of integer token ids, got {array.dtype} with shape {array.shape}"
+        )
+    return array.astype(np.int64)
+
+
+def _encode_ids(sources, predictions, references, ignore_index: int) -> _Encoded:
+    src_rows, pred_rows, ref_rows = [], [], []
+    for i in range(len(sources)):
+        source = _id_array("sources", i, sources[i])
+        prediction = _id_array("predictions", i, predictions[i])
+        reference = _id_array("references", i, references[i])
+        if len(source) != len(reference):
+            raise ValueError(
+                f"example {i}: source has length {len(source)} but reference has length {len(reference)} "
+                "(before dropping ignore_index); gold sources and references must align position by position"
+            )
+        keep = reference != ignore_index
+        src_rows.append(source[keep])
+        ref_rows.append(reference[keep])
+        same_length = len(prediction) == len(reference)
+        pred_rows.append(prediction[keep] if same_length else prediction[prediction != ignore_index])
+    lengths = np.array([len(row) for row in src_rows], dtype=np.int64)
+    _check_gold_lengths(lengths, lengths, " after dropping ignore_index positions")
+    mismatch = np.array([len(p) != len(s) for p, s in zip(pred_rows, src_rows)], dtype=bool)
+    encoded = _Encoded(
+        np.concatenate(src_rows),
+        np.concatenate([s if m else p for s, p, m in zip(src_rows, pred_rows, mismatch)]),
+        np.concatenate(ref_rows),
+        lengths,
+        np.zeros(len(lengths), dtype=np.int64),
+        mismatch,
+        False,
+    )
+    for i in np.flatnonzero(mismatch):
+        _apply_alignment(encoded, i, src_rows[i].tolist(), pred_rows[i].tolist(), int)
+    return encoded
+
+
+def _apply_alignment(encoded: _Encoded, i: int, source, prediction, to_int: Callable[[Any], int]) -> None:
+    substitutions, indels = align(source, prediction)
+    start = encoded.starts[i]
+    for position, item in substitutions:
+        encoded.prediction[start + position] = to_int(item)
+    encoded.indels[i] = indels
+
+
+def _base_counts(text: _Encoded) -> dict[str, np.ndarray]:
+    scratch = np.empty(len(text.source), dtype=bool)  # one reused buffer: fresh pages are costly
+
+    def per_sentence(mask: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(mask.view(np.uint8), text.starts, dtype=np.int64)
+
+    gold = text.source != text.reference
+    changed = text.source != text.prediction
+    gold_errors = per_sentence(gold)
+    changed_positions = per_sentence(changed)
+    det_hits = per_sentence(np.logical_and(gold, changed, out=scratch))
+    np.equal(text.prediction, text.reference, out=scratch)
+    cor_hits = per_sentence(np.logical_and(scratch, gold, out=scratch))
+    no_indel = text.indels == 0
+    # changed positions == gold positions  <=>  no gold error unchanged and no change off gold
+    det_exact = (gold_errors - det_hits + changed_positions - det_hits == 0) & no_indel
+    # prediction == reference  <=>  every gold error corrected and no change off gold
+    cor_exact = (gold_errors - cor_hits + changed_positions - det_hits == 0) & no_indel
+    changes = changed_positions + text.indels
+    error_sentence = gold_errors > 0
+    changed_sentence = changes > 0
+    columns = {
+        "sentences": np.ones(len(text.lengths), dtype=bool),
+        "error_sentences": error_sentence,
+        "changed_sentences": changed_sentence,
+        "clean_changed": changed_sentence & ~error_sentence,
+        "det_exact": det_exact,
+        "cor_exact": cor_exact,
+        "det_tp": det_exact & changed_sentence,
+        "cor_tp": cor_exact & changed_sentence,
+        "gold_errors": gold_errors,
+        "changes": changes,
+        "det_hits": det_hits,
+        "cor_hits": cor_hits,
+        "indels": text.indels,
+        "length_mismatch": text.mismatch,
+    }
+    return {name: column.astype(np.int64) for name, column in columns.items()}
+
+
+def _position_group_counts(name: str, flat_positions: np.ndarray, text: _Encoded) -> dict[str, np.ndarray]:
+    """Per-sentence gold errors, detection hits and correction hits among ``flat_positions``."""
+    n = len(text.lengths)
+    sentence = np.searchsorted(text.starts, flat_positions, side="right") - 1
+    detected = text.source[flat_positions] != text.prediction[flat_positions]
+    corrected = text.prediction[flat_positions] == text.reference[flat_positions]
+    return {
+        f"{name}_gold_errors": np.bincount(sentence, minlength=n).astype(np.int64),
+        f"{name}_det_hits": np.bincount(sentence[detected], minlength=n).astype(np.int64),
+        f"{name}_cor_hits": np.bincount(sentence[corrected], minlength=n).astype(np.int64),
+    }
+
+
+def _typed_errors(metadata, text: _Encoded) -> tuple[np.ndarray, np.ndarray]:
+    """Flat positions and type codes of the gold errors listed in ``metadata``, validated."""
+    n = len(text.lengths)
+    if isinstance(metadata, Mapping):
+        if "errors" not in metadata:
+            raise ValueError("columnar metadata needs an 'errors' column")
+        per_example = metadata["errors"]
+    else:
+        per_example = [_errors_of(i, example) for i, example in enumerate(metadata)]
+    if len(per_example) != n:
+        raise ValueError(f"metadata has {len(per_example)} examples but there are {n} sentences")
+    type_codes = {name: code for code, name in enumerate(ERROR_TYPES)}
+    positions: list[int] = []
+    codes: list[int] = []
+    gold = text.source != text.reference
+    for i, errors in enumerate(per_example):
+        if isinstance(errors, Mapping):  # one columnar mapping per example
+            errors = [dict(zip(errors, values)) for values in zip(*errors.values())]
+        start, length = int(text.starts[i]), int(text.lengths[i])
+        listed = set()
+        for error in errors or ():
+            if not isinstance(error, Mapping):
+                raise ValueError(f"metadata[{i}]: each error must be a mapping with 'position' and 'type'")
+            position, kind = error.get("position"), error.get("type")
+            integer = isinstance(position, (int, np.integer)) and not isinstance(position, bool)
+            if not integer or not 0 <= position < length:
+                raise ValueError(f"metadata[{i}]: error position {position!r} is outside the source ({length} long)")
+            if kind not in type_codes:
+                raise ValueError(f"metadata[{i}]: error type {kind!r} at position {position} is not in {ERROR_TYPES}")
+            if not gold[start + position] or position in listed:
+                raise ValueError(f"metadata[{i}]: position {position} is not a gold error or is listed twice")
+            listed.add(position)
+            positions.append(start + int(position))
+            codes.append(type_codes[kind])
+        n_gold = int(gold[start : start + length].sum())
+        if len(listed) != n_gold:
+            raise ValueError(
+                f"metadata[{i}] lists {len(listed)} errors but source and reference differ at {n_gold} positions"
+            )
+    return np.asarray(positions, dtype=np.int64), np.asarray(codes, dtype=np.int64)
+
+
+def _errors_of(i: int, example: Any) -> Any:
+    if not isinstance(example, Mapping) or "errors" not in example:
+        raise ValueError(f"metadata[{i}] must be a mapping with an 'errors' list")
+    return example["errors"]
+
+
+def _pair_keys(right: np.ndarray, wrong: np.ndarray) -> np.ndarray:
+    return (right.astype(np.uint64) << np.uint64(32)) | wrong.astype(np.uint64)
+
+
+def _train_keys(train_pairs: Iterable[tuple[Any, Any]], is_text: bool) -> np.ndarray:
+    items: list[int] = []
+    for pair in train_pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"train_pairs must hold (right, wrong) pairs, got {pair!r}")
+        for item in pair:
+            if is_text and not (isinstance(item, str) and len(item) == 1):
+                raise ValueError(f"train pair {pair!r}: with string input, pairs are single characters")
+            if not is_text and (isinstance(item, bool) or not isinstance(item, (int, np.integer))):
+                raise ValueError(f"train pair {pair!r}: with token-id input, pairs are token ids")
+            items.append(ord(item) if is_text else int(item))
+    pairs = np.asarray(items, dtype=np.int64).reshape(-1, 2)
+    return _pair_keys(pairs[:, 0], pairs[:, 1])
+
+
+def _ratio(numerator: Any, denominator: Any) -> Any:
+    numerator = np.asarray(numerator, dtype=np.float64)
+    denominator = np.asarray(denominator, dtype=np.float64)
+    zeros = np.zeros(np.broadcast(numerator, denominator).shape)
+    ratio = np.divide(numerator, denominator, out=zeros, where=denominator > 0)
+    return ratio if ratio.ndim else float(ratio)
+
+
+def _prf(prefix: str, tp: Any, predicted: Any, gold: Any) -> dict[str, Any]:
+    precision, recall = _ratio(tp, predicted), _ratio(tp, gold)
+    total = np.asarray(precision) + np.asarray(recall)
+    return {
+        f"{prefix}_p": precision,
+        f"{prefix}_r": recall,
+        f"{prefix}_f1": _ratio(2 * np.asarray(precision) * np.asarray(recall), total),
+    }
+
+
+def _char_recalls(t: Mapping[str, Any], name: str) -> dict[str, Any]:
+    return {
+        f"{name}_char_det_r": _ratio(t[f"{name}_det_hits"], t[f"{name}_gold_errors"]),
+        f"{name}_char_cor_r": _ratio(t[f"{name}_cor_hits"], t[f"{name}_gold_errors"]),
+    }
+
+
+def _summary_columns(totals: Mapping[str, Any]) -> list[tuple[str, str]]:
+    pairs = list(_SUMMARY)
+    pairs += [(f"{name}_n_sentences", f"{name}_error_sentences") for name, _, _ in _NERR_BUCKETS]
+    pairs += [(f"{name}_n_errors", f"{name}_gold_errors") for name in _CHAR_GROUPS if f"{name}_gold_errors" in totals]
+    return pairs
