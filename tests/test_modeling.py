@@ -1,0 +1,300 @@
+"""The CSC model family: every variant trains, round-trips, loads through the Auto classes and as remote code."""
+
+import os
+import subprocess
+import sys
+import sysconfig
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
+
+from csc_hf.chars.pinyin import char_readings
+from csc_hf.modeling import (
+    VARIANTS,
+    CSCConfig,
+    CSCForCorrection,
+    CSCModel,
+    CSCTokenizer,
+    bart_correct,
+    build_char_knowledge,
+    build_model,
+    context_pinyin_ids,
+    load_vectors,
+)
+from csc_hf.modeling.configuration_csc import SOURCE_NAMES
+
+TARGETS = ["我们今天去北京天安门广场看升旗。", "他说的是对的，我觉得很好。", "银行在中国科学院旁边，行走十分钟。"]
+ERRORS = ["我门今天去北京天安门广场看生旗。", "他说的适对的，我觉的很好。", "银行在中国科学院旁边，行走十分中。"]
+TINY = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+    side_size=16, glyph_channels=[8, 16], glyph_size=16, max_strokes=16,
+)  # fmt: skip
+BART_TINY = dict(
+    d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+    encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
+)  # fmt: skip
+EXTRA_VARIANTS = {
+    "vectors_concat": {"sources": ["pinyin_vectors", "glyph_vectors"], "fusion": "concat"},
+    "pinyin_transformer_sum": {"sources": ["pinyin_transformer"], "fusion": "sum"},
+    "frozen_gate+detection": {"sources": ["pinyin_gru", "glyph_cnn"], "freeze_sources": True, "detection_head": True},
+}
+ALL_VARIANTS = {**VARIANTS, **EXTRA_VARIANTS}
+SAME = dict(rtol=0, atol=1e-6)  # loaded weights sit at other memory alignments: float sums may differ in the last bit
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> CSCTokenizer:
+    return CSCTokenizer.from_texts(TARGETS + ERRORS)
+
+
+@pytest.fixture(scope="module")
+def vectors(tokenizer) -> dict[str, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(0)
+    chars = [t for t in tokenizer.get_vocab() if len(t) == 1]
+    return {
+        "phonetic_vectors": {ch: rng.normal(size=6).astype(np.float32) for ch in chars[::2]} | {"hang2": np.ones(6)},
+        "graphic_vectors": {ch: rng.normal(size=10).astype(np.float32) for ch in chars},
+    }
+
+
+@pytest.fixture(scope="module")
+def knowledge(tokenizer, vectors) -> dict[str, torch.Tensor]:
+    config = CSCConfig(sources=list(SOURCE_NAMES), stroke_head=True, **TINY)
+    return build_char_knowledge(tokenizer.get_vocab(), config, **vectors)
+
+
+def make_model(tokenizer, knowledge, **fields) -> CSCForCorrection:
+    torch.manual_seed(0)
+    return CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **TINY, **fields), knowledge)
+
+
+def batch(tokenizer) -> dict[str, torch.Tensor]:
+    """ERRORS -> TARGETS, padding ignored."""
+    inputs = tokenizer(ERRORS, padding=True, return_tensors="pt")
+    labels = tokenizer(TARGETS, padding=True, return_tensors="pt")["input_ids"]
+    return {**inputs, "labels": labels.masked_fill(inputs["attention_mask"] == 0, -100)}
+
+
+@pytest.mark.parametrize("variant", list(ALL_VARIANTS))
+def test_every_variant_trains(variant, tokenizer, vectors):
+    torch.manual_seed(0)
+    sizes = BART_TINY if variant == "bart" else TINY
+    model = build_model(ALL_VARIANTS[variant], tokenizer, **vectors, **sizes)
+    data = batch(tokenizer)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(10):
+        loss = model(**data).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < 0.7 * losses[0], losses
+
+
+def test_knowledge_tensors(tokenizer, knowledge, vectors):
+    vocab = tokenizer.get_vocab()
+    syllables = ["", *sorted({s for ch in vocab if len(ch) == 1 for s in char_readings(ch)})]
+    model = make_model(tokenizer, knowledge, sources=["pinyin_gru", "stroke_gru", "glyph_cnn"])
+    assert model.csc.syllables == syllables
+    assert model.config.num_syllables == len(syllables) and model.config.glyph_fonts == 1
+    k = model.csc.knowledge
+    assert not k.is_char[vocab["[CLS]"]] and k.is_char[vocab["我"]]
+    assert syllables[k.char_syllable[vocab["我"]]] == "wo3" and k.char_syllable[vocab["，"]] == 0
+    assert "".join(map(str, k.char_strokes[vocab["中"]][:4].tolist())) == "2512"
+    assert k.char_glyphs[vocab["我"]].float().mean() > 10 and not k.char_glyphs[vocab["[PAD]"]].any()
+    hang2 = syllables.index("hang2")
+    assert torch.equal(knowledge["syllable_vectors"][hang2], torch.ones(6))  # a syllable key wins over characters
+    assert torch.allclose(knowledge["char_vectors"][vocab["我"]], torch.tensor(vectors["graphic_vectors"]["我"]))
+    assert context_pinyin_ids("银行行走", model.csc.syllables)[1:3] == [hang2, syllables.index("xing2")]
+
+
+def test_knowledge_must_match_the_vocabulary(tokenizer, knowledge):
+    with pytest.raises(ValueError, match="knowledge covers"):
+        CSCForCorrection(CSCConfig(vocab_size=len(tokenizer) + 1, **TINY), knowledge)
+    with pytest.raises(KeyError, match="needs the knowledge tensor 'syllable_vectors'"):
+        without = {name: tensor for name, tensor in knowledge.items() if name != "syllable_vectors"}
+        make_model(tokenizer, without, sources=["pinyin_vectors"])
+    with pytest.raises(ValueError, match="needs phonetic_vectors"):
+        build_char_knowledge(tokenizer.get_vocab(), CSCConfig(sources=["pinyin_vectors"]))
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz", ".pt", ".txt"])
+def test_load_vectors(tmp_path, suffix):
+    keys, values = ["shi4", "我"], np.arange(6, dtype=np.float32).reshape(2, 3)
+    path = tmp_path / f"v{suffix}"
+    if suffix == ".npy":
+        np.save(path, dict(zip(keys, values)), allow_pickle=True)
+    elif suffix == ".npz":
+        np.savez(path, keys=np.array(keys), vectors=values)
+    elif suffix == ".pt":
+        torch.save({"keys": keys, "vectors": torch.from_numpy(values)}, path)
+    else:
+        path.write_text("2 3\n" + "".join(f"{k} {' '.join(map(str, v))}\n" for k, v in zip(keys, values)), "utf-8")
+    loaded = load_vectors(path)
+    assert list(loaded) == keys and np.array_equal(np.stack(list(loaded.values())), values)
+
+
+def test_save_load_and_auto_classes(tokenizer, knowledge, tmp_path):
+    model = make_model(tokenizer, knowledge, **VARIANTS["all_gate+heads"], detection_head=True).eval()
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    data = batch(tokenizer)
+    with torch.no_grad():
+        expected = model(**data)
+        for auto in (AutoModelForMaskedLM, CSCForCorrection):
+            loaded = auto.from_pretrained(tmp_path).eval()
+            assert type(loaded) is CSCForCorrection
+            output = loaded(**data)
+            for name in ("loss", "logits", "pinyin_logits", "stroke_logits", "detection_logits"):
+                torch.testing.assert_close(output[name], expected[name], **SAME, msg=name)
+        encoder = AutoModel.from_pretrained(tmp_path).eval()
+        assert type(encoder) is CSCModel
+        inputs = (data["input_ids"], data["attention_mask"])
+        torch.testing.assert_close(encoder(*inputs).last_hidden_state, model.csc(*inputs).last_hidden_state, **SAME)
+    assert type(AutoConfig.from_pretrained(tmp_path)) is CSCConfig
+    assert type(AutoTokenizer.from_pretrained(tmp_path)) is CSCTokenizer
+    assert loaded.head.decoder.weight is loaded.csc.bert.embeddings.word_embeddings.weight  # tied after loading
+
+
+REMOTE_CHECK = """
+import sys, torch
+try:
+    import csc_hf
+except ImportError:
+    pass
+else:
+    raise SystemExit("csc_hf is importable")
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer
+folder, expected = sys.argv[1], torch.load(sys.argv[2])
+tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)  # a standard fast tokenizer
+assert type(tokenizer).__name__ == "TokenizersBackend"
+assert tokenizer(expected["texts"], padding=True)["input_ids"] == expected["input_ids"].tolist()
+assert type(AutoConfig.from_pretrained(folder, trust_remote_code=True)).__name__ == "CSCConfig"
+assert type(AutoModel.from_pretrained(folder, trust_remote_code=True)).__name__ == "CSCModel"
+model = AutoModelForMaskedLM.from_pretrained(folder, trust_remote_code=True).eval()
+with torch.no_grad():
+    logits = model(expected["input_ids"], expected["attention_mask"]).logits
+torch.testing.assert_close(logits, expected["logits"], rtol=0, atol=1e-6)
+assert "csc_hf" not in sys.modules
+print("remote ok", type(model).__module__)
+"""
+
+
+def test_remote_code_loads_without_csc_hf(tokenizer, knowledge, tmp_path):
+    folder = tmp_path / "model"
+    model = make_model(tokenizer, knowledge, **VARIANTS["all_gate+heads"]).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    assert sorted(p.name for p in folder.glob("*.py")) == ["configuration_csc.py", "modeling_csc.py"]
+    inputs = tokenizer(TARGETS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**inputs).logits
+    torch.save({"texts": TARGETS, **inputs, "logits": logits}, tmp_path / "expected.pt")
+    # -I -S: no PYTHONPATH, no working directory, no site (so no editable-install hook); site-packages by hand.
+    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    prelude = f"import sys; sys.path += {site!r}; sys.argv[1:] = sys.argv[2:]\n"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", prelude + REMOTE_CHECK, "-", str(folder), str(tmp_path / "expected.pt")],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "remote ok transformers_modules" in result.stdout
+
+
+def test_from_bert_checkpoint(tokenizer, knowledge, tmp_path):
+    torch.manual_seed(0)
+    sizes = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    bert = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **{name: TINY[name] for name in sizes}))
+    bert.save_pretrained(tmp_path)
+    tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    (tmp_path / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    assert CSCTokenizer.from_bert_vocab(tmp_path).get_vocab() == tokenizer.get_vocab()
+    model = CSCForCorrection.from_bert(str(tmp_path), knowledge, sources=["pinyin_gru"], fusion="sum").eval()
+    assert model.config.hidden_size == TINY["hidden_size"] and model.config.sources == ["pinyin_gru"]
+    plain = CSCForCorrection.from_bert(str(tmp_path), knowledge).eval()  # the bert variant is BertForMaskedLM
+    data = tokenizer(TARGETS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        assert torch.allclose(plain(**data).logits, bert.eval()(**data).logits, atol=1e-5)
+        assert torch.equal(model.csc.get_input_embeddings().weight, bert.get_input_embeddings().weight)
+
+
+def test_output_aligned_and_unknown_characters_kept(tokenizer, knowledge):
+    model = make_model(tokenizer, knowledge, **VARIANTS["all_gate"]).eval()
+    texts = ["我们😀去北京Zq", "", "行"]
+    inputs = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**inputs).logits
+    logits[..., tokenizer.unk_token_id] = 1e4  # even a model that prefers [UNK] everywhere ...
+    logits[..., tokenizer.get_vocab()["他"]] = 1e3
+    ids = model.correct_ids(inputs["input_ids"], logits)
+    assert logits.shape[:2] == inputs["input_ids"].shape
+    not_char = ~model.csc.knowledge.is_char[inputs["input_ids"]]
+    assert torch.equal(ids[not_char], inputs["input_ids"][not_char])  # ... keeps [UNK], specials and padding
+    corrected = [tokenizer.decode_correction(text, row.tolist()) for text, row in zip(texts, ids)]
+    assert corrected == ["他他😀他他他Zq", "", "他"]
+
+
+def test_loss_normalised_by_num_items_in_batch(tokenizer, knowledge):
+    model = make_model(tokenizer, knowledge, **VARIANTS["all_gate+heads"], detection_head=True).eval()
+    data = batch(tokenizer)
+    count = int((data["labels"] != -100).sum())
+    with torch.no_grad():
+        mean = model(**data).loss
+        assert torch.allclose(model(**data, num_items_in_batch=torch.tensor(count)).loss, mean)
+        assert torch.allclose(model(**data, num_items_in_batch=2 * count).loss, mean / 2)
+
+
+def test_side_encoders_run_once_per_distinct_key(tokenizer, knowledge):
+    model = make_model(tokenizer, knowledge, sources=["stroke_gru", "pinyin_gru"], fusion="gate")
+    rows, names = {}, {side.encoder: name for name, side in model.csc.sources.items()}
+
+    def count(encoder, args, output):
+        rows.setdefault(names[encoder], []).append(len(args[0]))
+
+    for encoder in names:
+        encoder.register_forward_hook(count)
+    data = batch(tokenizer)
+    model.train()(**data)
+    syllables = model.csc.knowledge.char_syllable[data["input_ids"]]
+    assert rows == {"stroke_gru": [len(data["input_ids"].unique())], "pinyin_gru": [len(syllables.unique())]}
+    rows.clear()
+    with torch.no_grad():
+        model(**data)
+        model(**data)  # cached: the table is encoded once, in one chunk here
+    assert rows == {"stroke_gru": [len(tokenizer)], "pinyin_gru": [model.config.num_syllables]}
+    rows.clear()
+    with torch.no_grad():
+        model.csc.sources["stroke_gru"].encoder.embed.weight.add_(1.0)  # weights changed: cache rebuilt
+        model(**data)
+    assert rows == {"stroke_gru": [len(tokenizer)]}
+
+
+def test_frozen_sources_are_cached_while_training(tokenizer, knowledge):
+    model = make_model(tokenizer, knowledge, sources=["glyph_cnn"], freeze_sources=True).train()
+    side = model.csc.sources["glyph_cnn"]
+    assert not any(p.requires_grad for p in side.encoder.parameters()) and side.project.weight.requires_grad
+    model(**batch(tokenizer)).loss.backward()
+    assert side._cache is not None and side.project.weight.grad is not None
+
+
+def test_context_pinyin_ids_change_the_phonetic_input(tokenizer, knowledge):
+    model = make_model(tokenizer, knowledge, sources=["pinyin_gru"], fusion="sum").eval()
+    inputs = tokenizer(["银行"], return_tensors="pt")
+    pinyin_ids = torch.tensor([[0, *context_pinyin_ids("银行", model.csc.syllables), 0]])
+    default = model.csc.knowledge.char_syllable[inputs["input_ids"]]
+    with torch.no_grad():
+        assert torch.equal(model(**inputs, pinyin_ids=default).logits, model(**inputs).logits)
+        assert not torch.equal(model(**inputs, pinyin_ids=pinyin_ids).logits, model(**inputs).logits)
+
+
+def test_bart_generates_one_aligned_output_per_input(tokenizer):
+    torch.manual_seed(0)
+    model = build_model("bart", tokenizer, **BART_TINY)
+    texts = ["我们😀去北京", "", "他说的适对的"]
+    corrected = bart_correct(model, tokenizer, texts, batch_size=2)
+    assert [len(c) for c in corrected] == [len(t) for t in texts]
+    assert corrected[0][2] == "😀"
