@@ -1,0 +1,252 @@
+"""Markdown tables, matplotlib plots and the report of a ``csc-bench run`` (:func:`write_report`).
+
+The numbers come from :mod:`csc_hf.analysis`; this module only renders them. Plots use matplotlib's Agg canvas
+through :class:`matplotlib.figure.Figure` (no pyplot, no global backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from .analysis import METRICS, PRIMARY, VERDICT_RULE, Cell, Comparison, analyze_results, load_results
+
+PLOT_DIR = "report_plots"
+LEVELS = {"char_cor_f1": "character-level correction F1", "sent_cor_f1": "sentence-level correction F1"}
+
+
+def _title(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
+    """A GitHub markdown table; ``None`` shows as ``-``."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join("-" if v is None else str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def analysis_markdown(result: Mapping[str, Mapping]) -> str:
+    """The tables of :func:`csc_hf.analysis.analyze`: statistics (one column per split) and coverage."""
+    stats = result["statistics"]
+    names = list(stats)
+    rows = ([key, *(stats[name][key] for name in names)] for key in stats[names[0]])
+    parts = ["## Statistics", markdown_table(["", *names], rows)]
+    if "coverage" in result:
+        columns = list(dict.fromkeys(k for refs in result["coverage"].values() for v in refs.values() for k in v))
+        rows = [[name, ref, *(values.get(k) for k in columns)]
+                for name, refs in result["coverage"].items() for ref, values in refs.items()]
+        parts += ["## Coverage and context overlap", markdown_table(["data", "reference", *columns], rows)]
+    return "\n\n".join(parts) + "\n"
+
+
+def _pct(value: float | None) -> str | None:
+    return None if value is None else f"{100 * value:.1f}"
+
+
+def _interval(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" ({_pct(interval[0])}-{_pct(interval[1])})"
+
+
+def cell_text(cell: Cell | None) -> str | None:
+    """``71.2 (69.8-72.5)`` for one seed, ``71.2 ± 0.8 (69.1-73.0)`` over seeds (F1 in %, the judging interval)."""
+    if cell is None:
+        return None
+    spread = "" if cell.std is None else f" ± {_pct(cell.std)}"
+    return f"{_pct(cell.mean)}{spread}{_interval(cell.interval)}"
+
+
+def _comparison_row(c: Comparison) -> list:
+    a, b = (f"{name}: {_pct(value)}{_interval(interval)}"
+            for name, value, interval in ((c.a, c.a_value, c.a_interval), (c.b, c.b_value, c.b_interval)))
+    return [c.label, a, b, f"{100 * (c.a_value - c.b_value):+.1f}", c.outcome]
+
+
+# ---- plots -------------------------------------------------------------------------------------------------------
+
+
+def _error_bars(cells: Sequence[Cell | None]) -> list[list[float]]:
+    low = [0.0 if c is None or c.interval is None else max(0.0, 100 * (c.mean - c.interval[0])) for c in cells]
+    high = [0.0 if c is None or c.interval is None else max(0.0, 100 * (c.interval[1] - c.mean)) for c in cells]
+    return [low, high]
+
+
+def plot_bars(analysis: Mapping, test_sets: Sequence[str], path: Path, title: str) -> Path:
+    """Grouped bars: F1 of each model on each test set, one panel per metric, with the judging intervals."""
+    from matplotlib.figure import Figure
+
+    models = analysis["models"]
+    fig = Figure(figsize=(max(6.0, 1.1 * len(test_sets) * max(1, len(models)) / 3), 7), layout="constrained")
+    width = 0.8 / len(models)
+    for ax, metric in zip(fig.subplots(len(METRICS), 1), METRICS):
+        for i, model in enumerate(models):
+            cells = [analysis["cells"][metric].get((model, t)) for t in test_sets]
+            x = [j + (i - (len(models) - 1) / 2) * width for j in range(len(test_sets))]
+            heights = [0.0 if c is None else 100 * c.mean for c in cells]
+            ax.bar(x, heights, width, yerr=_error_bars(cells), capsize=2, label=model)
+        ax.set_xticks(range(len(test_sets)), test_sets, rotation=20)
+        ax.set_ylabel(f"{LEVELS[metric]} (%)")
+    ax.legend(fontsize="small", ncols=min(len(models), 4), loc="upper center", bbox_to_anchor=(0.5, -0.25))
+    fig.suptitle(title)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def plot_pe(analysis: Mapping, path: Path) -> Path:
+    """F1 against ``P_e`` over the ``probs`` series, one line per model, one panel per metric."""
+    from matplotlib.figure import Figure
+
+    series = analysis["pe_series"]
+    fig = Figure(figsize=(10, 4), layout="constrained")
+    for ax, metric in zip(fig.subplots(1, len(METRICS)), METRICS):
+        for model in analysis["models"]:
+            points = [(100 * pe, analysis["cells"][metric][model, t]) for t, pe in series.items()
+                      if (model, t) in analysis["cells"][metric]]
+            if points:
+                cells = [c for _, c in points]
+                ax.errorbar([x for x, _ in points], [100 * c.mean for c in cells], yerr=_error_bars(cells),
+                            marker="o", capsize=2, label=model)
+        ax.set_xlabel("P_e (%)")
+        ax.set_ylabel(f"{LEVELS[metric]} (%)")
+    ax.legend(fontsize="small")
+    fig.suptitle("F1 against the error probability P_e (probs)")
+    fig.savefig(path, dpi=110)
+    return path
+
+
+# ---- the report --------------------------------------------------------------------------------------------------
+
+
+def _results_tables(analysis: Mapping) -> list[str]:
+    parts = []
+    for metric in METRICS:
+        rows = [[m, *(cell_text(analysis["cells"][metric].get((m, t))) for t in analysis["test_sets"])]
+                for m in analysis["models"]]
+        parts += [f"### {_title(LEVELS[metric])} (%)", markdown_table(["model", *analysis["test_sets"]], rows)]
+    return parts
+
+
+def _ranking_tables(analysis: Mapping) -> list[str]:
+    parts = []
+    for kind, rows in analysis["ranking"].items():
+        if rows:
+            parts += [f"### By {kind}", markdown_table(
+                ["rank", kind, "models", *(f"mean {m} (%)" for m in METRICS), "best"],
+                ([i, r["group"], ", ".join(r["models"]), *(_pct(r[m]) for m in METRICS), r["best"]]
+                 for i, r in enumerate(rows, 1)))]
+    if not parts:
+        return ["No test set with errors was scored for every model: nothing to rank."]
+    common = ", ".join(analysis["common_test_sets"])
+    return [f"Mean F1 of a group's models over the test sets every model ran ({common}); a model counts in every "
+            "information group it matches (phonetic+graphic: pinyin with stroke or glyph).", *parts]
+
+
+def _pe_table(analysis: Mapping) -> list[str]:
+    series = analysis["pe_series"]
+    if not series:
+        return ["This run has no `probs` series with known P_e."]
+    parts = []
+    for metric in METRICS:
+        rows = [[m, *(cell_text(analysis["cells"][metric].get((m, t))) for t in series)] for m in analysis["models"]]
+        header = ["model", *(f"P_e={pe:g}" for pe in series.values())]
+        parts += [f"{_title(LEVELS[metric])} (%):", markdown_table(header, rows)]
+    return parts
+
+
+def _seen_unseen_tables(analysis: Mapping) -> list[str]:
+    parts = []
+    if analysis["seen_unseen"]:
+        header = ["model", "metric", *(f"{a} - {b}" for a, b in analysis["seen_unseen"])]
+        rows = []
+        for model in analysis["models"]:
+            for metric in METRICS:
+                cells = analysis["cells"][metric]
+                rows.append([model, metric, *(
+                    f"{100 * (cells[model, a].mean - cells[model, b].mean):+.1f}"
+                    if (model, a) in cells and (model, b) in cells else None for a, b in analysis["seen_unseen"])])
+        parts += ["Gap in F1 points (seen minus unseen):", markdown_table(header, rows)]
+    if analysis["pair_recall"]:
+        rows = [[m, t, _pct(r["seen_char_cor_r"]), _pct(r["unseen_char_cor_r"]), f"{r['seen_n_errors']:.0f}",
+                 f"{r['unseen_n_errors']:.0f}"] for (m, t), r in analysis["pair_recall"].items()]
+        parts += ["Character-level correction recall on error pairs seen / unseen in training, within each test set:",
+                  markdown_table(["model", "test set", "seen pairs (%)", "unseen pairs (%)", "seen errors",
+                                  "unseen errors"], rows)]
+    return parts or ["This run has no seen/unseen contrast (it needs seen or test with unseen_k / unseen_v, "
+                     "or scontext)."]
+
+
+def _stability_table(analysis: Mapping) -> list[str]:
+    columns = [f"{m}_{s}" for s in ("ci_width", "seed_std") for m in METRICS]
+    rows = [[t, *(_pct(row[c]) for c in columns)] for t, row in analysis["stability"].items()]
+    return ["Mean bootstrap interval width and mean standard deviation across seeds, in F1 points:",
+            markdown_table(["test set", *columns], rows)]
+
+
+def _conclusion_section(number: int, conclusion: Mapping) -> list[str]:
+    comparisons = conclusion["comparisons"]
+    counts = {o: sum(c.outcome == o for c in comparisons) for o in ("expected", "opposite", "none")}
+    parts = [
+        f"### {number}. {conclusion['claim']} **{conclusion['verdict']}**",
+        f"Evidence: {conclusion['basis']}. {len(comparisons)} comparisons: {counts['expected']} go the expected way, "
+        f"{counts['opposite']} the opposite way, {counts['none']} show no difference that counts.",
+    ]
+    header = ["comparison", "expected higher", "expected lower", "difference", "outcome"]
+    if comparisons:
+        parts.append(markdown_table(header, map(_comparison_row, comparisons)))
+    if conclusion["reference"]:
+        parts += ["Sentence level, for reference (not counted):",
+                  markdown_table(header, map(_comparison_row, conclusion["reference"]))]
+    return parts
+
+
+def report_markdown(analysis: Mapping, plots: Mapping[str, str]) -> str:
+    """The report's text; ``plots`` maps a plot's name to its path relative to the report."""
+    conclusions = analysis["conclusions"]
+    families = [[m, fusion, "+".join(sources) or "-"] for m, (fusion, sources) in analysis["families"].items()]
+    parts = [
+        "# CSC study report",
+        f"Preset `{analysis['preset']}`; models {', '.join(analysis['models'])}; seeds "
+        f"{', '.join(map(str, analysis['seeds']))}; test sets {', '.join(analysis['test_sets'])}. F1 in %; each cell "
+        "is the mean over seeds (± the std across seeds when several ran) and, in parentheses, the interval that "
+        "judges differences: the bootstrap interval, or with several seeds the union of the seeds' intervals.",
+        "## The paper's conclusions",
+        f"Conclusions 1-3 are judged on {LEVELS[PRIMARY]} (the metric the paper recommends); a difference counts "
+        f"when the two intervals do not overlap. Conclusion 4 compares the spread of the two metrics by sign. "
+        f"Verdict: {VERDICT_RULE}.",
+        markdown_table(["#", "conclusion", "verdict"], ([i, c["claim"], c["verdict"]] for i, c in conclusions.items())),
+    ]
+    for number, conclusion in conclusions.items():
+        parts += _conclusion_section(number, conclusion)
+    parts += ["## Models", markdown_table(["model", "fusion", "information"], families)]
+    parts += ["## Results", *_results_tables(analysis)]
+    if "test_sets" in plots:
+        parts.append(f"![F1 per test set]({plots['test_sets']})")
+    parts += ["## Fusion strategies and information sources", *_ranking_tables(analysis)]
+    parts += ["## F1 against P_e", *_pe_table(analysis)]
+    if "pe" in plots:
+        parts.append(f"![F1 against P_e]({plots['pe']})")
+    parts += ["## Seen and unseen errors and contexts", *_seen_unseen_tables(analysis)]
+    if "seen_unseen" in plots:
+        parts.append(f"![Seen and unseen]({plots['seen_unseen']})")
+    parts += ["## Metric stability", *_stability_table(analysis)]
+    return "\n\n".join(parts) + "\n"
+
+
+def write_report(run_dir: str | Path, analysis: Mapping | None = None) -> Path:
+    """Write ``RUN_DIR/report.md`` and its plots (``RUN_DIR/report_plots/*.png``) from ``RUN_DIR/results.json``
+    (or from ``analysis``, its :func:`csc_hf.analysis.analyze_results` when already computed); returns the path."""
+    run_dir = Path(run_dir)
+    analysis = analyze_results(load_results(run_dir)) if analysis is None else analysis
+    (run_dir / PLOT_DIR).mkdir(exist_ok=True)
+    plots = {"test_sets": plot_bars(analysis, analysis["error_test_sets"], run_dir / PLOT_DIR / "f1_per_test_set.png",
+                                    "F1 per test set")}
+    if analysis["pe_series"]:
+        plots["pe"] = plot_pe(analysis, run_dir / PLOT_DIR / "f1_against_pe.png")
+    if analysis["seen_unseen"]:
+        sets = [t for t in analysis["test_sets"] if any(t in pair for pair in analysis["seen_unseen"])]
+        plots["seen_unseen"] = plot_bars(analysis, sets, run_dir / PLOT_DIR / "seen_unseen.png",
+                                         "Seen and unseen errors and contexts")
+    path = run_dir / "report.md"
+    relative = {name: plot.relative_to(run_dir).as_posix() for name, plot in plots.items()}
+    path.write_text(report_markdown(analysis, relative), encoding="utf-8")
+    return path

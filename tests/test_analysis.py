@@ -1,0 +1,144 @@
+"""Dataset statistics, coverage and context overlap (hand-computed), the loaders, and `csc-bench analyze`."""
+
+import json
+
+import pytest
+
+from csc_hf.analysis import (
+    analyze,
+    context_overlap,
+    coverage,
+    dataset_stats,
+    error_pairs,
+    load_pairs,
+    model_family,
+)
+from csc_hf.cli import main
+
+# Four sentences, five errors: 们→门 twice (phonetic), 气→汽 (phonetic), 他→她 (both), 已→己 (graphic).
+SOURCES = ["我门去学校", "他是個好人", "今天天汽很好。", "她门己经走了"]
+TARGETS = ["我们去学校", "他是個好人", "今天天气很好。", "他们已经走了"]
+
+
+def test_statistics_match_hand_computed_values():
+    stats = dataset_stats(SOURCES, TARGETS, t2s=lambda text: text.replace("個", "个"))
+    assert stats == {
+        "sentences": 4,
+        "avg_length": 5.75,  # 23 characters
+        "sentences_with_errors": 3,
+        "errors": 5,
+        "errors_per_sentence": 1.25,
+        "pairs": 4,
+        "phonetic_pair_share": 0.5, "graphic_pair_share": 0.25, "both_pair_share": 0.25, "other_pair_share": 0.0,
+        "phonetic_error_share": 0.6, "graphic_error_share": 0.2, "both_error_share": 0.2, "other_error_share": 0.0,
+        "traditional_share": round(1 / 22, 4),  # 個 among the 22 Han characters (。 is not Han)
+    }
+    assert dataset_stats(SOURCES, TARGETS)["traditional_share"] is None
+    kinds = dataset_stats(SOURCES, TARGETS, judge=lambda right, wrong: "other")
+    assert kinds["other_pair_share"] == kinds["other_error_share"] == 1.0
+
+
+def test_coverage_and_context_overlap_match_hand_computed_values():
+    pairs = error_pairs(SOURCES, TARGETS)
+    assert pairs == {("们", "门"): 2, ("气", "汽"): 1, ("他", "她"): 1, ("已", "己"): 1}
+    # covered: 们→门 (2 errors) and 他→她 (1); key 气 is misspelt in the reference, as another pair
+    assert coverage(pairs, [("们", "门"), ("他", "她"), ("气", "汔"), ("天", "夫")]) == {
+        "error_coverage": 0.6, "pair_coverage": 0.5, "key_coverage": 0.8,
+    }
+    assert coverage({}, [("们", "门")])["error_coverage"] is None
+    # bigrams holding an error: 我们 们去 | 天气 气很 | 他们 | 们已 他们 | 已经 们已 -> 7 of 9 occur in training
+    overlap = context_overlap(SOURCES, TARGETS, ["我们去学校", "他们已经来了"], n=2)
+    assert overlap == {"sentence_overlap": 0.25, "ngram_overlap": round(7 / 9, 4)}
+    assert context_overlap(SOURCES, TARGETS, ["x"], n=4)["ngram_overlap"] == 0.0
+
+
+def test_bad_inputs_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="sentence 1: source has 4 characters, target 5"):
+        dataset_stats(["我们去", "他是好人"], ["我们去", "他是个好人"])
+    with pytest.raises(ValueError, match="no sentence"):
+        dataset_stats([], [])
+    tsv = tmp_path / "bad.tsv"
+    tsv.write_text("我门去\t我们去\n他是好人\t他是个好人\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.tsv, line 2: source has 4 characters, target 5"):
+        load_pairs(str(tsv))
+    jsonl = tmp_path / "bad.jsonl"
+    jsonl.write_text('{"source": "我门", "target": "我们"}\n{"source": "我门"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 2: expected an object with string 'source' and 'target'"):
+        load_pairs(str(jsonl))
+    jsonl.write_text('{"source": "我门", "target": "我们"\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 1: invalid JSON"):
+        load_pairs(str(jsonl))
+    (tmp_path / "empty.jsonl").write_text("\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="empty.jsonl: no sentence pair"):
+        load_pairs(str(tmp_path / "empty.jsonl"))
+    with pytest.raises(FileNotFoundError, match="nope: not a file, a folder, FOLDER:CONFIG or a csc_bench config"):
+        load_pairs("nope")
+
+
+def test_analyze_tsv_and_jsonl_from_the_command_line(tmp_path, capsys):
+    tsv, jsonl, conf = tmp_path / "test.tsv", tmp_path / "train.jsonl", tmp_path / "S.json"
+    tsv.write_text("".join(f"{s}\t{t}\n" for s, t in zip(SOURCES, TARGETS)), encoding="utf-8")
+    jsonl.write_text("".join(json.dumps({"source": s, "target": s}, ensure_ascii=False) + "\n"
+                             for s in ["我门去学校", "他们已经来了"]), encoding="utf-8")
+    conf.write_text(json.dumps({"气": {"汽": "phonetic"}}, ensure_ascii=False), encoding="utf-8")
+    out = tmp_path / "analysis.json"
+    code = main(["analyze", str(tsv), "--train", str(jsonl), "--confusion", str(conf), "--ngram", "2", "--output", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "## Statistics" in printed and "| errors_per_sentence | 1.25 |" in printed and "## Coverage" in printed
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["statistics"][str(tsv)]["errors"] == 5
+    # the training jsonl has no errors (source = target): no pair covered, but its targets give context
+    # (the bigrams of sentence 4's errors, 5 of 9; its first target is 我门去学校, not 我们去学校)
+    assert result["coverage"][str(tsv)][str(jsonl)] == {
+        "error_coverage": 0.0, "pair_coverage": 0.0, "key_coverage": 0.0, "sentence_overlap": 0.0,
+        "ngram_overlap": round(5 / 9, 4),
+    }
+    assert result["coverage"][str(tsv)][str(conf)] == {"error_coverage": 0.2, "pair_coverage": 0.25, "key_coverage": 0.2}
+    assert main(["analyze", str(tmp_path / "missing.tsv")]) == 2
+    assert "missing.tsv: not a file" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def bench_cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+def test_analyze_benchmark_configs(small_params, bench_cache):
+    result = analyze(["test", "unseen_k", "scontext"], train=["train"], confusion=["S_train"],
+                     params=small_params, cache_dir=bench_cache)
+    stats, cov = result["statistics"], result["coverage"]
+    assert stats["test"]["sentences"] == 80 and stats["test"]["errors"] > 0
+    assert cov["test"]["S_train"]["error_coverage"] == 1.0  # the test set is made with S_train
+    assert cov["unseen_k"]["train"]["key_coverage"] == cov["unseen_k"]["S_train"]["pair_coverage"] == 0.0
+    assert cov["scontext"]["train"]["sentence_overlap"] == 1.0  # training sentences, re-substituted
+    assert cov["test"]["train"]["sentence_overlap"] == 0.0
+
+
+def test_analyze_exported_folder(small_params, bench_cache, tmp_path):
+    from csc_hf.benchmark.export import export
+
+    folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=bench_cache, **small_params)
+    every = analyze([str(folder)])["statistics"]
+    assert f"{folder}:unseen_k" in every and f"{folder}:probs/pe05" in every
+    one = analyze([f"{folder}:unseen_k"])["statistics"]
+    assert list(one) == [f"{folder}:unseen_k"]
+    direct = analyze(["unseen_k"], params=small_params, cache_dir=bench_cache)["statistics"]["unseen_k"]
+    assert one[f"{folder}:unseen_k"] == direct
+
+
+def test_model_family_agrees_with_the_variant_table():
+    from csc_hf.modeling import VARIANTS
+
+    names = {"pinyin_gru": "pinyin", "pinyin_transformer": "pinyin", "pinyin_vectors": "pinyin",
+             "stroke_gru": "stroke", "glyph_cnn": "glyph", "glyph_vectors": "glyph"}
+    fusions = {"sum": "input-sum", "gate": "gate", "concat": "concat"}
+    for name, fields in VARIANTS.items():
+        if fields.get("model_type") == "bart":
+            expected = ("seq2seq", ())
+        elif not fields.get("sources"):
+            expected = ("none", ())
+        else:
+            sources = {names[s] for s in fields["sources"]}
+            expected = (fusions[fields["fusion"]], tuple(s for s in ("pinyin", "stroke", "glyph") if s in sources))
+        assert model_family(name) == expected, name

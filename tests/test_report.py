@@ -1,0 +1,142 @@
+"""The analysis of a run's results.json and its report, on synthetic results with realistic values."""
+
+import json
+
+import pytest
+
+from csc_hf.analysis import Comparison, analyze_results, load_results, verdict
+from csc_hf.cli import main
+from csc_hf.report import write_report
+
+# character-level correction F1 of each model on the in-distribution test set
+BASE = {"bert": 0.78, "bert+pinyin_gru": 0.80, "plome": 0.82, "all_gate": 0.84, "bart": 0.70}
+# (config, split, P_e, char F1 offset, sentence F1 offset, interval half-widths char / sentence)
+TEST_SETS = [
+    ("test", "test", 0.05, 0.0, -0.15, 0.012, 0.025),
+    ("unseen_k", "test", 0.15, -0.45, -0.50, 0.015, 0.030),
+    ("unseen_v", "test", 0.05, -0.35, -0.45, 0.015, 0.030),
+    ("seen", "test", 0.05, 0.03, -0.12, 0.012, 0.025),
+    ("scontext", "test", None, 0.08, -0.05, 0.010, 0.020),
+    ("probs", "pe01", 0.01, -0.02, -0.10, 0.030, 0.040),
+    ("probs", "pe05", 0.05, 0.0, -0.15, 0.012, 0.025),
+    ("probs", "pe20", 0.20, 0.03, -0.40, 0.008, 0.030),
+    ("sighan15", "test", None, -0.30, -0.40, 0.035, 0.050),
+    ("clean", "test", 0.0, None, None, 0.0, 0.0),
+]
+SEED_SHIFT = {1: (0.004, 0.010), 2: (-0.004, -0.010)}  # char / sentence F1 shift of each seed
+
+
+def scores(char: float, sent: float, half_char: float, half_sent: float, n_errors: int) -> dict:
+    out = {"n_sentences": 1000, "n_errors": n_errors, "fpr": 0.08}
+    for key, value, half in (("char_cor_f1", char, half_char), ("sent_cor_f1", sent, half_sent)):
+        out.update({key: value, f"{key}_ci_low": max(value - half, 0.0), f"{key}_ci_high": min(value + half, 1.0)})
+    return out
+
+
+def synthetic_results(models=tuple(BASE), seeds=(1, 2)) -> dict:
+    records = []
+    for model in models:
+        for seed in seeds:
+            shift_char, shift_sent = SEED_SHIFT[seed]
+            for config, split, pe, d_char, d_sent, half_char, half_sent in TEST_SETS:
+                clean = d_char is None
+                char = 0.0 if clean else BASE[model] + d_char + shift_char
+                sent = 0.0 if clean else BASE[model] + d_sent + shift_sent
+                s = scores(char, sent, half_char, half_sent, 0 if clean else 1500)
+                if config == "sighan15":
+                    s.update({"seen_char_cor_r": 0.7, "unseen_char_cor_r": 0.3, "seen_n_errors": 300, "unseen_n_errors": 400})
+                records.append({"model": model, "seed": seed, "config": config, "split": split, "error_prob": pe, "scores": s})
+    return {"preset": "synthetic", "params": {}, "records": records}
+
+
+def write_run(folder, results) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    return str(folder)
+
+
+def test_report_states_the_four_conclusions_with_numbers(tmp_path, capsys):
+    run = write_run(tmp_path / "run", synthetic_results())
+    assert main(["report", run]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("supported") == 4 and "not supported" not in printed
+    text = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    for claim in ("1. Fusing phonetic and graphic information helps. **supported**",
+                  "2. Models are sensitive to the error distribution of the test set. **supported**",
+                  "3. Whether the errors and contexts have been seen matters. **supported**",
+                  "4. The character-level metric is more stable than the sentence-level metric. **supported**"):
+        assert claim in text
+    # conclusion 1: all_gate (best phonetic+graphic) against bert on test: 84.0 vs 78.0, intervals over both seeds
+    assert "| test, char_cor_f1 | all_gate: 84.0 (82.4-85.6) | bert: 78.0 (76.4-79.6) | +6.0 | expected |" in text
+    assert "| all_gate | 84.0 ± 0.6 (82.4-85.6) |" in text  # mean ± std over seeds (interval)
+    assert "| 1 | gate | all_gate | 73.1 | 58.2 | all_gate |" in text  # fusion ranking: mean over the 9 test sets
+    for png in ("f1_per_test_set.png", "f1_against_pe.png", "seen_unseen.png"):
+        assert f"(report_plots/{png})" in text
+        assert (tmp_path / "run" / "report_plots" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_analysis_of_results():
+    analysis = analyze_results(synthetic_results())
+    assert analysis["error_test_sets"][:3] == ["test", "unseen_k", "unseen_v"] and "clean" not in analysis["error_test_sets"]
+    assert list(analysis["pe_series"].values()) == [0.01, 0.05, 0.2]
+    assert analysis["seen_unseen"] == [("seen", "unseen_k"), ("seen", "unseen_v"), ("scontext", "test")]
+    assert [row["group"] for row in analysis["ranking"]["fusion"]] == ["gate", "input-sum", "concat", "none", "seq2seq"]
+    both = next(row for row in analysis["ranking"]["information"] if row["group"] == "phonetic+graphic")
+    assert both["models"] == ["plome", "all_gate"] and both["best"] == "all_gate"
+    cell = analysis["cells"]["char_cor_f1"]["bert", "test"]
+    assert cell.values == (0.784, 0.776) and cell.std == pytest.approx(0.005657, abs=1e-6)
+    stability = analysis["stability"]["test"]
+    assert stability["char_cor_f1_ci_width"] == pytest.approx(0.024) and stability["sent_cor_f1_ci_width"] == pytest.approx(0.05)
+    assert analysis["pair_recall"]["bert", "sighan15"]["unseen_char_cor_r"] == 0.3
+
+
+def test_inconclusive_when_the_run_lacks_models_or_test_sets(tmp_path):
+    from csc_hf.scoring import score
+
+    sources, targets = ["我门去学校", "今天天汽很好", "他是好人"] * 10, ["我们去学校", "今天天气很好", "他是好人"] * 10
+    predictions = ["我们去学校", "今天天汽很好", "他是好人"] * 10
+    record = {"model": "bert", "seed": 1, "config": "test", "split": "test", "error_prob": 0.05,
+              "scores": score(sources, predictions, targets, bootstrap=100)}
+    path = write_report(write_run(tmp_path / "small", {"preset": "smoke", "params": {}, "records": [record]}))
+    text = path.read_text(encoding="utf-8")
+    for number in (1, 2, 3):
+        assert f"{number}. " in text and text.split(f"### {number}. ")[1].split("\n")[0].endswith("**inconclusive**")
+    assert "needs a BERT-only model and a model fusing phonetic and graphic information" in text
+    assert "needs the probs series" in text
+
+    close = synthetic_results(models=("bert", "all_gate"), seeds=(1,))
+    for r in close["records"]:
+        if r["model"] == "all_gate":  # within the intervals of bert everywhere
+            r["scores"].update(scores(r["scores"]["char_cor_f1"] - 0.055, r["scores"]["sent_cor_f1"] - 0.055,
+                                      0.012, 0.025, r["scores"]["n_errors"]))
+    first = analyze_results(close)["conclusions"][1]
+    assert first["verdict"] == "inconclusive" and {c.outcome for c in first["comparisons"]} == {"none"}
+
+
+def test_verdict_rule():
+    def outcomes(*names):
+        return [Comparison("x", "a", "b", 0.0, 0.0, None, None, name) for name in names]
+
+    assert verdict(outcomes("expected", "none")) == "supported"
+    assert verdict(outcomes("expected", "none", "none")) == "inconclusive"
+    assert verdict(outcomes("opposite", "none", "expected", "opposite")) == "not supported"
+    assert verdict([]) == "inconclusive"
+
+
+def test_bad_results_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="results.json does not exist"):
+        load_results(tmp_path)
+    (tmp_path / "results.json").write_text('{"records": [\n{"model": "bert"\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="results.json, line 3: invalid JSON"):
+        load_results(tmp_path)
+    results = synthetic_results(models=("bert",), seeds=(1,))
+    del results["records"][2]["scores"]
+    write_run(tmp_path, results)
+    with pytest.raises(ValueError, match="results.json: record 2 lacks scores"):
+        load_results(tmp_path)
+    results = synthetic_results(models=("bert",), seeds=(1,))
+    results["records"].append(results["records"][0])
+    write_run(tmp_path, results)
+    with pytest.raises(ValueError, match="record 10 repeats model bert, seed 1 on test"):
+        load_results(tmp_path)
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
