@@ -141,6 +141,79 @@ def cmd_confusion(args: argparse.Namespace) -> None:
         print(f"wrote {args.output} ({args.format})")
 
 
+def cmd_run(args: argparse.Namespace) -> None:
+    from .study import Preset, Study
+
+    preset = Preset.load(args.preset)
+    results = Study(preset, args.output or f"runs/{preset.name}").run()
+    print(f"results: {results}, {results.with_name('results.csv')}; report: {results.with_name('report.md')}")
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from .training import main as train_main
+
+    code = train_main([args.config, *args.overrides])
+    if code:
+        raise SystemExit(code)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    from .study import evaluate_model
+
+    records = evaluate_model(args.model, args.configs, bench_params(args), args.bootstrap, args.keep_bias)
+    rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in ("char_cor_f1", "char_det_f1",
+            "sent_cor_f1", "sent_det_f1", "fpr")} for r in records}
+    _print_table(f"{args.model} (keep_bias {records[0]['keep_bias'] if records else '-'})", rows)
+    if args.output:
+        Path(args.output).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {args.output}")
+
+
+def cmd_correct(args: argparse.Namespace) -> None:
+    from .pipeline import Corrector
+
+    if bool(args.texts) == bool(args.file):
+        raise ValueError("give TEXT arguments or --file, not both")
+    texts = args.texts or Path(args.file).read_text(encoding="utf-8").splitlines()
+    corrector = Corrector.from_pretrained(args.model, keep_bias=args.keep_bias, threshold=args.threshold)
+    lines = corrector.correct(texts)
+    if args.output:
+        Path(args.output).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    else:
+        print("\n".join(lines))
+
+
+def cmd_push(args: argparse.Namespace) -> None:
+    from . import hub
+
+    records = hub.load_records(args.results, args.model_name) if args.results else []
+    folder = hub.prepare(args.model, args.repo, args.folder or f"{args.model.rstrip('/')}-hub", records)
+    print(f"prepared {folder} ({len(records)} scored test sets in its card)")
+    if args.token:
+        print(f"pushed: {hub.push(folder, args.repo, args.token)}")
+
+
+def cmd_analyze(args: argparse.Namespace) -> None:
+    from .analysis import analyze
+    from .report import analysis_markdown
+
+    result = analyze(args.data, args.train or (), args.confusion or (), args.ngram, bench_params(args), args.cache_dir)
+    print(analysis_markdown(result), end="")
+    if args.output:
+        Path(args.output).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"\nwrote {args.output}")
+
+
+def cmd_report(args: argparse.Namespace) -> None:
+    from .analysis import analyze_results, load_results
+    from .report import write_report
+
+    analysis = analyze_results(load_results(args.run_dir))
+    print(f"wrote {write_report(args.run_dir, analysis)}")
+    for number, conclusion in analysis["conclusions"].items():
+        print(f"  {number}. {conclusion['claim']} {conclusion['verdict']}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="csc-bench", description="Chinese Spelling Check benchmark, models and study.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -173,6 +246,67 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--show", nargs="+", metavar="KEY", help="print the candidates of these keys")
     add_bench_params(conf)
     conf.set_defaults(func=cmd_confusion)
+    run = sub.add_parser("run", help="the whole study: build, pretrain, train the variants, evaluate, report",
+                         description="Run a preset end to end; finished stages are skipped, interrupted ones resume.")
+    run.add_argument("--preset", default="cpu", help="smoke (minutes), cpu (default: hours on 2 cores), paper (GPU), or a YAML path")
+    run.add_argument("--output", help="run folder (default: runs/PRESET)")
+    run.set_defaults(func=cmd_run)
+
+    train = sub.add_parser("train", help="train one model from a YAML config (as python -m csc_hf.train)",
+                           description="Train from a trainer_configs YAML; key=value pairs override its keys.")
+    train.add_argument("config")
+    train.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
+    train.set_defaults(func=cmd_train)
+
+    evaluate = sub.add_parser("evaluate", help="score a saved model on test configs",
+                              description="Correct every split of the given configs and score them with bootstrap intervals.")
+    evaluate.add_argument("model", help="a saved model folder")
+    evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
+    evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    evaluate.add_argument("--keep-bias", type=float, nargs="+", default=[0.0],
+                          help="source-logit bias; several values: tuned on the validation split")
+    evaluate.add_argument("--output", help="write the result records (json)")
+    add_bench_params(evaluate)
+    evaluate.set_defaults(func=cmd_evaluate)
+
+    correct = sub.add_parser("correct", help="correct sentences with a saved model",
+                             description="Correct TEXT arguments, or a file with one sentence a line (output in the same order).")
+    correct.add_argument("model")
+    correct.add_argument("texts", nargs="*", metavar="TEXT")
+    correct.add_argument("--file", help="input file, one sentence a line")
+    correct.add_argument("--output", help="output file (default: stdout)")
+    correct.add_argument("--keep-bias", type=float, default=0.0, help="bias added to the source character's logit")
+    correct.add_argument("--threshold", type=float, default=0.0, help="keep an edit only above this probability")
+    correct.set_defaults(func=cmd_correct)
+
+    push = sub.add_parser("push", help="prepare a Hub-ready model folder with a model card; push it with --token",
+                          description="Copy the model with a card holding its scores; upload only when --token is given.")
+    push.add_argument("model", help="a saved model folder")
+    push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
+    push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
+    push.add_argument("--model-name", help="with a run's results.json: which model's records")
+    push.add_argument("--folder", help="where to prepare the folder (default: MODEL-hub)")
+    push.add_argument("--token", help="a Hub write token (without it nothing is uploaded)")
+    push.set_defaults(func=cmd_push)
+
+    analyze = sub.add_parser("analyze", help="dataset statistics, coverage and context overlap of any CSC data",
+                             description="Table-9 statistics of each DATA; with --train / --confusion, how much of its "
+                             "errors they cover and how much context it shares with --train.")
+    analyze.add_argument("data", nargs="+", metavar="DATA", help="a csc_bench config (e.g. sighan15), an exported "
+                         "folder or FOLDER:CONFIG, a wrong<TAB>correct TSV, or a .jsonl with source/target")
+    analyze.add_argument("--train", action="append", metavar="DATA", help="training data (its train split) for coverage and context overlap")
+    analyze.add_argument("--confusion", action="append", metavar="FILE",
+                         help="a confusion set file (any `csc-bench confusion` layout) or S, S_train, S_unseen_k, ... of the benchmark")
+    analyze.add_argument("--ngram", type=int, default=4, help="n of the character n-grams around errors (default 4)")
+    analyze.add_argument("--output", help="also write the numbers to this json file")
+    analyze.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
+    add_bench_params(analyze)
+    analyze.set_defaults(func=cmd_analyze)
+
+    report = sub.add_parser("report", help="analyse a run's results.json and write report.md with plots",
+                            description="Write RUN_DIR/report.md (tables, plots, and a verdict on each of the paper's conclusions).")
+    report.add_argument("run_dir", metavar="RUN_DIR")
+    report.set_defaults(func=cmd_report)
     return parser
 
 

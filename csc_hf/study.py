@@ -1,0 +1,282 @@
+"""`csc-bench run`: the paper's study end to end — build → pretrain → train the variant grid → evaluate every model on
+every test config → results (json, csv, markdown table, plots, report).
+
+A preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does. Each stage's output
+lives in ``RUN_DIR/stages/STAGE-KEY`` where KEY hashes the stage's inputs (its configuration and the keys of the
+stages it reads), and a ``done.json`` marks it finished: a re-run skips finished stages, a changed preset redoes only
+what it changes, and an interrupted training resumes from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tqdm.auto import tqdm
+
+from . import __version__
+from .benchmark.builder import load_dataset
+from .benchmark.configs import CONFIGS, splits_of
+from .benchmark.plan import BenchParams
+from .corruption import ERROR_TYPES
+from .scoring import score
+
+PRESETS_DIR = Path(__file__).resolve().parents[1] / "trainer_configs" / "presets"
+PRESET_KEYS = {
+    "description", "bench_params", "variants", "seeds", "tests", "bootstrap", "keep_bias_grid", "launcher", "model",
+    "bart", "pretrain", "finetune", "eval_batch_size",
+}
+
+
+@dataclass
+class Preset:
+    """A study as data (see ``trainer_configs/presets/*.yaml``)."""
+
+    name: str
+    description: str = ""
+    bench_params: dict = field(default_factory=dict)  # csc_bench parameters (BenchParams fields)
+    variants: list[str] = field(default_factory=lambda: ["bert"])  # names of csc_hf.modeling.VARIANTS
+    seeds: list[int] = field(default_factory=lambda: [0])
+    tests: list[str] = field(default_factory=lambda: [c for c in CONFIGS if c != "train"])
+    bootstrap: int = 1000  # bootstrap resamples for the intervals
+    keep_bias_grid: list[float] = field(default_factory=lambda: [0.0])  # source-logit bias, tuned on validation
+    launcher: str | None = None  # an accelerate config file: trainings run under `accelerate launch`
+    model: dict = field(default_factory=dict)  # BertConfig fields of the semantic encoder (pretrained once)
+    bart: dict = field(default_factory=dict)  # BartConfig fields of the seq2seq baseline
+    pretrain: dict = field(default_factory=dict)  # training-config keys of the masked-LM stage
+    finetune: dict = field(default_factory=dict)  # training-config keys of every variant
+    eval_batch_size: int = 64
+
+    @classmethod
+    def load(cls, name_or_path: str) -> Preset:
+        """A preset by name (``smoke``, ``cpu``, ``paper``) or from a YAML file; unknown keys are errors."""
+        path = Path(name_or_path)
+        if not path.suffix:
+            path = PRESETS_DIR / f"{name_or_path}.yaml"
+        if not path.is_file():
+            known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
+            raise FileNotFoundError(f"preset {name_or_path!r} not found ({path}); presets: {known}")
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        unknown = sorted(set(data) - PRESET_KEYS)
+        if unknown:
+            raise ValueError(f"{path}: unknown keys {unknown}; a preset has {sorted(PRESET_KEYS)}")
+        preset = cls(name=path.stem, **data)
+        preset.validate(path)
+        return preset
+
+    def validate(self, origin: Path | str) -> None:
+        from .modeling import VARIANTS
+
+        BenchParams(**self.bench_params).validate()
+        if bad := [v for v in self.variants if v not in VARIANTS]:
+            raise ValueError(f"{origin}: unknown variants {bad}; choose from {', '.join(VARIANTS)}")
+        if bad := [t for t in self.tests if t not in CONFIGS or t == "train"]:
+            raise ValueError(f"{origin}: unknown test configs {bad}; choose from {', '.join(CONFIGS)}")
+        if self.launcher and not Path(self.launcher).is_file():
+            raise FileNotFoundError(f"{origin}: launcher config {self.launcher} does not exist")
+
+
+def stage_key(*parts: Any) -> str:
+    """A short hash of a stage's inputs."""
+    return hashlib.sha256(json.dumps([__version__, *parts], sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+@dataclass
+class Stage:
+    """A stage folder addressed by its inputs; ``done`` once its ``done.json`` exists."""
+
+    name: str
+    directory: Path
+
+    @property
+    def done(self) -> bool:
+        return (self.directory / "done.json").is_file()
+
+    def finish(self, summary: dict) -> None:
+        (self.directory / "done.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+class Study:
+    """One run of a preset into ``run_dir``."""
+
+    def __init__(self, preset: Preset, run_dir: str | Path, log: Callable[[str], None] = print):
+        self.preset, self.run_dir, self.log = preset, Path(run_dir), log
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+
+    def stage(self, name: str, *inputs: Any) -> Stage:
+        directory = self.run_dir / "stages" / f"{name}-{stage_key(name, *inputs)}"
+        directory.mkdir(parents=True, exist_ok=True)
+        return Stage(name, directory)
+
+    # ---- stages -------------------------------------------------------------------------------------------------
+
+    def build(self) -> Stage:
+        """Build (or find in the datasets cache) the training and test configs."""
+        p = self.preset
+        stage = self.stage("build", p.bench_params, p.tests)
+        if not stage.done:
+            sizes = {}
+            for name in tqdm(["train", *p.tests], desc="build", leave=False):
+                sizes[name] = {split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()}
+            stage.finish({"configs": sizes})
+        return stage
+
+    def pretrain(self) -> Stage:
+        """Masked-LM pretraining of the semantic encoder that every variant starts from."""
+        p = self.preset
+        config = {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
+        stage = self.stage("pretrain", config)
+        if not stage.done:
+            self.log(f"pretrain → {stage.directory}")
+            self._train(stage, config)
+        return stage
+
+    def finetune(self, variant: str, seed: int, pretrained: Stage) -> Stage:
+        """Fine-tune one variant with one seed, from the shared pretrained encoder (BART starts from scratch)."""
+        from .modeling import VARIANTS
+
+        p = self.preset
+        is_bart = VARIANTS[variant].get("model_type") == "bart"
+        config = {"task": "correction", "variant": variant, "bench_params": p.bench_params, "seed": seed,
+                  "tokenizer_path": str(pretrained.directory), **p.finetune}
+        config.update({"model_overrides": p.bart} if is_bart else {"init_from": str(pretrained.directory)})
+        stage = self.stage(f"train-{variant}-seed{seed}".replace("+", "_"), config, pretrained.directory.name)
+        if not stage.done:
+            self.log(f"train {variant} (seed {seed}) → {stage.directory}")
+            self._train(stage, config)
+        return stage
+
+    def _train(self, stage: Stage, config: dict) -> None:
+        from .training import load_config, train
+
+        config = {**config, "output_dir": str(stage.directory)}
+        config_path = stage.directory / "train_config.yaml"
+        config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
+        if self.preset.launcher:
+            command = ["accelerate", "launch", "--config_file", self.preset.launcher, "-m", "csc_hf.train", str(config_path)]
+            subprocess.run(command, check=True)
+        else:
+            train(*load_config(config_path))
+        for checkpoint in stage.directory.glob("checkpoint-*"):
+            shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
+        stage.finish({"config": config})
+
+    def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage) -> list[dict]:
+        """Score one model on every test split (keep_bias tuned on validation); returns result records."""
+        p = self.preset
+        stage = self.stage(f"eval-{model_stage.directory.name}", p.tests, p.bootstrap, p.keep_bias_grid, build.directory.name)
+        path = stage.directory / "records.json"
+        if stage.done:
+            return json.loads(path.read_text(encoding="utf-8"))
+        self.log(f"evaluate {variant} (seed {seed})")
+        records = evaluate_model(model_stage.directory, p.tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
+                                 p.eval_batch_size, p.finetune.get("max_train_samples"), p.finetune.get("max_eval_samples"))
+        for r in records:
+            r.update(model=variant, seed=seed)
+        path.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        stage.finish({"records": len(records)})
+        return records
+
+    def run(self) -> Path:
+        """Every stage, then the results files and the report; returns ``results.json``'s path."""
+        p = self.preset
+        build = self.build()
+        pretrained = self.pretrain()
+        records = []
+        grid = [(v, s) for v in p.variants for s in p.seeds]
+        for variant, seed in tqdm(grid, desc="variants × seeds"):
+            model = self.finetune(variant, seed, pretrained)
+            records += self.evaluate(model, variant, seed, build)
+        return write_results(self.run_dir, p, records)
+
+
+# ---- evaluation ----------------------------------------------------------------------------------------------------
+
+
+def _metadata(dataset) -> list[dict]:
+    names = ERROR_TYPES
+    return [{"errors": [{"position": e["position"], "type": names[e["type"]]} for e in errors]} for errors in dataset["errors"]]
+
+
+def training_pairs(bench_params: dict, max_train_samples: int | None) -> set[tuple[str, str]]:
+    """The (right, wrong) pairs that occur in the training sentences a model saw."""
+    train = load_dataset("csc_bench", "train", split="train", **bench_params)
+    if max_train_samples:
+        train = train.select(range(min(max_train_samples, len(train))))
+    return {(e["right"], e["wrong"]) for errors in train["errors"] for e in errors}
+
+
+def evaluate_model(
+    model_dir: str | Path,
+    tests: Iterable[str],
+    bench_params: dict,
+    bootstrap: int,
+    keep_bias_grid: Iterable[float] = (0.0,),
+    batch_size: int = 64,
+    max_train_samples: int | None = None,
+    max_validation: int | None = None,
+) -> list[dict]:
+    """Correct every test split with the model in ``model_dir`` and score it; ``keep_bias`` is chosen on the
+    validation split (best character-level correction F1) among ``keep_bias_grid``."""
+    from .pipeline import Corrector
+
+    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size)
+    validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
+    if max_validation:
+        validation = validation.select(range(min(max_validation, len(validation))))
+    best = (-1.0, 0.0)
+    grid = list(keep_bias_grid)
+    for bias in grid if len(grid) > 1 else []:
+        corrector.keep_bias = bias
+        f1 = score(validation["source"], corrector.correct(validation["source"]), validation["target"], bootstrap=0)["char_cor_f1"]
+        best = max(best, (f1, bias))
+    corrector.keep_bias = best[1] if len(grid) > 1 else (grid[0] if grid else 0.0)
+    pairs = training_pairs(bench_params, max_train_samples)
+    records = []
+    params = BenchParams(**bench_params)
+    for name in tests:
+        for spec in splits_of(name, params.probs):
+            try:
+                data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
+            except FileNotFoundError as err:  # sighan15 without its file
+                print(f"skipping {name}: {err}", file=sys.stderr)
+                continue
+            predictions = corrector.correct(data["source"])
+            scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
+                           bootstrap=bootstrap)
+            error_prob = getattr(params, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
+            known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
+            records.append({"config": name, "split": spec.split, "error_prob": error_prob if known else None,
+                            "keep_bias": corrector.keep_bias, "scores": scores})
+    return records
+
+
+# ---- results -------------------------------------------------------------------------------------------------------
+
+
+def write_results(run_dir: Path, preset: Preset, records: list[dict]) -> Path:
+    """``results.json``, ``results.csv``, ``results.md`` (models × test sets) and the report."""
+    from .report import write_report
+
+    run_dir = Path(run_dir)
+    path = run_dir / "results.json"
+    payload = {"preset": preset.name, "params": preset.__dict__, "records": records}
+    path.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
+    with open(run_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["model", "seed", "config", "split", "error_prob", "keep_bias", *numeric])
+        for r in records:
+            writer.writerow([r["model"], r["seed"], r["config"], r["split"], r["error_prob"], r["keep_bias"],
+                             *(r["scores"].get(k, "") for k in numeric)])
+    write_report(run_dir)
+    return path

@@ -1,0 +1,75 @@
+import json
+
+import pytest
+
+from csc_hf.cli import main
+from csc_hf.study import Preset, Study
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """The smoke preset end to end (the README's main job at its smallest size)."""
+    run_dir = tmp_path_factory.mktemp("runs") / "smoke"
+    assert main(["run", "--preset", "smoke", "--output", str(run_dir)]) == 0
+    return run_dir
+
+
+def test_smoke_run_writes_every_result(smoke_run):
+    preset = Preset.load("smoke")
+    records = json.loads((smoke_run / "results.json").read_text())["records"]
+    models = {r["model"] for r in records}
+    assert models == set(preset.variants)
+    per_model = {(r["config"], r["split"]) for r in records if r["model"] == "bert"}
+    assert {("unseen_k", "test"), ("scontext", "test"), ("clean", "test"), ("probs", "pe20")} <= per_model
+    for r in records:
+        s = r["scores"]
+        assert 0.0 <= s["char_cor_f1"] <= 1.0 and s["char_cor_f1_ci_low"] <= s["char_cor_f1"] <= s["char_cor_f1_ci_high"]
+        assert r["keep_bias"] in preset.keep_bias_grid
+    header = (smoke_run / "results.csv").read_text().splitlines()[0].split(",")
+    assert header[:6] == ["model", "seed", "config", "split", "error_prob", "keep_bias"] and "char_cor_f1" in header
+    report = (smoke_run / "report.md").read_text()
+    for conclusion in ("Fusing phonetic and graphic information helps", "sensitive to the error distribution",
+                       "contexts have been seen matters", "character-level metric is more stable"):
+        assert conclusion in report
+    assert list((smoke_run / "report_plots").glob("*.png"))
+
+
+def test_rerun_skips_finished_stages(smoke_run, capsys):
+    before = (smoke_run / "results.json").read_bytes()
+    assert main(["run", "--preset", "smoke", "--output", str(smoke_run)]) == 0
+    out = capsys.readouterr().out
+    assert "train bert" not in out and "pretrain →" not in out
+    assert (smoke_run / "results.json").read_bytes() == before
+
+
+def test_saved_models_load_and_correct(smoke_run, capsys):
+    model_dir = next((smoke_run / "stages").glob("train-bert-seed0-*"))
+    assert main(["correct", str(model_dir), "我们今天去学校。", "abc 123"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines[-2]) == len("我们今天去学校。") and lines[-1] == "abc 123"
+    assert main(["push", str(model_dir), "user/csc-smoke", "--results", str(smoke_run / "results.json"),
+                 "--model-name", "bert", "--folder", str(smoke_run / "hub")]) == 0
+    card = (smoke_run / "hub" / "README.md").read_text()
+    assert "| unseen_k/test |" in card and (smoke_run / "hub" / "config.json").is_file()
+
+
+def test_bad_presets_fail_before_training(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("variants: [bert, bertt]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unknown variants \['bertt'\]"):
+        Preset.load(str(bad))
+    bad.write_text("variant: [bert]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unknown keys \['variant'\]"):
+        Preset.load(str(bad))
+    bad.write_text("tests: [unseen]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unknown test configs \['unseen'\]"):
+        Preset.load(str(bad))
+    with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
+        Preset.load("nope")
+    assert not list(tmp_path.glob("runs*"))
+
+
+def test_stage_keys_follow_inputs(tmp_path):
+    study = Study(Preset(name="x"), tmp_path)
+    assert study.stage("a", {"x": 1}).directory == study.stage("a", {"x": 1}).directory
+    assert study.stage("a", {"x": 1}).directory != study.stage("a", {"x": 2}).directory
