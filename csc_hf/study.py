@@ -233,13 +233,15 @@ def evaluate_model(
     validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
     if max_validation:
         validation = validation.select(range(min(max_validation, len(validation))))
-    best = (-1.0, 0.0)
-    grid = list(keep_bias_grid)
-    for bias in grid if len(grid) > 1 else []:
-        corrector.keep_bias = bias
-        f1 = score(validation["source"], corrector.correct(validation["source"]), validation["target"], bootstrap=0)["char_cor_f1"]
-        best = max(best, (f1, bias))
-    corrector.keep_bias = best[1] if len(grid) > 1 else (grid[0] if grid else 0.0)
+    grid = [0.0] if corrector.seq2seq else list(keep_bias_grid) or [0.0]  # a seq2seq model has no source logit
+    if len(grid) > 1:
+        validation_f1 = {}
+        for bias in grid:
+            corrector.keep_bias = bias
+            predictions = corrector.correct(validation["source"])
+            validation_f1[bias] = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
+        grid = [max(grid, key=lambda b: (validation_f1[b], -b))]  # ties: the smaller bias
+    corrector.keep_bias = grid[0]
     pairs = training_pairs(bench_params, max_train_samples)
     records = []
     params = BenchParams(**bench_params)
