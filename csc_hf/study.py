@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,12 +97,19 @@ class Stage:
 
     name: str
     directory: Path
+    started: float = field(default_factory=time.monotonic)
 
     @property
     def done(self) -> bool:
         return (self.directory / "done.json").is_file()
 
+    @property
+    def seconds(self) -> float | None:
+        """The wall time the stage took when it ran (also when this run found it finished)."""
+        return json.loads((self.directory / "done.json").read_text(encoding="utf-8")).get("seconds") if self.done else None
+
     def finish(self, summary: dict) -> None:
+        summary = {**summary, "seconds": round(time.monotonic() - self.started, 1)}
         (self.directory / "done.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
 
 
@@ -111,11 +119,13 @@ class Study:
     def __init__(self, preset: Preset, run_dir: str | Path, log: Callable[[str], None] = print):
         self.preset, self.run_dir, self.log = preset, Path(run_dir), log
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.stages: list[Stage] = []
 
     def stage(self, name: str, *inputs: Any) -> Stage:
         directory = self.run_dir / "stages" / f"{name}-{stage_key(name, *inputs)}"
         directory.mkdir(parents=True, exist_ok=True)
-        return Stage(name, directory)
+        self.stages.append(Stage(name, directory))
+        return self.stages[-1]
 
     # ---- stages -------------------------------------------------------------------------------------------------
 
@@ -196,7 +206,8 @@ class Study:
         for variant, seed in tqdm(grid, desc="variants × seeds"):
             model = self.finetune(variant, seed, pretrained)
             records += self.evaluate(model, variant, seed, build)
-        return write_results(self.run_dir, p, records)
+        timings = {stage.directory.name: stage.seconds for stage in self.stages}
+        return write_results(self.run_dir, p, records, timings)
 
 
 # ---- evaluation ----------------------------------------------------------------------------------------------------
@@ -265,13 +276,13 @@ def evaluate_model(
 # ---- results -------------------------------------------------------------------------------------------------------
 
 
-def write_results(run_dir: Path, preset: Preset, records: list[dict]) -> Path:
-    """``results.json``, ``results.csv``, ``results.md`` (models × test sets) and the report."""
+def write_results(run_dir: Path, preset: Preset, records: list[dict], timings: dict[str, float | None]) -> Path:
+    """``results.json`` (with each stage's wall time), ``results.csv`` and the report."""
     from .report import write_report
 
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
-    payload = {"preset": preset.name, "params": preset.__dict__, "records": records}
+    payload = {"preset": preset.name, "params": preset.__dict__, "stage_seconds": timings, "records": records}
     path.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
     with open(run_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:

@@ -16,7 +16,11 @@ def smoke_run(tmp_path_factory):
 
 def test_smoke_run_writes_every_result(smoke_run):
     preset = Preset.load("smoke")
-    records = json.loads((smoke_run / "results.json").read_text())["records"]
+    results = json.loads((smoke_run / "results.json").read_text())
+    records = results["records"]
+    timings = results["stage_seconds"]
+    assert any(name.startswith("pretrain-") and seconds > 0 for name, seconds in timings.items())
+    assert sum(name.startswith("eval-") for name in timings) == len(preset.variants) * len(preset.seeds)
     models = {r["model"] for r in records}
     assert models == set(preset.variants)
     per_model = {(r["config"], r["split"]) for r in records if r["model"] == "bert"}
