@@ -13,23 +13,6 @@ from .benchmark.configs import CONFIGS, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
 
-_HELP = {
-    "corpus": "peoples_daily (default), peoples_daily+reviews, reviews, a .txt file or folder, or datasets:PATH",
-    "corpus_column": "text column of a datasets: corpus",
-    "n_validation": "validation sentences (default 5000, scaled down for small corpora)",
-    "n_test": "test sentences (default 5000, scaled down for small corpora)",
-    "n_scontext": "seen-context sentences (default: as many as n_test)",
-    "error_prob": "P_e of train, validation and most test sets",
-    "unseen_k_error_prob": "P_e of the unseen_k test set",
-    "probs": "the P_e series of the probs test set",
-    "confusion_path": "an external confusion set S instead of the built one (see `csc-bench confusion import`)",
-    "n_chars": "S is built over this many most frequent corpus characters",
-    "unseen_key_pool": "draw the unseen keys among this many most frequent keys",
-    "seen_max_pairs": "sample S_seen down to this many pairs",
-    "sighan15_path": "SIGHAN-2015 test TSV (default: pycorrector 0.4.9's copy, if installed)",
-}
-
-
 def _none_or(kind):
     def parse(text: str):
         return None if text.lower() == "none" else kind(text)
@@ -53,11 +36,11 @@ def add_bench_params(parser: argparse.ArgumentParser) -> None:
         args = typing.get_args(hint)
         base = next((a for a in args if a is not type(None)), hint)
         if typing.get_origin(hint) is tuple:
-            group.add_argument(option, type=float, nargs="+", default=f.default, help=_HELP.get(f.name, ""))
+            group.add_argument(option, type=float, nargs="+", default=f.default, help=f.metadata["help"])
             continue
         kind = {bool: _bool, int: int, float: float, str: str}[base]
         kind = _none_or(kind) if type(None) in args else kind
-        group.add_argument(option, type=kind, default=f.default, help=f"{_HELP.get(f.name, '')} (default: {f.default})")
+        group.add_argument(option, type=kind, default=f.default, help=f"{f.metadata['help']} (default: {f.default})")
 
 
 def bench_params(args: argparse.Namespace) -> dict:

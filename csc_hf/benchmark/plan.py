@@ -7,9 +7,10 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,37 +34,42 @@ STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4}
 SIGHAN15_PACKAGE_PATH = "data/cn/sighan_2015/test.tsv"
 
 
+def _param(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass
 class BenchParams:
     """The parameters of the benchmark; every config of one parameter set shares corpus, S and division."""
 
-    corpus: str = corpus_mod.DEFAULT_CORPUS  # see csc_hf.corpus.corpus_lines
-    corpus_column: str = "text"  # for corpus="datasets:PATH"
-    min_len: int = 10
-    max_len: int = 120
-    min_han_ratio: float = 0.5
-    dedupe: bool = True
-    to_simplified: bool = False
-    n_validation: int | None = None  # None: 5,000, scaled down to an eighth of a small corpus
-    n_test: int | None = None
-    n_scontext: int | None = None  # None: as many as n_test
-    seed: int = 42
-    error_prob: float = 0.05
-    unseen_k_error_prob: float = 0.15
-    probs: tuple[float, ...] = (0.01, 0.03, 0.05, 0.10, 0.15, 0.20)
-    confusion_path: str | None = None  # an external S instead of the built one (any format of ConfusionSet.load)
-    n_chars: int = BuildParams.n_chars
-    max_phonetic: int = BuildParams.max_phonetic
-    fuzzy: bool = BuildParams.fuzzy
-    max_graphic: int = BuildParams.max_graphic
-    max_stroke_distance: float = BuildParams.max_stroke_distance
-    min_glyph_similarity: float = BuildParams.min_glyph_similarity
-    n_unseen_keys: int = 100
-    n_unseen_v_keys: int = 300
-    unseen_v_share: float = 0.34
-    unseen_key_pool: int | None = 1000  # draw the unseen keys among this many most frequent keys (None: all keys)
-    seen_max_pairs: int | None = None  # None: every pair of S_train that occurs in the training set
-    sighan15_path: str | None = None  # None: pycorrector 0.4.9's copy when that package is installed
+    corpus: str = _param(corpus_mod.DEFAULT_CORPUS, "peoples_daily, peoples_daily+reviews, reviews, a .txt file or "
+                         "folder, or datasets:PATH")
+    corpus_column: str = _param("text", "the text column of a datasets:PATH corpus")
+    min_len: int = _param(10, "shortest sentence kept (characters)")
+    max_len: int = _param(120, "longest sentence kept (characters)")
+    min_han_ratio: float = _param(0.5, "least share of Chinese characters in a kept sentence")
+    dedupe: bool = _param(True, "drop repeated sentences")
+    to_simplified: bool = _param(False, "convert traditional characters with OpenCC")
+    n_validation: int | None = _param(None, "validation sentences (None: 5,000, at most an eighth of the corpus)")
+    n_test: int | None = _param(None, "test sentences (None: 5,000, at most an eighth of the corpus)")
+    n_scontext: int | None = _param(None, "seen-context sentences (None: as many as n_test)")
+    seed: int = _param(42, "seed of the splits, the division and every substitution")
+    error_prob: float = _param(0.05, "P_e of train, validation and most test sets")
+    unseen_k_error_prob: float = _param(0.15, "P_e of the unseen_k test set")
+    probs: tuple[float, ...] = _param((0.01, 0.03, 0.05, 0.10, 0.15, 0.20), "the P_e series of the probs test set")
+    confusion_path: str | None = _param(None, "an external S instead of the built one (any ConfusionSet.load format)")
+    n_chars: int = _param(BuildParams.n_chars, "S is built over this many most frequent corpus characters")
+    max_phonetic: int = _param(BuildParams.max_phonetic, "phonetic candidates per key")
+    fuzzy: bool = _param(BuildParams.fuzzy, "add fuzzy-pinyin candidates (z/zh, an/ang, ...)")
+    max_graphic: int = _param(BuildParams.max_graphic, "graphic candidates per key")
+    max_stroke_distance: float = _param(BuildParams.max_stroke_distance, "graphic: stroke edit distance / length")
+    min_glyph_similarity: float = _param(BuildParams.min_glyph_similarity, "graphic: least glyph cosine similarity")
+    n_unseen_keys: int = _param(100, "keys of S_unseen^k")
+    n_unseen_v_keys: int = _param(300, "keys of S_unseen^v")
+    unseen_v_share: float = _param(0.34, "share of an S_unseen^v key's candidates held out")
+    unseen_key_pool: int | None = _param(1000, "draw unseen keys among this many most frequent keys (None: all)")
+    seen_max_pairs: int | None = _param(None, "sample S_seen down to this many pairs (None: all seen pairs)")
+    sighan15_path: str | None = _param(None, "SIGHAN-2015 TSV (None: pycorrector 0.4.9's copy, if installed)")
 
     def validate(self) -> None:
         """Raise a ValueError naming the first bad parameter."""
