@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.func(args)
-    except (ValueError, FileNotFoundError, FileExistsError, KeyError) as err:
+    except (ValueError, OSError, KeyError) as err:  # OSError: missing files and models
         print(f"csc-bench {args.command}: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -25,6 +25,7 @@ Rules, for every model:
 """
 
 import copy
+import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -179,6 +180,9 @@ class Corrector:
     def from_pretrained(cls, path: str, **kwargs: Any) -> "Corrector":
         """A corrector for the model and tokenizer saved at `path` (a folder or a Hub id): CSC models load as
         `AutoModelForMaskedLM`, the BART baseline as `AutoModelForSeq2SeqLM`; `kwargs` go to `Corrector`."""
+        local = os.path.isabs(path) or path.startswith(".") or path.count("/") > 1
+        if local and not os.path.isdir(path):
+            raise FileNotFoundError(f"model folder {path} does not exist")
         config = AutoConfig.from_pretrained(path)
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
         return cls(auto.from_pretrained(path, config=config), AutoTokenizer.from_pretrained(path), **kwargs)

@@ -36,3 +36,9 @@ def test_confusion_import_inspect_divide(tmp_path, capsys):
     assert json.loads((tmp_path / "div" / "S_unseen_k.json").read_text())
     assert main(["confusion", "inspect", "--input", str(tmp_path / "nope.json")]) == 2
     assert "nope.json does not exist" in capsys.readouterr().err
+
+
+def test_missing_model_is_a_clear_error(tmp_path, capsys):
+    assert main(["correct", str(tmp_path / "none"), "我们"]) == 2
+    assert f"model folder {tmp_path / 'none'} does not exist" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path / "none"), "--configs", "test"]) == 2
