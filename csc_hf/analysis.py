@@ -571,16 +571,18 @@ def _pair_recall(records: Iterable[Mapping]) -> dict[tuple[str, str], dict[str, 
 
 
 def _stability(table: Mapping[str, Mapping[tuple[str, str], Cell]], test_sets: Sequence[str]) -> dict[str, dict]:
-    """Per test set (with errors), the mean bootstrap interval width and the mean std across seeds of each metric."""
+    """Per test set (with errors), each metric's spread relative to its score: the mean bootstrap interval width
+    over the score, and the mean std across seeds over the mean score. Relative, because a lower score has a
+    narrower interval anyway; cells whose score is 0 (nothing right: no spread to speak of) are left out."""
     result = {}
     for t in test_sets:
         row = {}
         for metric in METRICS:
-            group = [c for (_, test), c in table[metric].items() if test == t]
-            widths = [w for c in group for w in c.widths]
-            stds = [c.std for c in group if c.std is not None]
-            row[f"{metric}_ci_width"] = float(np.mean(widths)) if widths else None
-            row[f"{metric}_seed_std"] = float(np.mean(stds)) if stds else None
+            group = [c for (_, test), c in table[metric].items() if test == t and c.mean > 0]
+            widths = [w / c.mean for c in group for w in c.widths]
+            stds = [c.std / c.mean for c in group if c.std is not None]
+            row[f"{metric}_rel_ci_width"] = float(np.mean(widths)) if widths else None
+            row[f"{metric}_rel_seed_std"] = float(np.mean(stds)) if stds else None
         result[t] = row
     return result
 
@@ -635,14 +637,14 @@ def _stability_evidence(analysis: Mapping) -> Evidence:
     """4: per test set with errors, the sentence-level against the character-level spread (by sign)."""
     found = []
     for t, row in analysis["stability"].items():
-        for spread in ("ci_width", "seed_std"):
+        for spread in ("rel_ci_width", "rel_seed_std"):
             sent, char = row[f"sent_cor_f1_{spread}"], row[f"char_cor_f1_{spread}"]
             if sent is not None and char is not None:
                 found.append((PRIMARY, compare_values(f"{t}, {spread}", "sent_cor_f1", sent, "char_cor_f1", char)))
     if not found:
-        return "needs bootstrap intervals (score(..., bootstrap=N)) or several seeds", []
-    return ("per test set, the mean bootstrap interval width and (with several seeds) the mean std across seeds: "
-            "sentence level against character level"), found
+        return "needs non-zero scores with bootstrap intervals (score(..., bootstrap=N)) or several seeds", []
+    return ("per test set, the mean bootstrap interval width and (with several seeds) the mean std across seeds, each "
+            "relative to the score: sentence level against character level"), found
 
 
 def _conclusions(analysis: Mapping) -> dict[int, dict]:

@@ -176,9 +176,10 @@ def _seen_unseen_tables(analysis: Mapping) -> list[str]:
 
 
 def _stability_table(analysis: Mapping) -> list[str]:
-    columns = [f"{m}_{s}" for s in ("ci_width", "seed_std") for m in METRICS]
+    columns = [f"{m}_{s}" for s in ("rel_ci_width", "rel_seed_std") for m in METRICS]
     rows = [[t, *(_pct(row[c]) for c in columns)] for t, row in analysis["stability"].items()]
-    return ["Mean bootstrap interval width and mean standard deviation across seeds, in F1 points:",
+    return ["Mean bootstrap interval width and mean standard deviation across seeds, relative to the score (in %; "
+            "scores of 0 left out):",
             markdown_table(["test set", *columns], rows)]
 
 

@@ -86,7 +86,11 @@ def test_analysis_of_results():
     cell = analysis["cells"]["char_cor_f1"]["bert", "test"]
     assert cell.values == (0.784, 0.776) and cell.std == pytest.approx(0.005657, abs=1e-6)
     stability = analysis["stability"]["test"]
-    assert stability["char_cor_f1_ci_width"] == pytest.approx(0.024) and stability["sent_cor_f1_ci_width"] == pytest.approx(0.05)
+    for metric in ("char_cor_f1", "sent_cor_f1"):
+        test_cells = [c for (_, t), c in analysis["cells"][metric].items() if t == "test"]
+        relative = [w / c.mean for c in test_cells for w in c.widths]
+        assert stability[f"{metric}_rel_ci_width"] == pytest.approx(sum(relative) / len(relative))
+    assert stability["char_cor_f1_rel_ci_width"] < stability["sent_cor_f1_rel_ci_width"]
     assert analysis["pair_recall"]["bert", "sighan15"]["unseen_char_cor_r"] == 0.3
 
 
