@@ -82,8 +82,12 @@ class Preset:
             raise ValueError(f"{origin}: unknown variants {bad}; choose from {', '.join(VARIANTS)}")
         if bad := [t for t in self.tests if t not in CONFIGS or t == "train"]:
             raise ValueError(f"{origin}: unknown test configs {bad}; choose from {', '.join(CONFIGS)}")
-        if self.launcher and not Path(self.launcher).is_file():
-            raise FileNotFoundError(f"{origin}: launcher config {self.launcher} does not exist")
+        if self.launcher:
+            candidates = [Path(self.launcher), PRESETS_DIR.parents[1] / self.launcher]  # as given, or in the repo
+            found = next((c for c in candidates if c.is_file()), None)
+            if found is None:
+                raise FileNotFoundError(f"{origin}: launcher config {self.launcher} does not exist")
+            self.launcher = str(found.resolve())
 
 
 def stage_key(*parts: Any) -> str:
@@ -172,7 +176,8 @@ class Study:
         config_path = stage.directory / "train_config.yaml"
         config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
         if self.preset.launcher:
-            command = ["accelerate", "launch", "--config_file", self.preset.launcher, "-m", "csc_hf.train", str(config_path)]
+            command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", self.preset.launcher,
+                       "-m", "csc_hf.train", str(config_path)]
             subprocess.run(command, check=True)
         else:
             train(*load_config(config_path))

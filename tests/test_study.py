@@ -77,3 +77,11 @@ def test_stage_keys_follow_inputs(tmp_path):
     study = Study(Preset(name="x"), tmp_path)
     assert study.stage("a", {"x": 1}).directory == study.stage("a", {"x": 1}).directory
     assert study.stage("a", {"x": 1}).directory != study.stage("a", {"x": 2}).directory
+
+
+def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the launcher path is found in the repository from any folder
+    paper = Preset.load("paper")
+    assert paper.launcher.endswith("trainer_configs/accelerate/multi_gpu.yaml") and len(paper.variants) == 12
+    cpu = Preset.load("cpu")
+    assert cpu.launcher is None and cpu.seeds == [0, 1] and cpu.finetune["max_steps"] > 0
