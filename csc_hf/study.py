@@ -225,10 +225,12 @@ def _metadata(dataset) -> list[dict]:
 
 def training_pairs(bench_params: dict, max_train_samples: int | None) -> set[tuple[str, str]]:
     """The (right, wrong) pairs that occur in the training sentences a model saw."""
+    from .analysis import error_pairs
+
     train = load_dataset("csc_bench", "train", split="train", **bench_params)
     if max_train_samples:
         train = train.select(range(min(max_train_samples, len(train))))
-    return {(e["right"], e["wrong"]) for errors in train["errors"] for e in errors}
+    return set(error_pairs(train["source"], train["target"]))
 
 
 def evaluate_model(
