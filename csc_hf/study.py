@@ -97,9 +97,8 @@ def stage_key(*parts: Any) -> str:
 
 @dataclass
 class Stage:
-    """A stage folder addressed by its inputs; ``done`` once its ``done.json`` exists."""
+    """A stage folder (named for the stage and a hash of its inputs); ``done`` once its ``done.json`` exists."""
 
-    name: str
     directory: Path
     started: float = field(default_factory=time.monotonic)
 
@@ -128,7 +127,7 @@ class Study:
     def stage(self, name: str, *inputs: Any) -> Stage:
         directory = self.run_dir / "stages" / f"{name}-{stage_key(name, *inputs)}"
         directory.mkdir(parents=True, exist_ok=True)
-        self.stages.append(Stage(name, directory))
+        self.stages.append(Stage(directory))
         return self.stages[-1]
 
     # ---- stages -------------------------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ class SplitSpec:
 class ConfigSpec:
     description: str
     splits: tuple[SplitSpec, ...]
-    paper: bool = True  # one of the paper's sets (False: this project's addition)
 
 
 def _test(confusion: str | None, error_prob: float | str = "error_prob") -> tuple[SplitSpec, ...]:
@@ -52,13 +51,12 @@ CONFIGS: dict[str, ConfigSpec] = {
         "Error probabilities: the in-distribution test at each P_e of `probs`, one split per P_e (pe01 = 1%, ...).",
         (),  # the splits come from the `probs` field, see `splits_of`
     ),
-    "phonetic": ConfigSpec("Phonetic errors only: S_train restricted to phonetic pairs, at 5%.", _test("S_train_phonetic"), False),
-    "graphic": ConfigSpec("Graphic errors only: S_train restricted to graphic pairs, at 5%.", _test("S_train_graphic"), False),
-    "clean": ConfigSpec("The test sentences without errors (measures over-correction).", _test(None, 0.0), False),
+    "phonetic": ConfigSpec("Phonetic errors only: S_train restricted to phonetic pairs, at 5%.", _test("S_train_phonetic")),
+    "graphic": ConfigSpec("Graphic errors only: S_train restricted to graphic pairs, at 5%.", _test("S_train_graphic")),
+    "clean": ConfigSpec("The test sentences without errors (measures over-correction).", _test(None, 0.0)),
     "sighan15": ConfigSpec(
         "The real SIGHAN-2015 test set (simplified, 1,100 sentences) from `sighan15_path` or pycorrector 0.4.9.",
         (SplitSpec("test", "sighan15", None, 0.0),),
-        False,
     ),
 }
 TEST_CONFIGS = tuple(name for name in CONFIGS if name not in ("train", "sighan15"))
