@@ -80,13 +80,13 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArgum
     """Read a run's YAML; ``overrides`` are ``key=value`` strings (values parsed as YAML). Unknown keys are errors."""
     path = Path(path)
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FileNotFoundError(f"training config {path} does not exist") from None
     except yaml.YAMLError as err:
         raise ValueError(f"{path}: invalid YAML ({err})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: expected a mapping of options")
+    if not isinstance(config, dict) or not config:
+        raise ValueError(f"{path}: expected a non-empty mapping of options")
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:

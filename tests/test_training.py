@@ -45,6 +45,9 @@ def test_unknown_key_and_bad_values_are_clear_errors(tmp_path, small_params):
         load_config(bad)
     with pytest.raises(FileNotFoundError, match="nope.yaml does not exist"):
         load_config(tmp_path / "nope.yaml")
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="empty.yaml: expected a non-empty mapping"):
+        load_config(tmp_path / "empty.yaml")
     good = write_config(tmp_path / "good.yaml", **base_config(small_params, tmp_path / "o"))
     with pytest.raises(ValueError, match="variant='bertt'"):
         load_config(good, ["task=correction", "variant=bertt"])
