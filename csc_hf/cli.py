@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import typing
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 from .benchmark.configs import CONFIGS, splits_of
@@ -128,6 +128,9 @@ def cmd_run(args: argparse.Namespace) -> None:
     from .study import Preset, Study
 
     preset = Preset.load(args.preset)
+    if args.variants or args.seeds:  # a part of the grid: stage folders are keyed by their inputs, so they are shared
+        preset = replace(preset, variants=args.variants or preset.variants, seeds=args.seeds or preset.seeds)
+        preset.validate("--variants")
     results = Study(preset, args.output or f"runs/{preset.name}").run()
     print(f"results: {results}, {results.with_name('results.csv')}; report: {results.with_name('report.md')}")
 
@@ -233,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Run a preset end to end; finished stages are skipped, interrupted ones resume.")
     run.add_argument("--preset", default="cpu", help="smoke (minutes), cpu (default: hours on 2 cores), paper (GPU), or a YAML path")
     run.add_argument("--output", help="run folder (default: runs/PRESET)")
+    run.add_argument("--variants", nargs="+", metavar="VARIANT", help="run only these variants (default: the preset's)")
+    run.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="run only these seeds (default: the preset's)")
     run.set_defaults(func=cmd_run)
 
     train = sub.add_parser("train", help="train one model from a YAML config (as python -m csc_hf.train)",

@@ -159,13 +159,15 @@ class Study:
 
         p = self.preset
         is_bart = VARIANTS[variant].get("model_type") == "bart"
-        config = {"task": "correction", "variant": variant, "bench_params": p.bench_params, "seed": seed,
-                  "tokenizer_path": str(pretrained.directory), **p.finetune}
-        config.update({"model_overrides": p.bart} if is_bart else {"init_from": str(pretrained.directory)})
+        config = {"task": "correction", "variant": variant, "bench_params": p.bench_params, "seed": seed, **p.finetune}
+        if is_bart:
+            config["model_overrides"] = p.bart
+        # keyed by the pretrained stage's name, not its path, so that a run folder can move
         stage = self.stage(f"train-{variant}-seed{seed}".replace("+", "_"), config, pretrained.directory.name)
         if not stage.done:
             self.log(f"train {variant} (seed {seed}) → {stage.directory}")
-            self._train(stage, config)
+            start = str(pretrained.directory)
+            self._train(stage, {**config, "tokenizer_path": start, **({} if is_bart else {"init_from": start})})
         return stage
 
     def _train(self, stage: Stage, config: dict) -> None:
@@ -206,7 +208,7 @@ class Study:
         build = self.build()
         pretrained = self.pretrain()
         records = []
-        grid = [(v, s) for v in p.variants for s in p.seeds]
+        grid = [(v, s) for s in p.seeds for v in p.variants]  # every variant once before any twice
         for variant, seed in tqdm(grid, desc="variants × seeds"):
             model = self.finetune(variant, seed, pretrained)
             records += self.evaluate(model, variant, seed, build)

@@ -220,6 +220,10 @@ def test_from_bert_checkpoint(tokenizer, knowledge, tmp_path):
     with torch.no_grad():
         assert torch.allclose(plain(**data).logits, bert.eval()(**data).logits, atol=1e-5)
         assert torch.equal(model.csc.get_input_embeddings().weight, bert.get_input_embeddings().weight)
+        for variant, fields in ALL_VARIANTS.items():  # every fusion starts as the checkpoint: sides enter at zero
+            if variant != "bart":
+                fused = CSCForCorrection.from_bert(str(tmp_path), knowledge, **fields).eval()
+                assert torch.allclose(fused(**data).logits, bert(**data).logits, atol=1e-5), variant
 
 
 def test_output_aligned_and_unknown_characters_kept(tokenizer, knowledge):
@@ -283,6 +287,7 @@ def test_frozen_sources_are_cached_while_training(tokenizer, knowledge):
 
 def test_context_pinyin_ids_change_the_phonetic_input(tokenizer, knowledge):
     model = make_model(tokenizer, knowledge, sources=["pinyin_gru"], fusion="sum").eval()
+    torch.nn.init.normal_(model.csc.sources["pinyin_gru"].project.weight)  # as after training: it starts at zero
     inputs = tokenizer(["银行"], return_tensors="pt")
     pinyin_ids = torch.tensor([[0, *context_pinyin_ids("银行", model.csc.syllables), 0]])
     default = model.csc.knowledge.char_syllable[inputs["input_ids"]]

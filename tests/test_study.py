@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import pytest
 
@@ -46,6 +47,14 @@ def test_rerun_skips_finished_stages(smoke_run, capsys):
     assert (smoke_run / "results.json").read_bytes() == before
 
 
+def test_a_moved_run_folder_keeps_its_stages(smoke_run, tmp_path, capsys):
+    moved = tmp_path / "moved"
+    shutil.copytree(smoke_run, moved)
+    assert main(["run", "--preset", "smoke", "--output", str(moved)]) == 0
+    assert "train " not in capsys.readouterr().out
+    assert sorted(p.name for p in (moved / "stages").iterdir()) == sorted(p.name for p in (smoke_run / "stages").iterdir())
+
+
 def test_saved_models_load_and_correct(smoke_run, capsys):
     model_dir = next((smoke_run / "stages").glob("train-bert-seed0-*"))
     assert main(["correct", str(model_dir), "我们今天去学校。", "abc 123"]) == 0
@@ -55,6 +64,15 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
                  "--model-name", "bert", "--folder", str(smoke_run / "hub")]) == 0
     card = (smoke_run / "hub" / "README.md").read_text()
     assert "| unseen_k/test |" in card and (smoke_run / "hub" / "config.json").is_file()
+
+
+def test_part_of_the_grid_reuses_the_stages(smoke_run, capsys):
+    assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "bert", "--seeds", "0"]) == 0
+    assert "train bert" not in capsys.readouterr().out
+    records = json.loads((smoke_run / "results.json").read_text())["records"]
+    assert {(r["model"], r["seed"]) for r in records} == {("bert", 0)}
+    assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "bertt"]) == 2
+    assert "unknown variants ['bertt']" in capsys.readouterr().err
 
 
 def test_bad_presets_fail_before_training(tmp_path):

@@ -38,7 +38,8 @@ class CSCConfig(PreTrainedConfig):
             residual CNN over glyph bitmaps, one channel per font), `glyph_vectors` (a pretrained vector per
             character, e.g. VGG features of its font images).
         fusion (`str`): `concat` (concatenation + projection), `gate` (a learned sigmoid gate per source) or `sum`
-            (PLOME-style: side features are added to BERT's input embeddings).
+            (PLOME-style: side features are added to BERT's input embeddings). Each starts as the semantic encoder
+            alone: the sides enter through layers initialised at zero.
         side_size (`int`): width of the side encoders; their output is projected to `hidden_size`.
         glyph_channels (`list[int]`): channels of the glyph CNN's stride-2 stages.
         pinyin_layers (`int`): layers of the `pinyin_transformer` encoder.

@@ -180,6 +180,7 @@ class SideEncoder(nn.Module):
         self.key, self.table = source.key, source.table
         self.encoder = source.build(config)
         self.project = nn.Linear(config.side_size, config.hidden_size)
+        self.project.starts_as = "zero" if config.fusion != "concat" else None  # see `_init_weights`
         self.encoder.requires_grad_(not config.freeze_sources)
         self._cache: tuple[tuple, torch.Tensor] | None = None
 
@@ -201,15 +202,16 @@ class SideEncoder(nn.Module):
 
 
 class ConcatFusion(nn.Module):
-    """Concatenation of the semantic and side features, projected back to the hidden size."""
+    """Concatenation of the semantic and side features, projected back to the hidden size (initialised to pass the
+    semantic features through unchanged)."""
 
     def __init__(self, config: CSCConfig):
         super().__init__()
         self.project = nn.Linear((len(config.sources) + 1) * config.hidden_size, config.hidden_size)
-        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.project.starts_as = "identity"  # [I 0 ... 0]: see `_init_weights`
 
     def forward(self, hidden: torch.Tensor, sides: list[torch.Tensor]) -> torch.Tensor:
-        return self.norm(self.project(torch.cat([hidden, *sides], dim=-1)))
+        return self.project(torch.cat([hidden, *sides], dim=-1))
 
 
 class GateFusion(nn.Module):
@@ -219,13 +221,12 @@ class GateFusion(nn.Module):
         super().__init__()
         hidden = config.hidden_size
         self.gates = nn.ModuleList(nn.Linear(2 * hidden, hidden) for _ in config.sources)
-        self.norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
 
     def forward(self, hidden: torch.Tensor, sides: list[torch.Tensor]) -> torch.Tensor:
         fused = hidden
         for gate, side in zip(self.gates, sides):
             fused = fused + torch.sigmoid(gate(torch.cat([hidden, side], dim=-1))) * side
-        return self.norm(fused)
+        return fused
 
 
 FUSIONS = {"concat": ConcatFusion, "gate": GateFusion}  # "sum" adds the sides to BERT's input embeddings
@@ -238,9 +239,15 @@ class CSCPreTrainedModel(PreTrainedModel):
     _supports_sdpa = True
 
     def _init_weights(self, module: nn.Module):
+        """Standard BERT init, except that every variant starts as its semantic encoder alone: the last layer through
+        which a side source reaches the semantic features starts at zero (the side blocks of the concat projection,
+        whose semantic block starts as the identity; the side projection under gate and sum fusion)."""
         super()._init_weights(module)
         if isinstance(module, nn.Conv2d):
             init.kaiming_normal_(module.weight, nonlinearity="relu")
+        elif isinstance(module, nn.Linear) and (start := getattr(module, "starts_as", None)):
+            (init.eye_ if start == "identity" else init.zeros_)(module.weight)
+            init.zeros_(module.bias)
 
     @classmethod
     def from_bert(cls, path: str, knowledge: Mapping[str, torch.Tensor] | None = None, **overrides):
