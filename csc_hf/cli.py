@@ -131,7 +131,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     if args.variants or args.seeds:  # a part of the grid: stage folders are keyed by their inputs, so they are shared
         preset = replace(preset, variants=args.variants or preset.variants, seeds=args.seeds or preset.seeds)
         preset.validate("--variants")
-    results = Study(preset, args.output or f"runs/{preset.name}").run()
+    results = Study(preset, args.output or f"runs/{preset.name}", finished_only=args.finished_only).run()
     print(f"results: {results}, {results.with_name('results.csv')}; report: {results.with_name('report.md')}")
 
 
@@ -238,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--output", help="run folder (default: runs/PRESET)")
     run.add_argument("--variants", nargs="+", metavar="VARIANT", help="run only these variants (default: the preset's)")
     run.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="run only these seeds (default: the preset's)")
+    run.add_argument("--finished-only", action="store_true",
+                     help="run nothing: write the results and report of the models evaluated so far")
     run.set_defaults(func=cmd_run)
 
     train = sub.add_parser("train", help="train one model from a YAML config (as python -m csc_hf.train)",

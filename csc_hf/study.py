@@ -116,11 +116,15 @@ class Stage:
         (self.directory / "done.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
 
 
-class Study:
-    """One run of a preset into ``run_dir``."""
+class Unfinished(ValueError):
+    """A stage that a ``finished_only`` study found unfinished."""
 
-    def __init__(self, preset: Preset, run_dir: str | Path, log: Callable[[str], None] = print):
-        self.preset, self.run_dir, self.log = preset, Path(run_dir), log
+
+class Study:
+    """One run of a preset into ``run_dir``; with ``finished_only`` it runs no stage and only collects finished ones."""
+
+    def __init__(self, preset: Preset, run_dir: str | Path, log: Callable[[str], None] = print, finished_only: bool = False):
+        self.preset, self.run_dir, self.log, self.finished_only = preset, Path(run_dir), log, finished_only
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.stages: list[Stage] = []
 
@@ -130,13 +134,21 @@ class Study:
         self.stages.append(Stage(directory))
         return self.stages[-1]
 
+    def pending(self, stage: Stage) -> bool:
+        """Whether ``stage`` must still run (``Unfinished`` when the study runs nothing)."""
+        if stage.done:
+            return False
+        if self.finished_only:
+            raise Unfinished(f"{stage.directory} has not finished")
+        return True
+
     # ---- stages -------------------------------------------------------------------------------------------------
 
     def build(self) -> Stage:
         """Build (or find in the datasets cache) the training and test configs."""
         p = self.preset
         stage = self.stage("build", p.bench_params, p.tests)
-        if not stage.done:
+        if self.pending(stage):
             sizes = {}
             for name in tqdm(["train", *p.tests], desc="build", leave=False):
                 sizes[name] = {split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()}
@@ -148,7 +160,7 @@ class Study:
         p = self.preset
         config = {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
         stage = self.stage("pretrain", config)
-        if not stage.done:
+        if self.pending(stage):
             self.log(f"pretrain → {stage.directory}")
             self._train(stage, config)
         return stage
@@ -164,7 +176,7 @@ class Study:
             config["model_overrides"] = p.bart
         # keyed by the pretrained stage's name, not its path, so that a run folder can move
         stage = self.stage(f"train-{variant}-seed{seed}".replace("+", "_"), config, pretrained.directory.name)
-        if not stage.done:
+        if self.pending(stage):
             self.log(f"train {variant} (seed {seed}) → {stage.directory}")
             start = str(pretrained.directory)
             self._train(stage, {**config, "tokenizer_path": start, **({} if is_bart else {"init_from": start})})
@@ -191,7 +203,7 @@ class Study:
         p = self.preset
         stage = self.stage(f"eval-{model_stage.directory.name}", p.tests, p.bootstrap, p.keep_bias_grid, build.directory.name)
         path = stage.directory / "records.json"
-        if stage.done:
+        if not self.pending(stage):
             return json.loads(path.read_text(encoding="utf-8"))
         self.log(f"evaluate {variant} (seed {seed})")
         records = evaluate_model(model_stage.directory, p.tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
@@ -203,15 +215,20 @@ class Study:
         return records
 
     def run(self) -> Path:
-        """Every stage, then the results files and the report; returns ``results.json``'s path."""
+        """Every stage, then the results files and the report; returns ``results.json``'s path. A ``finished_only``
+        study writes them for the models evaluated so far (e.g. to look at a long run while it goes on)."""
         p = self.preset
         build = self.build()
         pretrained = self.pretrain()
         records = []
         grid = [(v, s) for s in p.seeds for v in p.variants]  # every variant once before any twice
-        for variant, seed in tqdm(grid, desc="variants × seeds"):
-            model = self.finetune(variant, seed, pretrained)
-            records += self.evaluate(model, variant, seed, build)
+        for variant, seed in tqdm(grid, desc="variants × seeds", disable=self.finished_only):
+            try:
+                records += self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+            except Unfinished as missing:
+                self.log(f"skipping {variant} (seed {seed}): {missing}")
+        if not records:
+            raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
         timings = {stage.directory.name: stage.seconds for stage in self.stages}
         return write_results(self.run_dir, p, records, timings)
 

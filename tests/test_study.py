@@ -73,6 +73,17 @@ def test_part_of_the_grid_reuses_the_stages(smoke_run, capsys):
     assert {(r["model"], r["seed"]) for r in records} == {("bert", 0)}
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "bertt"]) == 2
     assert "unknown variants ['bertt']" in capsys.readouterr().err
+    grid = ["--variants", "bert", "bert+pinyin_gru", "--seeds", "0", "1"]
+    assert main(["run", "--preset", "smoke", "--output", str(smoke_run), *grid, "--finished-only"]) == 0
+    out = capsys.readouterr().out  # nothing trained: the results are those of the finished models
+    assert "skipping bert+pinyin_gru (seed 0)" in out and "skipping bert (seed 1)" in out and "train " not in out
+    records = json.loads((smoke_run / "results.json").read_text())["records"]
+    assert {(r["model"], r["seed"]) for r in records} == {("bert", 0)}
+
+
+def test_finished_only_on_an_empty_run_is_an_error(tmp_path, capsys):
+    assert main(["run", "--preset", "smoke", "--output", str(tmp_path / "empty"), "--finished-only"]) == 2
+    assert "has not finished" in capsys.readouterr().err
 
 
 def test_bad_presets_fail_before_training(tmp_path):
