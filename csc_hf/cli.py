@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Run a preset end to end; finished stages are skipped, interrupted ones resume.")
     run.add_argument("--preset", default="cpu", help="smoke (minutes), cpu (default: hours on 2 cores), paper (GPU), or a YAML path")
     run.add_argument("--output", help="run folder (default: runs/PRESET)")
-    run.add_argument("--variants", nargs="+", metavar="VARIANT", help="run only these variants (default: the preset's)")
+    run.add_argument("--variants", nargs="+", metavar="VARIANT", help="run only these variants, in this order (default: the preset's)")
     run.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="run only these seeds (default: the preset's)")
     run.add_argument("--finished-only", action="store_true",
                      help="run nothing: write the results and report of the models evaluated so far")
