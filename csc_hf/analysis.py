@@ -422,7 +422,9 @@ class Comparison:
     """One piece of evidence for a conclusion: the claim expects ``a`` above ``b``.
 
     ``outcome``: ``expected`` (``a`` above ``b`` beyond the intervals, or by sign when there are none), ``opposite``
-    (``b`` above ``a`` likewise) or ``none`` (the intervals overlap or the values are equal)."""
+    (``b`` above ``a`` likewise) or ``none`` (the intervals overlap or the values are equal). ``paired``, when the
+    run saved both models' predictions: the mean paired difference ``a - b`` over seeds and the union of the seeds'
+    paired bootstrap intervals of it; it then decides the outcome (zero outside the interval)."""
 
     label: str
     a: str
@@ -432,15 +434,42 @@ class Comparison:
     a_interval: tuple[float, float] | None
     b_interval: tuple[float, float] | None
     outcome: str
+    paired: tuple[float, tuple[float, float]] | None = None
 
 
-def compare_cells(label: str, a: str, a_cell: Cell, b: str, b_cell: Cell) -> Comparison:
-    """Judge ``a_cell`` > ``b_cell``: a difference counts only when the intervals do not overlap."""
+Paired = dict[tuple[str, str, str, str], list[Mapping]]
+"""``{(model, baseline, test set, metric): [the paired comparison of each seed]}`` from ``results.json``'s
+``paired`` list."""
+
+
+def paired_index(entries: Iterable[Mapping]) -> Paired:
+    """Index ``results.json``'s paired comparisons (see ``csc_hf.study.paired_comparisons``)."""
+    index: Paired = defaultdict(list)
+    for e in entries:
+        index[e["model"], e["baseline"], split_name(e["config"], e["split"]), e["metric"]].append(e)
+    return dict(index)
+
+
+def paired_difference(entries: Sequence[Mapping]) -> tuple[float, tuple[float, float]]:
+    """The mean paired difference over seeds and the union of the seeds' paired intervals."""
+    return float(np.mean([e["delta"] for e in entries])), (min(e["ci_low"] for e in entries),
+                                                           max(e["ci_high"] for e in entries))
+
+
+def compare_cells(
+    label: str, a: str, a_cell: Cell, b: str, b_cell: Cell, paired: Sequence[Mapping] | None = None
+) -> Comparison:
+    """Judge ``a_cell`` > ``b_cell``: by the paired interval of the difference when every seed of both cells has
+    one (``paired``: one comparison per seed), else a difference counts only when the intervals do not overlap."""
     ia, ib = a_cell.interval, b_cell.interval
-    outcome = "none"
-    if ia is not None and ib is not None:
+    outcome, difference = "none", None
+    if paired and len(paired) == len(a_cell.values) == len(b_cell.values):
+        difference = paired_difference(paired)
+        low, high = difference[1]
+        outcome = "expected" if low > 0 else "opposite" if high < 0 else "none"
+    elif ia is not None and ib is not None:
         outcome = "expected" if ia[0] > ib[1] else "opposite" if ib[0] > ia[1] else "none"
-    return Comparison(label, a, b, a_cell.mean, b_cell.mean, ia, ib, outcome)
+    return Comparison(label, a, b, a_cell.mean, b_cell.mean, ia, ib, outcome, difference)
 
 
 def compare_values(label: str, a: str, a_value: float, b: str, b_value: float) -> Comparison:
@@ -500,6 +529,7 @@ def analyze_results(results: Mapping) -> dict:
         "error_test_sets": with_errors,
         "common_test_sets": common,
         "cells": table,
+        "paired": paired_index(results.get("paired", [])),
         "families": families,
         "ranking": _rankings(table, families, common),
         "pe_series": _pe_series(records),
@@ -599,8 +629,10 @@ def _fusion_evidence(analysis: Mapping) -> Evidence:
     if not (baseline and fused and shared):
         return "needs a BERT-only model and a model fusing phonetic and graphic information on shared test sets", []
     best = max(fused, key=lambda m: _mean_over(table[PRIMARY], m, shared))
+    paired = analysis["paired"]
     return f"{best} (the best model fusing phonetic and graphic information) against {baseline}", [
-        (metric, compare_cells(f"{t}, {metric}", best, table[metric][best, t], baseline, table[metric][baseline, t]))
+        (metric, compare_cells(f"{t}, {metric}", best, table[metric][best, t], baseline, table[metric][baseline, t],
+                               paired.get((best, baseline, t, metric))))
         for t in shared for metric in METRICS]
 
 

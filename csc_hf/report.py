@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .analysis import METRICS, PRIMARY, VERDICT_RULE, Cell, Comparison, analyze_results, load_results
+from .analysis import (
+    METRICS,
+    PRIMARY,
+    VERDICT_RULE,
+    Cell,
+    Comparison,
+    analyze_results,
+    load_results,
+    paired_difference,
+)
 
 PLOT_DIR = "report_plots"
 LEVELS = {"char_cor_f1": "character-level correction F1", "sent_cor_f1": "sentence-level correction F1"}
@@ -59,7 +68,23 @@ def cell_text(cell: Cell | None) -> str | None:
 def _comparison_row(c: Comparison) -> list:
     a, b = (f"{name}: {_pct(value)}{_interval(interval)}"
             for name, value, interval in ((c.a, c.a_value, c.a_interval), (c.b, c.b_value, c.b_interval)))
-    return [c.label, a, b, f"{100 * (c.a_value - c.b_value):+.1f}", c.outcome]
+    return [c.label, a, b, f"{100 * (c.a_value - c.b_value):+.1f}" if c.paired is None else _difference_text(c.paired),
+            c.outcome]
+
+
+def _difference_text(difference: tuple[float, tuple[float, float]], word: str = "paired ") -> str:
+    """``+0.4 (paired -0.3 to +1.1)``, in points of %."""
+    delta, (low, high) = difference
+    return f"{100 * delta:+.1f} ({word}{100 * low:+.1f} to {100 * high:+.1f})"
+
+
+def _paired_cell(entries: Sequence[Mapping] | None) -> str | None:
+    """A paired difference over seeds, bold when zero lies outside its interval."""
+    if not entries:
+        return None
+    difference = paired_difference(entries)
+    text, (low, high) = _difference_text(difference, word=""), difference[1]
+    return f"**{text}**" if low > 0 or high < 0 else text
 
 
 # ---- plots -------------------------------------------------------------------------------------------------------
@@ -123,6 +148,22 @@ def _results_tables(analysis: Mapping) -> list[str]:
         rows = [[m, *(cell_text(analysis["cells"][metric].get((m, t))) for t in analysis["test_sets"])]
                 for m in analysis["models"]]
         parts += [f"### {_title(LEVELS[metric])} (%)", markdown_table(["model", *analysis["test_sets"]], rows)]
+    return parts
+
+
+def _paired_tables(analysis: Mapping) -> list[str]:
+    pairs, test_sets = analysis["paired"], analysis["test_sets"]
+    if not pairs:
+        return ["The run saved no predictions of a baseline and another model on the same test set: no paired "
+                "comparison."]
+    parts = ["Each model's F1 minus the baseline's with the same seed, on the same sentences (points of %; mean over "
+             "seeds, and the union of the seeds' paired bootstrap 95% intervals). **Bold**: zero lies outside the "
+             "interval."]
+    for baseline in sorted({b for _, b, _, _ in pairs}):
+        for metric in METRICS:
+            rows = [[m, *(_paired_cell(pairs.get((m, baseline, t, metric))) for t in test_sets)]
+                    for m in analysis["models"] if any((m, baseline, t, metric) in pairs for t in test_sets)]
+            parts += [f"### {_title(LEVELS[metric])} against {baseline}", markdown_table(["model", *test_sets], rows)]
     return parts
 
 
@@ -212,7 +253,8 @@ def report_markdown(analysis: Mapping, plots: Mapping[str, str]) -> str:
         "judges differences: the bootstrap interval, or with several seeds the union of the seeds' intervals.",
         "## The paper's conclusions",
         f"Conclusions 1-3 are judged on {LEVELS[PRIMARY]} (the metric the paper recommends); a difference counts "
-        f"when the two intervals do not overlap. Conclusion 4 compares the spread of the two metrics by sign. "
+        f"when the paired bootstrap interval of the difference excludes zero (models whose predictions the run "
+        f"saved, every seed), else when the two intervals do not overlap. Conclusion 4 compares the spread of the two metrics by sign. "
         f"Verdict: {VERDICT_RULE}.",
         markdown_table(["#", "conclusion", "verdict"], ([i, c["claim"], c["verdict"]] for i, c in conclusions.items())),
     ]
@@ -222,6 +264,7 @@ def report_markdown(analysis: Mapping, plots: Mapping[str, str]) -> str:
     parts += ["## Results", *_results_tables(analysis)]
     if "test_sets" in plots:
         parts.append(f"![F1 per test set]({plots['test_sets']})")
+    parts += ["## Paired comparisons", *_paired_tables(analysis)]
     parts += ["## Fusion strategies and information sources", *_ranking_tables(analysis)]
     parts += ["## F1 against P_e", *_pe_table(analysis)]
     if "pe" in plots:

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from .benchmark.builder import load_dataset
 from .benchmark.configs import CONFIGS, splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
-from .scoring import score
+from .scoring import compare, score
 
 PRESETS_DIR = Path(__file__).resolve().parents[1] / "trainer_configs" / "presets"
 PRESET_KEYS = {
@@ -127,6 +127,7 @@ class Study:
         self.preset, self.run_dir, self.log, self.finished_only = preset, Path(run_dir), log, finished_only
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.stages: list[Stage] = []
+        self.evaluations: dict[tuple[str, int], Path] = {}  # (variant, seed) -> its evaluation folder
 
     def stage(self, name: str, *inputs: Any) -> Stage:
         directory = self.run_dir / "stages" / f"{name}-{stage_key(name, *inputs)}"
@@ -203,11 +204,13 @@ class Study:
         p = self.preset
         stage = self.stage(f"eval-{model_stage.directory.name}", p.tests, p.bootstrap, p.keep_bias_grid, build.directory.name)
         path = stage.directory / "records.json"
+        self.evaluations[variant, seed] = stage.directory
         if not self.pending(stage):
             return json.loads(path.read_text(encoding="utf-8"))
         self.log(f"evaluate {variant} (seed {seed})")
         records = evaluate_model(model_stage.directory, p.tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
-                                 p.eval_batch_size, p.finetune.get("max_train_samples"), p.finetune.get("max_eval_samples"))
+                                 p.eval_batch_size, p.finetune.get("max_train_samples"), p.finetune.get("max_eval_samples"),
+                                 predictions_dir=stage.directory / PREDICTIONS)
         for r in records:
             r.update(model=variant, seed=seed)
         path.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -230,7 +233,8 @@ class Study:
         if not records:
             raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
         timings = {stage.directory.name: stage.seconds for stage in self.stages}
-        return write_results(self.run_dir, p, records, timings)
+        paired = paired_comparisons(p.bench_params, self.evaluations, n_resamples=p.bootstrap)
+        return write_results(self.run_dir, p, records, timings, paired)
 
 
 # ---- evaluation ----------------------------------------------------------------------------------------------------
@@ -260,9 +264,11 @@ def evaluate_model(
     batch_size: int = 64,
     max_train_samples: int | None = None,
     max_validation: int | None = None,
+    predictions_dir: Path | None = None,
 ) -> list[dict]:
     """Correct every test split with the model in ``model_dir`` and score it; ``keep_bias`` is chosen on the
-    validation split (best character-level correction F1) among ``keep_bias_grid``."""
+    validation split (best character-level correction F1) among ``keep_bias_grid``. With ``predictions_dir``, each
+    split's predictions are saved there as edits (see :func:`write_predictions`)."""
     from .pipeline import Corrector
 
     corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size)
@@ -289,6 +295,8 @@ def evaluate_model(
                 print(f"skipping {name}: {err}", file=sys.stderr)
                 continue
             predictions = corrector.correct(data["source"])
+            if predictions_dir is not None:
+                write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
             scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
                            bootstrap=bootstrap)
             error_prob = getattr(params, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
@@ -298,16 +306,81 @@ def evaluate_model(
     return records
 
 
+# ---- predictions and paired comparisons ----------------------------------------------------------------------------
+
+PREDICTIONS = "predictions"  # an evaluation folder's sub-folder: CONFIG.SPLIT.txt for each test split
+
+
+def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[str]) -> None:
+    """One line per sentence: the prediction's edits to its source as ``position:character`` separated by spaces
+    (an empty line when it changes nothing). A prediction must have its source's length (every corrector's does)."""
+    lines = []
+    for i, (source, prediction) in enumerate(zip(sources, predictions, strict=True)):
+        if len(prediction) != len(source):
+            raise ValueError(f"{path}: prediction {i} has {len(prediction)} characters, its source {len(source)}")
+        lines.append(" ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
+    """The predictions that :func:`write_predictions` saved for ``sources``."""
+    lines = path.read_text(encoding="utf-8").split("\n")[:-1]
+    if len(lines) != len(sources):
+        raise ValueError(f"{path}: {len(lines)} lines for {len(sources)} sentences")
+    predictions = []
+    for number, (line, source) in enumerate(zip(lines, sources), 1):
+        chars = list(source)
+        for edit in line.split():
+            position, _, char = edit.partition(":")
+            if not (position.isdigit() and int(position) < len(chars) and len(char) == 1):
+                raise ValueError(f"{path}, line {number}: bad edit {edit!r}")
+            chars[int(position)] = char
+        predictions.append("".join(chars))
+    return predictions
+
+
+def paired_comparisons(
+    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert", n_resamples: int = 1000
+) -> list[dict]:
+    """Every model against ``baseline`` with the same seed, on every test split both saved predictions for: the
+    paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value)."""
+    from .analysis import METRICS
+
+    found = []
+    for (model, seed), folder in evaluations.items():
+        base = evaluations.get((baseline, seed))
+        if model == baseline or base is None:
+            continue
+        for path in sorted((folder / PREDICTIONS).glob("*.txt")):
+            if (base / PREDICTIONS / path.name).is_file():
+                found.append((model, seed, path, base / PREDICTIONS / path.name))
+    results = []
+    for model, seed, path, base_path in tqdm(found, desc=f"paired tests against {baseline}", leave=False):
+        config, split = path.stem.split(".")
+        data = load_dataset("csc_bench", config, split=split, **bench_params)
+        sources, targets = data["source"], data["target"]
+        stats = compare(sources, read_predictions(path, sources), read_predictions(base_path, sources), targets,
+                        n_resamples=n_resamples, seed=seed)
+        for metric in METRICS:
+            results.append({"model": model, "baseline": baseline, "seed": seed, "config": config, "split": split,
+                            "metric": metric, **stats[metric]})  # a, b: the two scores; delta = a - b
+    return results
+
+
 # ---- results -------------------------------------------------------------------------------------------------------
 
 
-def write_results(run_dir: Path, preset: Preset, records: list[dict], timings: dict[str, float | None]) -> Path:
-    """``results.json`` (with each stage's wall time), ``results.csv`` and the report."""
+def write_results(
+    run_dir: Path, preset: Preset, records: list[dict], timings: dict[str, float | None], paired: list[dict] = ()
+) -> Path:
+    """``results.json`` (with each stage's wall time and the paired comparisons), ``results.csv`` and the report."""
     from .report import write_report
 
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
-    payload = {"preset": preset.name, "params": preset.__dict__, "stage_seconds": timings, "records": records}
+    payload = {"preset": preset.name, "params": preset.__dict__, "stage_seconds": timings, "records": records,
+               "paired": list(paired)}
     path.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
     with open(run_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:

@@ -94,6 +94,31 @@ def test_analysis_of_results():
     assert analysis["pair_recall"]["bert", "sighan15"]["unseen_char_cor_r"] == 0.3
 
 
+def test_paired_differences_decide_when_every_seed_has_one(tmp_path):
+    """all_gate (0.84) against bert (0.78) on test: the intervals do not overlap, yet a paired interval that holds
+    zero decides; bert+pinyin_gru (0.80) overlaps bert, yet a paired interval above zero decides."""
+    results = synthetic_results()
+    def entry(a, seed, low, high):
+        return {"model": a, "baseline": "bert", "seed": seed, "config": "test", "split": "test", "metric": "char_cor_f1",
+                "delta": (low + high) / 2, "ci_low": low, "ci_high": high, "p_value": 0.5}
+    results["paired"] = [entry("all_gate", 1, -0.01, 0.02), entry("all_gate", 2, 0.01, 0.03),
+                         entry("bert+pinyin_gru", 1, 0.01, 0.03), entry("bert+pinyin_gru", 2, 0.005, 0.02)]
+    analysis = analyze_results(results)
+    comparison = next(c for c in analysis["conclusions"][1]["comparisons"] if c.label == "test, char_cor_f1")
+    assert comparison.a == "all_gate" and comparison.outcome == "none"
+    assert comparison.paired == (pytest.approx(0.0125), (-0.01, 0.03))
+    unseen = next(c for c in analysis["conclusions"][1]["comparisons"] if c.label == "unseen_k, char_cor_f1")
+    assert unseen.paired is None and unseen.outcome == "expected"  # no predictions: the intervals decide
+    results["paired"] = results["paired"][1:]  # one seed only: the intervals decide
+    assert next(c for c in analyze_results(results)["conclusions"][1]["comparisons"]).outcome == "expected"
+    results["paired"] = [entry("all_gate", 1, -0.01, 0.02), entry("all_gate", 2, 0.01, 0.03),
+                         entry("bert+pinyin_gru", 1, 0.01, 0.03), entry("bert+pinyin_gru", 2, 0.005, 0.02)]
+    write_report(write_run(tmp_path / "run", results))
+    text = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert "+1.2 (paired -1.0 to +3.0) | none |" in text
+    assert "| bert+pinyin_gru | **+1.6 (+0.5 to +3.0)** |" in text and "| all_gate | +1.2 (-1.0 to +3.0) |" in text
+
+
 def test_inconclusive_when_the_run_lacks_models_or_test_sets(tmp_path):
     from csc_hf.scoring import score
 

@@ -4,7 +4,7 @@ import shutil
 import pytest
 
 from csc_hf.cli import main
-from csc_hf.study import Preset, Study
+from csc_hf.study import Preset, Study, read_predictions, write_predictions
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,12 @@ def test_smoke_run_writes_every_result(smoke_run):
         assert r["keep_bias"] in preset.keep_bias_grid
     header = (smoke_run / "results.csv").read_text().splitlines()[0].split(",")
     assert header[:6] == ["model", "seed", "config", "split", "error_prob", "keep_bias"] and "char_cor_f1" in header
+    paired = results["paired"]  # every model against bert on every test split, both metrics
+    assert {(e["model"], e["baseline"]) for e in paired} == {(m, "bert") for m in preset.variants if m != "bert"}
+    assert len(paired) == 2 * (len(preset.variants) - 1) * len({(r["config"], r["split"]) for r in records})
+    assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] and 0 < e["p_value"] <= 1 for e in paired)
     report = (smoke_run / "report.md").read_text()
+    assert "## Paired comparisons" in report and "### Character-level correction F1 against bert" in report
     for conclusion in ("Fusing phonetic and graphic information helps", "sensitive to the error distribution",
                        "contexts have been seen matters", "character-level metric is more stable"):
         assert conclusion in report
@@ -84,6 +89,21 @@ def test_part_of_the_grid_reuses_the_stages(smoke_run, capsys):
 def test_finished_only_on_an_empty_run_is_an_error(tmp_path, capsys):
     assert main(["run", "--preset", "smoke", "--output", str(tmp_path / "empty"), "--finished-only"]) == 2
     assert "has not finished" in capsys.readouterr().err
+
+
+def test_predictions_round_trip_as_edits(tmp_path):
+    sources, predictions = ["我门去学校", "abc", ""], ["我们去学校", "abc", ""]
+    path = tmp_path / "p" / "test.test.txt"
+    write_predictions(path, sources, predictions)
+    assert path.read_text(encoding="utf-8") == "1:们\n\n\n"
+    assert read_predictions(path, sources) == predictions
+    with pytest.raises(ValueError, match="3 lines for 2 sentences"):
+        read_predictions(path, sources[:2])
+    path.write_text("9:们\n\n\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"test.test.txt, line 1: bad edit '9:们'"):
+        read_predictions(path, sources)
+    with pytest.raises(ValueError, match="prediction 0 has 4 characters, its source 5"):
+        write_predictions(path, sources[:1], ["我们去学"])
 
 
 def test_bad_presets_fail_before_training(tmp_path):
