@@ -74,8 +74,8 @@ def _comparison_row(c: Comparison) -> list:
 
 def _difference_text(difference: tuple[float, tuple[float, float]], word: str = "paired ") -> str:
     """``+0.4 (paired -0.3 to +1.1)``, in points of %."""
-    delta, (low, high) = difference
-    return f"{100 * delta:+.1f} ({word}{100 * low:+.1f} to {100 * high:+.1f})"
+    delta, low, high = (round(100 * x, 1) + 0.0 for x in (difference[0], *difference[1]))  # + 0.0: no "-0.0"
+    return f"{delta:+.1f} ({word}{low:+.1f} to {high:+.1f})"
 
 
 def _paired_cell(entries: Sequence[Mapping] | None) -> str | None:
@@ -152,7 +152,7 @@ def _results_tables(analysis: Mapping) -> list[str]:
 
 
 def _paired_tables(analysis: Mapping) -> list[str]:
-    pairs, test_sets = analysis["paired"], analysis["test_sets"]
+    pairs, test_sets = analysis["paired"], analysis["error_test_sets"]  # F1 means nothing without errors
     if not pairs:
         return ["The run saved no predictions of a baseline and another model on the same test set: no paired "
                 "comparison."]
