@@ -344,28 +344,38 @@ def paired_comparisons(
     bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert", n_resamples: int = 1000
 ) -> list[dict]:
     """Every model against ``baseline`` with the same seed, on every test split both saved predictions for: the
-    paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value)."""
+    paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value). A
+    model's comparisons are kept in its evaluation folder, so a re-run reads them."""
+    pairs = [(model, seed, folder, evaluations[baseline, seed]) for (model, seed), folder in evaluations.items()
+             if model != baseline and (baseline, seed) in evaluations]
+    results = []
+    for model, seed, folder, base in tqdm(pairs, desc=f"paired tests against {baseline}", leave=False):
+        kept = folder / f"paired-{base.name}-{n_resamples}.json"
+        if kept.is_file():
+            found = json.loads(kept.read_text(encoding="utf-8"))
+        elif found := compare_predictions(bench_params, folder, base, n_resamples, seed):
+            partial = kept.with_suffix(".partial")
+            partial.write_text(json.dumps(found) + "\n", encoding="utf-8")
+            partial.replace(kept)
+        results += [{"model": model, "baseline": baseline, "seed": seed, **entry} for entry in found]
+    return results
+
+
+def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
+    """The paired comparisons of the predictions saved in the evaluation folders ``folder`` and ``base``."""
     from .analysis import METRICS
 
     found = []
-    for (model, seed), folder in evaluations.items():
-        base = evaluations.get((baseline, seed))
-        if model == baseline or base is None:
+    for path in sorted((folder / PREDICTIONS).glob("*.txt")):
+        if not (base_path := base / PREDICTIONS / path.name).is_file():
             continue
-        for path in sorted((folder / PREDICTIONS).glob("*.txt")):
-            if (base / PREDICTIONS / path.name).is_file():
-                found.append((model, seed, path, base / PREDICTIONS / path.name))
-    results = []
-    for model, seed, path, base_path in tqdm(found, desc=f"paired tests against {baseline}", leave=False):
         config, split = path.stem.split(".")
         data = load_dataset("csc_bench", config, split=split, **bench_params)
         sources, targets = data["source"], data["target"]
         stats = compare(sources, read_predictions(path, sources), read_predictions(base_path, sources), targets,
                         n_resamples=n_resamples, seed=seed)
-        for metric in METRICS:
-            results.append({"model": model, "baseline": baseline, "seed": seed, "config": config, "split": split,
-                            "metric": metric, **stats[metric]})  # a, b: the two scores; delta = a - b
-    return results
+        found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in METRICS]
+    return found  # a, b: the two models' scores; delta = a - b
 
 
 # ---- results -------------------------------------------------------------------------------------------------------
