@@ -204,8 +204,8 @@ class Study:
         p = self.preset
         stage = self.stage(f"eval-{model_stage.directory.name}", p.tests, p.bootstrap, p.keep_bias_grid, build.directory.name)
         path = stage.directory / "records.json"
-        self.evaluations[variant, seed] = stage.directory
         if not self.pending(stage):
+            self.evaluations[variant, seed] = stage.directory
             return json.loads(path.read_text(encoding="utf-8"))
         self.log(f"evaluate {variant} (seed {seed})")
         records = evaluate_model(model_stage.directory, p.tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
@@ -215,6 +215,7 @@ class Study:
             r.update(model=variant, seed=seed)
         path.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         stage.finish({"records": len(records)})
+        self.evaluations[variant, seed] = stage.directory  # finished evaluations only: their predictions are complete
         return records
 
     def run(self) -> Path:
