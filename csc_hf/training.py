@@ -105,14 +105,19 @@ def build_tokenizer(targets: list[str], extra_chars: str, min_freq: int = 1) -> 
     return CSCTokenizer.from_texts(targets, min_freq=min_freq, extra_chars=[extra_chars])
 
 
-def encode_pairs(tokenizer: CSCTokenizer, sources: list[str], targets: list[str], max_length: int) -> dict[str, list]:
-    """Input ids of the sources and label ids of the targets (``-100`` on ``[CLS]``/``[SEP]``), one per character."""
+def encode_pairs(
+    tokenizer: CSCTokenizer, sources: list[str], targets: list[str], max_length: int, seq2seq: bool = False
+) -> dict[str, list]:
+    """Input ids of the sources and label ids of the targets, one per character: ``-100`` on ``[CLS]``/``[SEP]`` for
+    a tagging model; kept for a ``seq2seq`` one, whose decoder reads the labels shifted right (``[SEP] [CLS] ...``,
+    the start of its generation) and must learn to end with ``[SEP]``."""
     inputs = tokenizer(sources, truncation=True, max_length=max_length)["input_ids"]
     labels = tokenizer(targets, truncation=True, max_length=max_length)["input_ids"]
     for source, label in zip(inputs, labels):
         if len(source) != len(label):
             raise ValueError("a source and its target tokenize to different lengths; they must have equal length")
-        label[0] = label[-1] = -100
+        if not seq2seq:
+            label[0] = label[-1] = -100
     return {"input_ids": inputs, "labels": labels, "length": [len(x) for x in inputs]}
 
 
@@ -168,8 +173,8 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     else:
         model = build_model(model_args.variant, tokenizer, init_from=model_args.init_from, fonts=model_args.fonts,
                             **model_args.model_overrides)
-        encode = lambda batch: encode_pairs(tokenizer, batch["source"], batch["target"], data_args.max_length)  # noqa: E731
         is_bart = VARIANTS[model_args.variant].get("model_type") == "bart"
+        encode = lambda batch: encode_pairs(tokenizer, batch["source"], batch["target"], data_args.max_length, is_bart)  # noqa: E731
         collator = CorrectionCollator(tokenizer, 0.0 if is_bart else data_args.mask_rate)
         extra_args = {} if is_bart else {
             "compute_metrics": make_compute_metrics(),

@@ -63,6 +63,8 @@ def test_encode_and_collate(small_params):
     tok = CSCTokenizer.from_texts(["我们今天去学校", "门"])
     enc = encode_pairs(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64)
     assert len(enc["input_ids"][0]) == 9 and enc["labels"][0][0] == enc["labels"][0][-1] == -100
+    bart = encode_pairs(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64, seq2seq=True)["labels"][0]
+    assert bart[0] == tok.cls_token_id and bart[-1] == tok.sep_token_id and bart[1:-1] == enc["labels"][0][1:-1]
     batch = CorrectionCollator(tok, mask_rate=0.999)([{"input_ids": enc["input_ids"][0], "labels": enc["labels"][0]},
                                                        {"input_ids": [2, 5, 3], "labels": [-100, 5, -100]}])
     assert batch["input_ids"].shape == batch["labels"].shape == (2, 9)
