@@ -52,7 +52,7 @@ class Preset:
     keep_bias_grid: list[float] = field(default_factory=lambda: [0.0])  # source-logit bias, tuned on validation
     launcher: str | None = None  # an accelerate config file: trainings run under `accelerate launch`
     model: dict = field(default_factory=dict)  # BertConfig fields of the semantic encoder (pretrained once)
-    bart: dict = field(default_factory=dict)  # BartConfig fields of the seq2seq baseline
+    bart: dict = field(default_factory=dict)  # BartConfig fields of the seq2seq baseline over the encoder's sizes
     pretrain: dict = field(default_factory=dict)  # training-config keys of the masked-LM stage
     finetune: dict = field(default_factory=dict)  # training-config keys of every variant
     eval_batch_size: int = 64
@@ -167,7 +167,7 @@ class Study:
         return stage
 
     def finetune(self, variant: str, seed: int, pretrained: Stage) -> Stage:
-        """Fine-tune one variant with one seed, from the shared pretrained encoder (BART starts from scratch)."""
+        """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it)."""
         from .modeling import VARIANTS
 
         p = self.preset
@@ -180,7 +180,7 @@ class Study:
         if self.pending(stage):
             self.log(f"train {variant} (seed {seed}) → {stage.directory}")
             start = str(pretrained.directory)
-            self._train(stage, {**config, "tokenizer_path": start, **({} if is_bart else {"init_from": start})})
+            self._train(stage, {**config, "tokenizer_path": start, "init_from": start})
         return stage
 
     def _train(self, stage: Stage, config: dict) -> None:

@@ -8,7 +8,15 @@ import sysconfig
 import numpy as np
 import pytest
 import torch
-from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    BertModel,
+)
 
 from csc_hf.chars.pinyin import char_readings
 from csc_hf.modeling import (
@@ -224,6 +232,30 @@ def test_from_bert_checkpoint(tokenizer, knowledge, tmp_path):
             if variant != "bart":
                 fused = CSCForCorrection.from_bert(str(tmp_path), knowledge, **fields).eval()
                 assert torch.allclose(fused(**data).logits, bert(**data).logits, atol=1e-5), variant
+
+
+def test_bart_warm_starts_from_a_bert_checkpoint(tokenizer, tmp_path):
+    torch.manual_seed(0)
+    sizes = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    config = BertConfig(vocab_size=len(tokenizer), layer_norm_eps=1e-5, **{name: TINY[name] for name in sizes})
+    BertForMaskedLM(config).save_pretrained(tmp_path)  # BART's LayerNorms have eps 1e-5
+    bert = BertModel.from_pretrained(tmp_path, add_pooling_layer=False).eval()
+    bart = build_model("bart", tokenizer, init_from=str(tmp_path), decoder_layers=1).eval()
+    assert (bart.config.d_model, bart.config.encoder_layers, bart.config.decoder_layers) == (32, 2, 1)
+    data = tokenizer(TARGETS, padding=True, return_tensors="pt")
+    with torch.no_grad():  # the encoder is BERT; the decoder layer is BERT's first; its cross-attention is new
+        encoded = bart.model.encoder(input_ids=data["input_ids"], attention_mask=data["attention_mask"])
+        assert torch.allclose(encoded.last_hidden_state, bert(**data).last_hidden_state, atol=1e-5)
+        decoder = bart.model.decoder.layers[0]
+        assert torch.equal(decoder.fc1.weight, bert.encoder.layer[0].intermediate.dense.weight)
+        assert torch.equal(decoder.self_attn.q_proj.weight, bert.encoder.layer[0].attention.self.query.weight)
+        assert not torch.equal(decoder.encoder_attn.q_proj.weight, bert.encoder.layer[0].attention.self.query.weight)
+        assert torch.equal(bart.lm_head.weight, bert.embeddings.word_embeddings.weight)
+    assert len(bart_correct(bart, tokenizer, ERRORS[:2])[1]) == len(ERRORS[1])
+    with pytest.raises(ValueError, match="encoder.layers.2.*encoder.layer.2.*lower encoder_layers"):
+        build_model("bart", tokenizer, init_from=str(tmp_path), encoder_layers=3)
+    with pytest.raises(ValueError, match="does not fit BART model.encoder.layers.0.fc1.weight"):
+        build_model("bart", tokenizer, init_from=str(tmp_path), encoder_ffn_dim=48)
 
 
 def test_output_aligned_and_unknown_characters_kept(tokenizer, knowledge):

@@ -2,12 +2,18 @@
 
 `[CLS]`/`[SEP]` serve as BART's bos/eos (`[SEP]` also starts the decoder, as `</s>` does in BART), so labels are
 `tokenizer(targets)["input_ids"]` with padding set to -100.
+
+Without a pretrained Chinese BART, `build_bart` warm-starts one from the BERT checkpoint that every other variant starts
+from (`bart_from_bert`, after Rothe et al. 2020, "Leveraging Pre-trained Checkpoints for Sequence Generation Tasks"):
+BERT and BART layers are both post-LayerNorm Transformer layers, so the encoder becomes the BERT encoder and the
+decoder takes BERT's first layers, and only the cross-attention starts fresh.
 """
 
+import re
 from collections.abc import Sequence
 
 import torch
-from transformers import BartConfig, BartForConditionalGeneration
+from transformers import BartConfig, BartForConditionalGeneration, BertConfig, BertModel
 
 from .tokenization_csc import CSCTokenizer
 
@@ -33,11 +39,78 @@ def bart_config(tokenizer: CSCTokenizer, **overrides) -> BartConfig:
     return BartConfig(**{**fields, **overrides})
 
 
+# BART parameter name -> BERT parameter name (of `BertModel`); the layer index is filled in
+_FROM_BERT = {
+    "(shared|embed_tokens).weight": "embeddings.word_embeddings.weight",
+    "layernorm_embedding.{p}": "embeddings.LayerNorm.{p}",
+    "self_attn.q_proj.{p}": "encoder.layer.{i}.attention.self.query.{p}",
+    "self_attn.k_proj.{p}": "encoder.layer.{i}.attention.self.key.{p}",
+    "self_attn.v_proj.{p}": "encoder.layer.{i}.attention.self.value.{p}",
+    "self_attn.out_proj.{p}": "encoder.layer.{i}.attention.output.dense.{p}",
+    "self_attn_layer_norm.{p}": "encoder.layer.{i}.attention.output.LayerNorm.{p}",
+    "fc1.{p}": "encoder.layer.{i}.intermediate.dense.{p}",
+    "fc2.{p}": "encoder.layer.{i}.output.dense.{p}",
+    "final_layer_norm.{p}": "encoder.layer.{i}.output.LayerNorm.{p}",
+}
+
+
+def _bert_name(name: str) -> str | None:
+    """The BERT parameter a BART parameter is copied from; None for those that start fresh (cross-attention,
+    position embeddings, handled apart)."""
+    name = re.sub(r"^model\.((en|de)coder\.)?", "", name)
+    layer = re.match(r"layers\.(\d+)\.(.*)", name)
+    index, name = (layer.group(1), layer.group(2)) if layer else (None, name)
+    for bart, bert in _FROM_BERT.items():
+        if re.fullmatch(bart.format(p=r"(weight|bias)"), name) and ("{i}" in bert) == (index is not None):
+            return bert.format(i=index, p=name.rsplit(".", 1)[1])
+    return None
+
+
+def bart_from_bert(tokenizer: CSCTokenizer, path: str, **overrides) -> BartForConditionalGeneration:
+    """BART warm-started from the BERT checkpoint at `path` (vocabulary: the tokenizer's): its size is BERT's unless
+    `overrides` change it (e.g. ``decoder_layers=2``: the decoder takes BERT's first two layers); embeddings, encoder
+    and decoder layers are BERT's, the cross-attention starts fresh and the output layer is tied to the embeddings."""
+    bert = BertModel.from_pretrained(path, add_pooling_layer=False)
+    b: BertConfig = bert.config
+    if b.vocab_size != len(tokenizer):
+        raise ValueError(f"{path} has {b.vocab_size} tokens, the tokenizer {len(tokenizer)}")
+    sizes = dict(
+        d_model=b.hidden_size, encoder_layers=b.num_hidden_layers, decoder_layers=b.num_hidden_layers,
+        encoder_attention_heads=b.num_attention_heads, decoder_attention_heads=b.num_attention_heads,
+        encoder_ffn_dim=b.intermediate_size, decoder_ffn_dim=b.intermediate_size,
+        max_position_embeddings=b.max_position_embeddings, activation_function=b.hidden_act,
+        dropout=b.hidden_dropout_prob, attention_dropout=b.attention_probs_dropout_prob,
+    )
+    model = BartForConditionalGeneration(bart_config(tokenizer, **{**sizes, **overrides}))
+    weights = bert.state_dict()
+    # BERT adds the segment-0 embedding to every position; BART's positions are offset by 2
+    positions = weights["embeddings.position_embeddings.weight"] + weights["embeddings.token_type_embeddings.weight"][0]
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if name.endswith("embed_positions.weight"):
+                source, target = positions, parameter[2 : 2 + len(positions)]
+            elif (bert_name := _bert_name(name)) is None:
+                continue
+            elif bert_name not in weights:
+                raise ValueError(f"{path}: BART {name} would copy BERT {bert_name}, which the checkpoint lacks "
+                                 f"(it has {b.num_hidden_layers} layers; lower encoder_layers / decoder_layers)")
+            else:
+                source, target = weights[bert_name], parameter
+            if source.shape != target.shape:
+                raise ValueError(f"{path}: BERT's {tuple(source.shape)} does not fit BART {name} "
+                                 f"{tuple(target.shape)}; leave d_model and the ffn/position sizes to BERT")
+            target.copy_(source)
+    return model
+
+
 def build_bart(tokenizer: CSCTokenizer, init_from: str | None = None, **overrides) -> BartForConditionalGeneration:
-    """BART from scratch (`bart_config(tokenizer, **overrides)`) or from a local or Hub checkpoint whose vocabulary
-    is the tokenizer's (e.g. a Chinese BART with bert-base-chinese's vocab.txt)."""
+    """BART from scratch (`bart_config(tokenizer, **overrides)`), warm-started from a BERT checkpoint
+    (`bart_from_bert`), or loaded from a local or Hub BART checkpoint whose vocabulary is the tokenizer's (e.g. a
+    Chinese BART with bert-base-chinese's vocab.txt)."""
     if init_from is None:
         return BartForConditionalGeneration(bart_config(tokenizer, **overrides))
+    if BartConfig.get_config_dict(init_from)[0].get("model_type") == "bert":
+        return bart_from_bert(tokenizer, init_from, **overrides)
     model = BartForConditionalGeneration.from_pretrained(init_from, **overrides)
     if model.config.vocab_size != len(tokenizer):
         raise ValueError(f"{init_from} has {model.config.vocab_size} tokens, the tokenizer {len(tokenizer)}")
@@ -69,4 +142,4 @@ def bart_correct(
     return corrected
 
 
-__all__ = ["bart_config", "bart_correct", "build_bart"]
+__all__ = ["bart_config", "bart_correct", "bart_from_bert", "build_bart"]
