@@ -55,8 +55,8 @@ _FROM_BERT = {
 
 
 def _bert_name(name: str) -> str | None:
-    """The BERT parameter a BART parameter is copied from; None for those that start fresh (cross-attention,
-    position embeddings, handled apart)."""
+    """The BERT parameter a BART parameter is copied from; None for the cross-attention, which starts fresh, and the
+    position embeddings, which `bart_from_bert` copies itself."""
     name = re.sub(r"^model\.((en|de)coder\.)?", "", name)
     layer = re.match(r"layers\.(\d+)\.(.*)", name)
     index, name = (layer.group(1), layer.group(2)) if layer else (None, name)
