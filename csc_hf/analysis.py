@@ -13,7 +13,6 @@ stability, and the paper's four conclusions, each with the comparisons that deci
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -29,6 +28,7 @@ from .benchmark.configs import CONFIGS
 from .benchmark.plan import read_pair_file
 from .chars.pinyin import is_han
 from .confusion import ConfusionSet, pair_type
+from .corpus import read_lines, read_text, t2s_converter
 from .corruption import ERROR_TYPES, NO_ERROR, Corruption, PackedText, pack, pair_counts, unpack
 
 Pairs = tuple[list[str], list[str]]  # (sources, targets)
@@ -185,7 +185,7 @@ def split_name(base: str, split: str) -> str:
 def read_jsonl(path: str | Path) -> Pairs:
     """Read a jsonl file of objects with ``source`` and ``target``; errors name the file and line."""
     sources, targets = [], []
-    for number, line in enumerate(_read_text(path).splitlines(), 1):
+    for number, line in enumerate(read_lines(path), 1):
         if not line.strip():
             continue
         try:
@@ -202,15 +202,6 @@ def read_jsonl(path: str | Path) -> Pairs:
     if not targets:
         raise ValueError(f"{path}: no sentence pair")
     return sources, targets
-
-
-def _read_text(path: str | Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path} does not exist") from None
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
 
 
 def _read_file(path: Path) -> Pairs:
@@ -270,11 +261,10 @@ def _training_part(splits: Mapping[str, Pairs]) -> Pairs:
 
 def _opencc_t2s() -> Callable[[str], str] | None:
     try:
-        import opencc
-    except ImportError:
-        warnings.warn("traditional_share needs OpenCC: pip install opencc-python-reimplemented", stacklevel=3)
+        return t2s_converter("traditional_share")
+    except ImportError as err:
+        warnings.warn(str(err), stacklevel=3)
         return None
-    return opencc.OpenCC("t2s").convert
 
 
 def load_confusion(spec: str, params: Mapping | None = None) -> ConfusionSet:
@@ -323,7 +313,7 @@ def analyze(
 def load_results(run_dir: str | Path) -> dict:
     """Read and check ``RUN_DIR/results.json`` (see ``csc-bench run``)."""
     path = Path(run_dir) / "results.json"
-    text = _read_text(path)
+    text = read_text(path)
     try:
         results = json.loads(text)
     except json.JSONDecodeError as err:
@@ -387,20 +377,11 @@ def cells(records: Iterable[Mapping], metric: str) -> dict[tuple[str, str], Cell
 
 
 def model_family(name: str) -> tuple[str, tuple[str, ...]]:
-    """A variant's fusion (``none``, ``concat``, ``gate``, ``input-sum``, ``seq2seq``) and information sources
-    (``pinyin``, ``stroke``, ``glyph``), read from its name as ``csc_hf.modeling.VARIANTS`` names them:
-    ``all`` is every source, ``plome`` sums pinyin and stroke encodings into the input, a source without a fusion
-    word is concatenated."""
-    words = set(re.split(r"[^a-z]+", name.lower()))
-    if "bart" in words:
-        return "seq2seq", ()
-    if "plome" in words:
-        return "input-sum", ("pinyin", "stroke")
-    sources = ("pinyin", "stroke", "glyph")
-    used = sources if "all" in words else tuple(s for s in sources if s in name.lower())
-    if not used:
-        return "none", ()
-    return ("gate" if "gate" in words else "input-sum" if "sum" in words else "concat"), used
+    """A model's fusion and information sources (:func:`csc_hf.modeling.variant_family`); ``("other", ())`` for a
+    model that is not a variant of ``csc_hf.modeling.VARIANTS``."""
+    from .modeling import VARIANTS, variant_family
+
+    return variant_family(name) if name in VARIANTS else ("other", ())
 
 
 def _phonetic_and_graphic(sources: Sequence[str]) -> bool:

@@ -65,7 +65,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     params = bench_params(args)
     plan = plan_for(BenchParams(**params))
-    configs = args.configs or [c for c in CONFIGS if c != "sighan15" or args.sighan15_path or _has_pycorrector()]
+    configs = args.configs or plan.params.available_configs()
     for name in configs:
         load_dataset("csc_bench", name, cache_dir=args.cache_dir, **params)  # builds (or finds) the cached files
     stats = plan.division.stats(plan.seen)
@@ -84,16 +84,10 @@ def cmd_build(args: argparse.Namespace) -> None:
         print(f"\nwrote {out}/stats.json and the confusion sets S*.json")
 
 
-def _has_pycorrector() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("pycorrector") is not None
-
-
 def cmd_export(args: argparse.Namespace) -> None:
     from .benchmark.export import export
 
-    configs = args.configs or [c for c in CONFIGS if c != "sighan15" or args.sighan15_path or _has_pycorrector()]
+    configs = args.configs or BenchParams(**bench_params(args)).available_configs()
     path = export(args.directory, configs, overwrite=args.overwrite, cache_dir=args.cache_dir, **bench_params(args))
     print(f"exported {', '.join(configs)} to {path}; load with datasets.load_dataset({str(path)!r}, CONFIG)")
 

@@ -19,6 +19,7 @@ import numpy as np
 from .chars.glyphs import glyph_features, glyph_similarity, render_glyphs
 from .chars.pinyin import char_readings, is_han, sentence_pinyin, similar_syllables
 from .chars.strokes import stroke_distance, stroke_distances, stroke_sequence
+from .corpus import read_text
 from .corruption import PAIR_TYPES, CandidateTable
 
 FORMATS = ("json", "sighan13-pronunciation", "sighan13-shape", "pycorrector-pinyin", "pycorrector-stroke")
@@ -118,12 +119,7 @@ class ConfusionSet(Mapping[str, Mapping[str, str]]):
     def load(cls, path: str | Path, format: str | None = None) -> ConfusionSet:
         """Read a set in one of ``FORMATS``; ``format=None`` guesses from the name and first line."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
-            raise FileNotFoundError(f"confusion set file {path} does not exist") from None
-        except UnicodeDecodeError as err:
-            raise ValueError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
+        text = read_text(path, "confusion set file")
         format = format or _guess_format(path, text)
         if format not in FORMATS:
             raise ValueError(f"{path}: unknown confusion set format {format!r}; use one of {FORMATS}")

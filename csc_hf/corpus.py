@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,7 +153,7 @@ def clean_sentences(
         raise ValueError(f"min_len={min_len} and max_len={max_len}: need 1 <= min_len <= max_len")
     if not 0.0 <= min_han_ratio <= 1.0:
         raise ValueError(f"min_han_ratio={min_han_ratio} is outside [0, 1]")
-    convert = _opencc_t2s() if to_simplified else None
+    convert = t2s_converter() if to_simplified else None
     seen: set[str] = set()
     kept: list[str] = []
     for line in lines:
@@ -169,12 +169,36 @@ def clean_sentences(
     return kept
 
 
-def _opencc_t2s():
+def t2s_converter(purpose: str = "to_simplified=True") -> Callable[[str], str]:
+    """OpenCC's traditional-to-simplified conversion; an ImportError that says what needs it and what to install."""
     try:
         import opencc
     except ImportError:
-        raise ImportError("to_simplified=True needs OpenCC: pip install opencc-python-reimplemented") from None
+        raise ImportError(f"{purpose} needs OpenCC: pip install opencc-python-reimplemented") from None
     return opencc.OpenCC("t2s").convert
+
+
+def read_text(path: str | Path, what: str = "") -> str:
+    """A UTF-8 text file (a BOM is dropped); a missing file or another encoding is an error that names the file."""
+    label = f"{what} {path}" if what else str(path)
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{label} does not exist") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{label} is a folder, not a file") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{label}: not UTF-8 ({err.reason} at byte {err.start})") from None
+
+
+def read_lines(path: str | Path, what: str = "") -> list[str]:
+    """The lines of a UTF-8 text file, split at ``\n`` (and ``\r\n``) only: a U+2028, U+0085 or form feed inside a
+    line stays in it, so line i of an output can always answer line i of the input."""
+    text = read_text(path, what)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def split_sizes(n_sentences: int, n_validation: int | None, n_test: int | None) -> tuple[int, int]:

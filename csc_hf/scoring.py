@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from csc_hf.corruption import ERROR_TYPES
 from csc_hf.stats import bootstrap_ci, paired_test
 
 __all__ = [
@@ -63,7 +64,6 @@ __all__ = [
 ]
 
 CONVENTIONS = ("strict", "lenient")
-ERROR_TYPES = ("phonetic", "graphic", "both", "other")
 _NERR_BUCKETS = (("nerr1", 1, 1), ("nerr2", 2, 2), ("nerr3plus", 3, None))
 _CHAR_GROUPS = tuple(f"type_{name}" for name in ERROR_TYPES) + ("seen", "unseen")
 _NERR_COLUMNS = ("error_sentences", "det_tp", "cor_tp", "gold_errors", "det_hits", "cor_hits")

@@ -168,12 +168,11 @@ class Study:
 
     def finetune(self, variant: str, seed: int, pretrained: Stage) -> Stage:
         """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it)."""
-        from .modeling import VARIANTS
+        from .modeling import is_seq2seq
 
         p = self.preset
-        is_bart = VARIANTS[variant].get("model_type") == "bart"
         config = {"task": "correction", "variant": variant, "bench_params": p.bench_params, "seed": seed, **p.finetune}
-        if is_bart:
+        if is_seq2seq(variant):
             config["model_overrides"] = p.bart
         # keyed by the pretrained stage's name, not its path, so that a run folder can move
         stage = self.stage(f"train-{variant}-seed{seed}".replace("+", "_"), config, pretrained.directory.name)
@@ -300,9 +299,8 @@ def evaluate_model(
                 write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
             scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
                            bootstrap=bootstrap)
-            error_prob = getattr(params, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
             known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
-            records.append({"config": name, "split": spec.split, "error_prob": error_prob if known else None,
+            records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec) if known else None,
                             "keep_bias": corrector.keep_bias, "scores": scores})
     return records
 

@@ -31,7 +31,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from .benchmark.builder import load_dataset
 from .benchmark.plan import BenchParams, plan_for
-from .modeling import VARIANTS, CSCTokenizer, build_model
+from .modeling import VARIANTS, CSCTokenizer, build_model, is_seq2seq
 from .scoring import make_compute_metrics, preprocess_logits_for_metrics
 
 TASKS = ("correction", "mlm")
@@ -173,7 +173,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     else:
         model = build_model(model_args.variant, tokenizer, init_from=model_args.init_from, fonts=model_args.fonts,
                             **model_args.model_overrides)
-        is_bart = VARIANTS[model_args.variant].get("model_type") == "bart"
+        is_bart = is_seq2seq(model_args.variant)
         encode = lambda batch: encode_pairs(tokenizer, batch["source"], batch["target"], data_args.max_length, is_bart)  # noqa: E731
         collator = CorrectionCollator(tokenizer, 0.0 if is_bart else data_args.mask_rate)
         extra_args = {} if is_bart else {

@@ -31,7 +31,7 @@ from csc_hf.modeling import (
     context_pinyin_ids,
     load_vectors,
 )
-from csc_hf.modeling.configuration_csc import SOURCE_NAMES
+from csc_hf.modeling.configuration_csc import SOURCE_KINDS
 
 TARGETS = ["我们今天去北京天安门广场看升旗。", "他说的是对的，我觉得很好。", "银行在中国科学院旁边，行走十分钟。"]
 ERRORS = ["我门今天去北京天安门广场看生旗。", "他说的适对的，我觉的很好。", "银行在中国科学院旁边，行走十分中。"]
@@ -69,7 +69,7 @@ def vectors(tokenizer) -> dict[str, dict[str, np.ndarray]]:
 
 @pytest.fixture(scope="module")
 def knowledge(tokenizer, vectors) -> dict[str, torch.Tensor]:
-    config = CSCConfig(sources=list(SOURCE_NAMES), stroke_head=True, **TINY)
+    config = CSCConfig(sources=list(SOURCE_KINDS), stroke_head=True, **TINY)
     return build_char_knowledge(tokenizer.get_vocab(), config, **vectors)
 
 

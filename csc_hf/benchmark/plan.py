@@ -28,7 +28,7 @@ from ..corruption import (
     segment_positions,
     substitute,
 )
-from .configs import SplitSpec
+from .configs import CONFIGS, SplitSpec
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4}
 SIGHAN15_PACKAGE_PATH = "data/cn/sighan_2015/test.tsv"
@@ -89,6 +89,16 @@ class BenchParams:
 
     def values(self) -> tuple:
         return tuple(getattr(self, f.name) for f in fields(BenchParams))
+
+    def error_prob_of(self, spec: SplitSpec) -> float:
+        """The ``P_e`` of a split: the number in the config table, or the parameter it names."""
+        return getattr(self, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
+
+    def available_configs(self) -> list[str]:
+        """Every config that can be built: all of ``CONFIGS``, less ``sighan15`` when it has no file (no
+        ``sighan15_path`` and no pycorrector)."""
+        has_sighan15 = bool(self.sighan15_path) or importlib.util.find_spec("pycorrector") is not None
+        return [name for name in CONFIGS if name != "sighan15" or has_sighan15]
 
 
 def params_of(obj) -> BenchParams:
@@ -234,10 +244,9 @@ class Plan:
         if spec.pool == "train":
             corruption = self.train_corruption
         else:
-            error_prob = getattr(self.params, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
             table = self.subset(spec.confusion).table if spec.confusion else None
             corruption = (
-                substitute(target, table, error_prob, self.params.seed, STREAMS[spec.pool])
+                substitute(target, table, self.params.error_prob_of(spec), self.params.seed, STREAMS[spec.pool])
                 if table is not None and len(table.keys)
                 else Corruption(target, np.full(len(target.codes), NO_ERROR, dtype=np.int8))
             )
@@ -277,12 +286,7 @@ def read_pair_file(path: Path) -> tuple[PackedText, PackedText, np.ndarray]:
     Error types are judged by character knowledge (:func:`csc_hf.confusion.pair_type`).
     """
     targets, sources = [], []
-    try:
-        lines = Path(path).read_text(encoding="utf-8-sig").splitlines()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path} does not exist") from None
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 ({err.reason} at byte {err.start})") from None
+    lines = corpus_mod.read_lines(path)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

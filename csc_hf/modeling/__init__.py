@@ -15,7 +15,7 @@ from typing import Any
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, BartForConditionalGeneration
 
 from .bart import bart_config, bart_correct, build_bart
-from .configuration_csc import VARIANTS, CSCConfig
+from .configuration_csc import VARIANTS, CSCConfig, is_seq2seq, variant_family
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
 from .modeling_csc import CSCForCorrection, CSCModel, CSCPreTrainedModel
 from .tokenization_csc import CSCTokenizer
@@ -74,5 +74,7 @@ __all__ = [
     "build_model",
     "context_pinyin_ids",
     "load_vectors",
+    "is_seq2seq",
     "register_auto",
+    "variant_family",
 ]

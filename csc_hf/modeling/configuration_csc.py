@@ -10,8 +10,12 @@ from typing import Any
 
 from transformers import BertConfig, PreTrainedConfig
 
-SOURCE_NAMES = ("pinyin_gru", "pinyin_transformer", "pinyin_vectors", "stroke_gru", "glyph_cnn", "glyph_vectors")
 FUSION_NAMES = ("concat", "gate", "sum")
+SOURCE_KINDS = {
+    "pinyin_gru": "pinyin", "pinyin_transformer": "pinyin", "pinyin_vectors": "pinyin",
+    "stroke_gru": "stroke", "glyph_cnn": "glyph", "glyph_vectors": "glyph",
+}  # fmt: skip
+"""The kind of information each source encodes (phonetic: ``pinyin``; graphic: ``stroke``, ``glyph``)."""
 AUTO_MAP = {
     "AutoConfig": "configuration_csc.CSCConfig",
     "AutoModel": "modeling_csc.CSCModel",
@@ -100,8 +104,8 @@ class CSCConfig(PreTrainedConfig):
         self.auto_map = {**AUTO_MAP, **(getattr(self, "auto_map", None) or {})}
         if self.stroke_head and self.stroke_head_length > self.max_strokes:
             raise ValueError(f"stroke_head_length {self.stroke_head_length} exceeds max_strokes {self.max_strokes}")
-        if unknown := set(self.sources) - set(SOURCE_NAMES):
-            raise ValueError(f"unknown sources {sorted(unknown)}; choose from {SOURCE_NAMES}")
+        if unknown := set(self.sources) - set(SOURCE_KINDS):
+            raise ValueError(f"unknown sources {sorted(unknown)}; choose from {tuple(SOURCE_KINDS)}")
         if self.fusion not in FUSION_NAMES:
             raise ValueError(f"unknown fusion {self.fusion!r}; choose from {FUSION_NAMES}")
 
@@ -129,4 +133,25 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 """The paper's model grid: name -> `CSCConfig` overrides (`bart`: the seq2seq baseline, see `csc_hf.modeling.bart`)."""
 
-__all__ = ["CSCConfig", "VARIANTS"]
+
+
+def is_seq2seq(variant: str) -> bool:
+    """Whether the `VARIANTS` entry `variant` is a sequence-to-sequence model (not a `CSCConfig`)."""
+    return VARIANTS[variant].get("model_type", CSCConfig.model_type) != CSCConfig.model_type
+
+
+def variant_family(variant: str) -> tuple[str, tuple[str, ...]]:
+    """A variant's fusion (``none``, ``concat``, ``gate``, ``input-sum``, ``seq2seq``) and the kinds of information
+    it fuses (``pinyin``, ``stroke``, ``glyph``, in that order), read from its `VARIANTS` entry."""
+    if is_seq2seq(variant):
+        return "seq2seq", ()
+    fields = VARIANTS[variant]
+    kinds = {SOURCE_KINDS[s] for s in fields.get("sources", ())}
+    used = tuple(k for k in ("pinyin", "stroke", "glyph") if k in kinds)
+    if not used:
+        return "none", ()
+    fusion = fields.get("fusion", CSCConfig.fusion)
+    return ("input-sum" if fusion == "sum" else fusion), used
+
+
+__all__ = ["CSCConfig", "VARIANTS", "is_seq2seq", "variant_family"]
