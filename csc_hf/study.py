@@ -24,14 +24,13 @@ from typing import Any
 import yaml
 from tqdm.auto import tqdm
 
-from . import __version__
+from . import __version__, resources
 from .benchmark.builder import load_dataset
 from .benchmark.configs import CONFIGS, splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
 from .scoring import compare, score
 
-PRESETS_DIR = Path(__file__).resolve().parents[1] / "trainer_configs" / "presets"
 PRESET_KEYS = {
     "description", "bench_params", "variants", "seeds", "tests", "bootstrap", "keep_bias_grid", "launcher", "model",
     "bart", "pretrain", "finetune", "eval_batch_size",
@@ -62,9 +61,9 @@ class Preset:
         """A preset by name (``smoke``, ``cpu``, ``paper``) or from a YAML file; unknown keys are errors."""
         path = Path(name_or_path)
         if not path.suffix:
-            path = PRESETS_DIR / f"{name_or_path}.yaml"
+            path = resources.preset_path(name_or_path)
         if not path.is_file():
-            known = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
+            known = ", ".join(resources.preset_names())
             raise FileNotFoundError(f"preset {name_or_path!r} not found ({path}); presets: {known}")
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         unknown = sorted(set(data) - PRESET_KEYS)
@@ -83,9 +82,8 @@ class Preset:
         if bad := [t for t in self.tests if t not in CONFIGS or t == "train"]:
             raise ValueError(f"{origin}: unknown test configs {bad}; choose from {', '.join(CONFIGS)}")
         if self.launcher:
-            candidates = [Path(self.launcher), PRESETS_DIR.parents[1] / self.launcher]  # as given, or in the repo
-            found = next((c for c in candidates if c.is_file()), None)
-            if found is None:
+            found = resources.trainer_config(self.launcher)  # as given, or a shipped accelerate config
+            if not found.is_file():
                 raise FileNotFoundError(f"{origin}: launcher config {self.launcher} does not exist")
             self.launcher = str(found.resolve())
 

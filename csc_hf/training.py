@@ -29,6 +29,7 @@ from transformers import (
 )
 from transformers.trainer_utils import get_last_checkpoint
 
+from . import resources
 from .benchmark.builder import load_dataset
 from .benchmark.plan import BenchParams, plan_for
 from .modeling import VARIANTS, CSCTokenizer, build_model, is_seq2seq
@@ -77,8 +78,9 @@ class DataArguments:
 
 
 def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
-    """Read a run's YAML; ``overrides`` are ``key=value`` strings (values parsed as YAML). Unknown keys are errors."""
-    path = Path(path)
+    """Read a run's YAML; ``overrides`` are ``key=value`` strings (values parsed as YAML). Unknown keys are errors.
+    A relative ``path`` that does not exist names a shipped config (``trainer_configs/variants/bert.yaml``)."""
+    path = resources.trainer_config(path)
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import yaml
 
+from .. import resources
 from .builder import load_dataset
 from .configs import CONFIGS
 
-CARD = Path(__file__).resolve().parents[2] / "dataset_scripts" / "csc_bench" / "README.md"
+CARD = resources.dataset_card()
 
 
 def card_body() -> str:

@@ -1,0 +1,125 @@
+"""The installed package runs everything: shipped presets, trainer configs, the dataset card and the metric module
+are found through csc_hf.resources, from a source checkout and from a wheel installed in a fresh environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from csc_hf import resources
+from csc_hf.study import Preset
+from csc_hf.training import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("setup.cfg", "pyproject.toml", "README.md", "csc_hf", *resources.SHIPPED)  # what the build reads
+TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+
+
+def test_shipped_configs_are_found_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("trainer_configs/variants/bert.yaml", "variants/bert.yaml"):
+        assert load_config(name)[0].variant == "bert"
+    assert resources.trainer_config("trainer_configs/pretrain_mlm.yaml") == ROOT / "trainer_configs/pretrain_mlm.yaml"
+    with pytest.raises(FileNotFoundError, match=r"training config trainer_configs/variants/nope.yaml does not exist"):
+        load_config("trainer_configs/variants/nope.yaml")
+    local = tmp_path / "trainer_configs" / "variants" / "bert.yaml"  # a file at the given path wins
+    local.parent.mkdir(parents=True)
+    local.write_text(yaml.safe_dump({"task": "correction", "variant": "plome"}), encoding="utf-8")
+    assert load_config("trainer_configs/variants/bert.yaml")[0].variant == "plome"
+    assert Preset.load("paper").launcher == str(ROOT / "trainer_configs/accelerate/multi_gpu.yaml")
+    assert resources.preset_names() == sorted(p.stem for p in (ROOT / "trainer_configs/presets").glob("*.yaml"))
+    assert resources.metric_path() == str(ROOT / "metrics/csc") and resources.dataset_card().is_file()
+    with pytest.raises(ValueError, match="ships no folder 'tests'"):
+        resources.shipped_dir("tests")
+
+
+def _repository_path(name: str) -> str:
+    """Where a file of the wheel comes from: ``csc_hf/trainer_configs/x.yaml`` from ``trainer_configs/x.yaml``."""
+    parts = name.split("/")
+    return "/".join(parts[1:]) if len(parts) > 2 and parts[0] == "csc_hf" and parts[1] in resources.SHIPPED else name
+
+
+def _site_packages(python: Path) -> str:
+    script = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return subprocess.run([str(python), "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+
+
+# Runs in the fresh environment from a folder outside the checkout; writes what it found to found.json.
+INSTALLED_SCRIPT = """
+import inspect, json, sys, evaluate, csc_hf
+from csc_hf import resources
+from csc_hf.cli import main
+from csc_hf.study import Preset
+
+found = {"csc_hf": csc_hf.__file__, "presets": resources.preset_names(), "smoke": Preset.load("smoke").variants,
+         "launcher": Preset.load("paper").launcher, "metric_path": resources.metric_path()}
+metric = evaluate.load(resources.metric_path())
+found["metric_file"] = inspect.getfile(type(metric))
+found["f1"] = metric.compute(sources=["我今天很高心"], predictions=["我今天很高兴"], references=["我今天很高兴"])["sent_cor_f1"]
+main(["export", "exported", "test", *sys.argv[1:]])
+json.dump(found, open("found.json", "w", encoding="utf-8"))
+"""
+
+
+@pytest.mark.slow
+def test_wheel_installed_in_a_fresh_environment_runs_everything(tmp_path, small_params):
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # PYTHONPATH would put a checkout first
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", OMP_NUM_THREADS="1",
+               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1")
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(source)],
+                   check=True, cwd=tmp_path, env=env, capture_output=True)
+    wheel = next((tmp_path / "dist").glob("csc_hf-*.whl"))
+    shipped = {p.relative_to(ROOT).as_posix() for name in ("csc_hf", *resources.SHIPPED) for p in (ROOT / name).rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts}
+    in_wheel = {_repository_path(name) for name in zipfile.ZipFile(wheel).namelist()}
+    assert shipped - in_wheel == set()  # every module, config, card and table (a new sub-package joins setup.cfg)
+
+    venv = tmp_path / "venv"  # a fresh environment that borrows the dependencies, but not csc_hf, of this one
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=env)
+    python = venv / ("Scripts" if os.name == "nt" else "bin") / "python"
+    site = Path(_site_packages(python)).resolve()
+    borrowed = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    (site / "borrowed_dependencies.pth").write_text("\n".join(borrowed) + "\n", encoding="utf-8")  # paths only:
+    # their .pth files (this environment's editable csc_hf) are not run
+    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--ignore-installed", "--no-compile", "-q", str(wheel)],
+                   check=True, env=env, capture_output=True)
+
+    work = tmp_path / "work"
+    work.mkdir()
+    options = [f"--{k.replace('_', '-')}={'none' if v is None else v}" for k, v in small_params.items()]
+    run = subprocess.run([str(python), "-c", INSTALLED_SCRIPT, *options], cwd=work, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads((work / "found.json").read_text(encoding="utf-8"))
+    for key in ("csc_hf", "launcher", "metric_path"):
+        assert Path(found[key]).resolve().is_relative_to(site), (key, found[key])
+    assert found["presets"] == ["cpu", "paper", "smoke"] and "bert" in found["smoke"] and found["f1"] == 1.0
+    assert Path(found["metric_file"]).name == "csc.py"
+    card = (work / "exported" / "README.md").read_text(encoding="utf-8")
+    assert "# csc_bench: controlled test sets for Chinese Spelling Check" in card  # the shipped card, not the fallback
+
+    bench = yaml.safe_dump(small_params, default_flow_style=True, width=10_000).strip()
+    overrides = [f"bench_params={bench}", f"model_overrides={json.dumps(TINY)}", "output_dir=pretrained", "max_steps=2",
+                 "per_device_train_batch_size=8", "max_train_samples=64", "max_eval_samples=16", "save_strategy='no'",
+                 "use_cpu=true", "disable_tqdm=true", "logging_steps=1"]
+    cli = venv / ("Scripts" if os.name == "nt" else "bin") / "csc-bench"
+    train = subprocess.run([str(cli), "train", "trainer_configs/pretrain_mlm.yaml", *overrides], cwd=work, env=env,
+                           capture_output=True, text=True)
+    assert train.returncode == 0, train.stderr[-3000:]
+    assert (work / "pretrained" / "config.json").is_file()
