@@ -48,9 +48,10 @@ def _repository_path(name: str) -> str:
     return "/".join(parts[1:]) if len(parts) > 2 and parts[0] == "csc_hf" and parts[1] in resources.SHIPPED else name
 
 
-def _site_packages(python: Path) -> str:
-    script = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    return subprocess.run([str(python), "-c", script], capture_output=True, text=True, check=True).stdout.strip()
+def _run(command: list, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(c) for c in command], capture_output=True, text=True, **kwargs)
+    assert result.returncode == 0, f"{' '.join(map(str, command))[:300]}\n{result.stderr[-3000:]}"
+    return result
 
 
 # Runs in the fresh environment from a folder outside the checkout; writes what it found to found.json.
@@ -61,10 +62,13 @@ from csc_hf.cli import main
 from csc_hf.study import Preset
 
 found = {"csc_hf": csc_hf.__file__, "presets": resources.preset_names(), "smoke": Preset.load("smoke").variants,
-         "launcher": Preset.load("paper").launcher, "metric_path": resources.metric_path()}
+         "launcher": Preset.load("paper").launcher, "metric_path": resources.metric_path(),
+         "card": str(resources.dataset_card()),
+         "train_config": str(resources.trainer_config("trainer_configs/pretrain_mlm.yaml"))}
 metric = evaluate.load(resources.metric_path())
 found["metric_file"] = inspect.getfile(type(metric))
-found["f1"] = metric.compute(sources=["我今天很高心"], predictions=["我今天很高兴"], references=["我今天很高兴"])["sent_cor_f1"]
+scores = metric.compute(sources=["我今天很高心"], predictions=["我今天很高兴"], references=["我今天很高兴"])
+found["f1"] = scores["sent_cor_f1"]
 main(["export", "exported", "test", *sys.argv[1:]])
 json.dump(found, open("found.json", "w", encoding="utf-8"))
 """
@@ -82,44 +86,41 @@ def test_wheel_installed_in_a_fresh_environment_runs_everything(tmp_path, small_
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # PYTHONPATH would put a checkout first
     env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", OMP_NUM_THREADS="1",
                PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1")
-    pip = [sys.executable, "-m", "pip"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "dist"), str(source)],
-                   check=True, cwd=tmp_path, env=env, capture_output=True)
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path / "dist",
+          source], cwd=tmp_path, env=env)
     wheel = next((tmp_path / "dist").glob("csc_hf-*.whl"))
-    shipped = {p.relative_to(ROOT).as_posix() for name in ("csc_hf", *resources.SHIPPED) for p in (ROOT / name).rglob("*")
-               if p.is_file() and "__pycache__" not in p.parts}
+    shipped = {p.relative_to(ROOT).as_posix() for name in ("csc_hf", *resources.SHIPPED)
+               for p in (ROOT / name).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     in_wheel = {_repository_path(name) for name in zipfile.ZipFile(wheel).namelist()}
     assert shipped - in_wheel == set()  # every module, config, card and table (a new sub-package joins setup.cfg)
 
     venv = tmp_path / "venv"  # a fresh environment that borrows the dependencies, but not csc_hf, of this one
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=env)
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], env=env)
     python = venv / ("Scripts" if os.name == "nt" else "bin") / "python"
-    site = Path(_site_packages(python)).resolve()
+    purelib = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    site = Path(purelib).resolve()
     borrowed = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (site / "borrowed_dependencies.pth").write_text("\n".join(borrowed) + "\n", encoding="utf-8")  # paths only:
     # their .pth files (this environment's editable csc_hf) are not run
-    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--ignore-installed", "--no-compile", "-q", str(wheel)],
-                   check=True, env=env, capture_output=True)
+    _run([python, "-m", "pip", "install", "--no-deps", "--ignore-installed", "--no-compile", "-q", wheel], env=env)
 
     work = tmp_path / "work"
     work.mkdir()
     options = [f"--{k.replace('_', '-')}={'none' if v is None else v}" for k, v in small_params.items()]
-    run = subprocess.run([str(python), "-c", INSTALLED_SCRIPT, *options], cwd=work, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
+    _run([python, "-c", INSTALLED_SCRIPT, *options], cwd=work, env=env)
     found = json.loads((work / "found.json").read_text(encoding="utf-8"))
-    for key in ("csc_hf", "launcher", "metric_path"):
+    for key in ("csc_hf", "launcher", "metric_path", "card", "train_config"):
         assert Path(found[key]).resolve().is_relative_to(site), (key, found[key])
-    assert found["presets"] == ["cpu", "paper", "smoke"] and "bert" in found["smoke"] and found["f1"] == 1.0
+    assert found["presets"] == resources.preset_names() and found["smoke"] == Preset.load("smoke").variants
+    assert found["f1"] == 1.0
     assert Path(found["metric_file"]).name == "csc.py"
     card = (work / "exported" / "README.md").read_text(encoding="utf-8")
-    assert "# csc_bench: controlled test sets for Chinese Spelling Check" in card  # the shipped card, not the fallback
+    assert card.endswith(resources.dataset_card().read_text(encoding="utf-8").split("---\n", 2)[2])  # not the fallback
 
     bench = yaml.safe_dump(small_params, default_flow_style=True, width=10_000).strip()
     overrides = [f"bench_params={bench}", f"model_overrides={json.dumps(TINY)}", "output_dir=pretrained", "max_steps=2",
                  "per_device_train_batch_size=8", "max_train_samples=64", "max_eval_samples=16", "save_strategy='no'",
                  "use_cpu=true", "disable_tqdm=true", "logging_steps=1"]
     cli = venv / ("Scripts" if os.name == "nt" else "bin") / "csc-bench"
-    train = subprocess.run([str(cli), "train", "trainer_configs/pretrain_mlm.yaml", *overrides], cwd=work, env=env,
-                           capture_output=True, text=True)
-    assert train.returncode == 0, train.stderr[-3000:]
+    _run([cli, "train", "trainer_configs/pretrain_mlm.yaml", *overrides], cwd=work, env=env)  # a shipped config
     assert (work / "pretrained" / "config.json").is_file()
