@@ -15,7 +15,7 @@ by error type (the rows' own ``errors`` where they carry typed errors, else judg
 training pairs, by seen/unseen pair; the length changes of predictions that :func:`csc_hf.scoring.align` aligned
 (LLM and seq2seq output); and, with a baseline, the paired test of :func:`csc_hf.scoring.compare`.
 :func:`score_files` is the shell that reads the files (checking every argument and file before any scoring work);
-:func:`parse_predictions`, :func:`length_changes`, :func:`score_report` and :func:`report_markdown` are pure.
+:func:`detect_format`, :func:`length_changes`, :func:`score_report` and :func:`report_markdown` are pure.
 """
 
 from __future__ import annotations
@@ -268,7 +268,8 @@ def _jsonl_predictions(path: str | Path, lines: Sequence[str], references: Refer
 
 def parse_predictions(path: str | Path, text: str, references: References, fmt: str | None = None) -> tuple[list[str], str]:
     """The predictions written in ``text`` (the content of ``path``), in the references' order, and their format
-    (``fmt``, or detected: :func:`detect_format`). A count that differs from the references' is an error."""
+    (``fmt``, or detected: :func:`detect_format`). A count that differs from the references' is an error. Edits are
+    applied by the study's reader (:func:`csc_hf.study.read_predictions`, which reads ``path``)."""
     fmt = fmt or detect_format(path, text)
     if fmt not in PREDICTION_FORMATS:
         raise ValueError(f"unknown predictions format {fmt!r}; choose {', '.join(PREDICTION_FORMATS)}")
@@ -325,7 +326,7 @@ def score_report(
     report: dict[str, Any] = {
         "references": references.name,
         "n_sentences": len(references.sources),
-        "error_types": "the rows' errors" if references.typed_rows else "judged by character knowledge",
+        "error_types": "from the rows' errors" if references.typed_rows else "judged by character knowledge",
         "length_changes": length_changes(references.sources, predictions),
         "scores": {c: score(*data, convention=c, bootstrap=bootstrap, confidence=CONFIDENCE, seed=seed, **options)
                    for c in CONVENTIONS},
@@ -375,7 +376,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     rows = [[label, n, *(_cell(strict, f"{key}_char_{task}_r") if n else None for task in ("det", "cor"))]
             for key, label in groups if (n := strict.get(f"{key}_n_errors")) is not None]
     parts += [
-        f"### Breakdown by error (types {report['error_types']}; seen/unseen against "
+        f"### Breakdown by error (error types {report['error_types']}; seen/unseen pairs against "
         f"{report.get('train_pairs_from') or 'no training data: give --train DATA'})",
         markdown_table(["errors", "count", "character detection R", "character correction R"], rows),
     ]
