@@ -28,7 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import datasets
+
+from .analysis import _training_part, error_pairs, judge_pair, load_pairs, split_name
+from .benchmark import BenchParams, load_dataset
+from .benchmark.configs import CONFIGS, splits_of
+from .corpus import read_text
+from .corruption import ERROR_TYPES
+from .report import markdown_table
 from .scoring import CONVENTIONS, align, compare, score
+from .study import read_predictions, training_pairs  # the study's saved edits and its benchmark training pairs
 
 __all__ = [
     "PREDICTION_FORMATS",
@@ -90,10 +99,6 @@ def _one_split(ref: str, splits: Mapping[str, str], chosen: str) -> str:
 
 def _bench_split(ref: str, params: Mapping) -> tuple[str, str, str] | None:
     """``(config, split, name)`` when ``ref`` is a csc_bench config (``NAME`` or ``NAME/SPLIT``); checks no data."""
-    from .analysis import split_name
-    from .benchmark import BenchParams
-    from .benchmark.configs import CONFIGS, splits_of
-
     config, _, split = ref.partition("/")
     if config not in CONFIGS or Path(ref).exists():
         return None
@@ -105,11 +110,6 @@ def _bench_split(ref: str, params: Mapping) -> tuple[str, str, str] | None:
 def _folder_splits(ref: str) -> tuple[dict[str, tuple[str, Any]], str] | None:
     """``({name: (split, Dataset)}, chosen split)`` of the configs ``ref`` names in an exported folder
     (``FOLDER[:CONFIG[/SPLIT]]``)."""
-    import datasets
-
-    from .analysis import split_name
-    from .benchmark import load_dataset
-
     folder, _, config = ref.rpartition(":")
     config, _, chosen = config.partition("/")
     if folder and Path(folder).is_dir():
@@ -118,7 +118,8 @@ def _folder_splits(ref: str) -> tuple[dict[str, tuple[str, Any]], str] | None:
         folder, configs, chosen = ref, datasets.get_dataset_config_names(ref), ""
     else:
         return None
-    splits = {split_name(f"{folder}:{c}", split): (split, ds) for c in configs for split, ds in load_dataset(folder, c).items()}
+    splits = {split_name(f"{folder}:{c}", split): (split, ds)
+              for c in configs for split, ds in load_dataset(folder, c).items()}
     return splits, chosen
 
 
@@ -131,8 +132,6 @@ def _check_pairs(name: str, sources: Sequence[Any], targets: Sequence[Any]) -> N
 
 def _judged_errors(sources: Sequence[str], targets: Sequence[str]) -> list[dict]:
     """Each row's gold errors typed by character knowledge (:func:`csc_hf.confusion.pair_type`, cached)."""
-    from .analysis import judge_pair
-
     return [{"errors": [{"position": j, "type": judge_pair(t, s)} for j, (s, t) in enumerate(zip(source, target))
                         if s != t]} for source, target in zip(sources, targets)]
 
@@ -144,7 +143,8 @@ def _row_errors(data) -> list[dict] | None:
         names = feature.feature["type"].names
     except (AttributeError, KeyError, TypeError):
         return None
-    return [{"errors": [{"position": e["position"], "type": names[e["type"]]} for e in errors]} for errors in data["errors"]]
+    return [{"errors": [{"position": e["position"], "type": names[e["type"]]} for e in errors]}
+            for errors in data["errors"]]
 
 
 def _from_dataset(name: str, data, bench_config: str | None = None) -> References:
@@ -165,19 +165,14 @@ def load_references(ref: str, params: Mapping | None = None, cache_dir: str | No
     them. A csc_bench config is checked before it is built."""
     params = dict(params or {})
     if Path(ref).is_file():
-        from .analysis import load_pairs
-
         sources, targets = load_pairs(ref)[ref]
         return References(ref, sources, targets, None, _judged_errors(sources, targets), False)
     if bench := _bench_split(ref, params):
-        from .benchmark import load_dataset
-
         config, split, name = bench
-        return _from_dataset(name, load_dataset("csc_bench", config, split=split, cache_dir=cache_dir, **params), config)
+        data = load_dataset("csc_bench", config, split=split, cache_dir=cache_dir, **params)
+        return _from_dataset(name, data, config)
     found = _folder_splits(ref)
     if found is None:
-        from .benchmark.configs import CONFIGS
-
         raise FileNotFoundError(f"references {ref}: not a file, an exported folder, FOLDER:CONFIG or a csc_bench "
                                 f"config ({', '.join(CONFIGS)})")
     splits, chosen = found
@@ -190,14 +185,10 @@ def training_pairs_for(references: References, train: str | None, params: Mappin
     """The ``(right, wrong)`` training pairs for the seen/unseen breakdown and where they come from: ``train`` (any
     REF kind; its train splits, or all of it), else the benchmark's own training set for a csc_bench config, else
     none."""
-    from .analysis import _training_part, error_pairs, load_pairs
-
     if train:
         sources, targets = _training_part(load_pairs(train, params, cache_dir))
         return set(error_pairs(sources, targets)), train
     if references.bench_config is not None:
-        from .study import training_pairs
-
         logger.info("building the benchmark's training pairs for the seen/unseen breakdown")
         return training_pairs({**(params or {}), "cache_dir": cache_dir}, None), "the benchmark's training set"
     return None, None
@@ -266,7 +257,9 @@ def _jsonl_predictions(path: str | Path, lines: Sequence[str], references: Refer
     return predictions
 
 
-def parse_predictions(path: str | Path, text: str, references: References, fmt: str | None = None) -> tuple[list[str], str]:
+def parse_predictions(
+    path: str | Path, text: str, references: References, fmt: str | None = None
+) -> tuple[list[str], str]:
     """The predictions written in ``text`` (the content of ``path``), in the references' order, and their format
     (``fmt``, or detected: :func:`detect_format`). A count that differs from the references' is an error. Edits are
     applied by the study's reader (:func:`csc_hf.study.read_predictions`, which reads ``path``)."""
@@ -280,8 +273,6 @@ def parse_predictions(path: str | Path, text: str, references: References, fmt: 
         raise _count_error(path, len(lines), "lines", references)
     if fmt == "text":
         return lines, fmt
-    from .study import read_predictions  # the study's edits format; its reader checks each edit
-
     return read_predictions(Path(path), references.sources), fmt
 
 
@@ -294,7 +285,9 @@ def length_changes(sources: Sequence[str], predictions: Sequence[str]) -> dict[s
             continue
         indels = align(source, prediction)[1]
         growth = len(prediction) - len(source)  # = insertions - deletions, in every alignment
-        sentences, inserted, deleted = sentences + 1, inserted + (indels + growth) // 2, deleted + (indels - growth) // 2
+        sentences += 1
+        inserted += (indels + growth) // 2
+        deleted += (indels - growth) // 2
     return {"sentences": sentences, "inserted": inserted, "deleted": deleted}
 
 
@@ -356,9 +349,6 @@ def _signed(value: float) -> str:
 def report_markdown(report: Mapping[str, Any]) -> str:
     """The report of :func:`score_report` (with the ``predictions``/``format`` keys of :func:`score_files`) as
     markdown tables: scores in %, each with its bootstrap interval."""
-    from .corruption import ERROR_TYPES
-    from .report import markdown_table
-
     strict, lenient = (report["scores"][c] for c in CONVENTIONS)
     resamples = strict.get("ci_resamples")
     what = (f"{100 * strict['ci_confidence']:g}% bootstrap intervals over sentences, {resamples} resamples"
@@ -392,9 +382,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                 if convention == "strict" or key.startswith("sent"):  # the others are the same under both
                     entry = base["paired"][convention][key]
                     label = _LABELS[key] + (f" ({convention})" if key.startswith("sent") else "")
+                    interval = f"({_signed(entry['ci_low'])} to {_signed(entry['ci_high'])})"
                     paired.append([label, f"{100 * entry['a']:.1f}", f"{100 * entry['b']:.1f}",
-                                   f"{_signed(entry['delta'])} ({_signed(entry['ci_low'])} to {_signed(entry['ci_high'])})",
-                                   f"{entry['p_value']:.3f}"])
+                                   f"{_signed(entry['delta'])} {interval}", f"{entry['p_value']:.3f}"])
         parts += [
             f"### Paired test against the baseline {base.get('predictions', '')}",
             f"Difference = predictions - baseline, in points of %, with its paired bootstrap interval; p: two-sided "
@@ -440,8 +430,6 @@ def score_files(
 ) -> dict[str, Any]:
     """Score the predictions file against the references ``REF`` (see the module docstring) and return the report;
     with ``output``, also write it there as json. Every argument and file is checked before any scoring work."""
-    from .corpus import read_text
-
     for option, value in (("--format", fmt), ("--baseline-format", baseline_format)):
         if value is not None and value not in PREDICTION_FORMATS:
             raise ValueError(f"{option} {value!r} is not a predictions format; choose {', '.join(PREDICTION_FORMATS)}")

@@ -238,7 +238,8 @@ def test_benchmark_config_splits_are_chosen_by_name(bench, small_params, tmp_pat
     sources = write_lines(tmp_path / "sources.txt", pe20["source"])
     report = scored(sources, "probs/pe20", *options, "--probs", "0.05", "0.2")
     assert report["references"] == "probs/pe20" and report["scores"]["strict"]["n_changes"] == 0
-    code, _, err = run(capsys, "--predictions", str(sources), "--references", "probs", *options, "--probs", "0.05", "0.2")
+    code, _, err = run(capsys, "--predictions", str(sources), "--references", "probs", *options,
+                       "--probs", "0.05", "0.2")
     assert code == 2 and "references probs must be one split; it has 2: probs/pe05, probs/pe20" in err
 
 
@@ -265,7 +266,8 @@ def test_folder_with_an_id_column_matches_jsonl_ids(tmp_path):
     datasets.Dataset.from_dict(rows).to_parquet(str(folder / "data" / "train-00000-of-00001.parquet"))
     records = [json.dumps({"id": i, "prediction": p}, ensure_ascii=False) for i, p in zip(rows["id"], PREDICTIONS)]
     report = scored(write_lines(tmp_path / "pred.jsonl", records[::-1]), folder)
-    assert report["references"] == f"{folder}:default/train" and report["error_types"] == "judged by character knowledge"
+    assert report["references"] == f"{folder}:default/train"
+    assert report["error_types"] == "judged by character knowledge"
     expected = score(SOURCES, PREDICTIONS, TARGETS, bootstrap=0)
     assert report["scores"]["strict"]["char_cor_f1"] == expected["char_cor_f1"]
     refs = system_scores.load_references(f"{folder}:default")
