@@ -277,9 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--train", metavar="DATA", help="training data (any REF kind; its train splits) for the "
                        "seen/unseen breakdown (default for a csc_bench config: the benchmark's training set)")
     score.add_argument("--baseline", metavar="FILE", help="another system's predictions: paired test against it")
-    score.add_argument("--baseline-format", help="format of --baseline (default: from its name and content)")
-    score.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000; 0: none)")
-    score.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the resampling (default 0)")
+    score.add_argument("--baseline-format", metavar="FORMAT", help="format of --baseline (default: from its name and content)")
+    score.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000; 0: none)")
+    score.add_argument("--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)")
     score.add_argument("--output", metavar="FILE.json", help="also write the report to this json file")
     score.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
     add_bench_params(score)

@@ -33,7 +33,7 @@ import datasets
 from .analysis import _training_part, error_pairs, judge_pair, load_pairs, split_name
 from .benchmark import BenchParams, load_dataset
 from .benchmark.configs import CONFIGS, splits_of
-from .corpus import read_text
+from .corpus import read_lines
 from .corruption import ERROR_TYPES
 from .report import markdown_table
 from .scoring import CONVENTIONS, align, compare, score
@@ -197,20 +197,11 @@ def training_pairs_for(references: References, train: str | None, params: Mappin
 # ---- predictions ---------------------------------------------------------------------------------------------------
 
 
-def _lines(text: str) -> list[str]:
-    """Lines split at ``\\n`` (and ``\\r\\n``) only, as :func:`csc_hf.corpus.read_lines` splits a file."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-def detect_format(path: str | Path, text: str) -> str:
+def detect_format(path: str | Path, lines: Sequence[str]) -> str:
     """``jsonl`` for a ``.jsonl`` name or a first line that is a JSON object with ``prediction``; ``edits`` when every
     line is ``position:character`` edits (or empty); else ``text``."""
     if Path(path).suffix == ".jsonl":
         return "jsonl"
-    lines = _lines(text)
     first = next((line for line in lines if line.strip()), "")
     if first.lstrip().startswith("{"):
         try:
@@ -258,21 +249,21 @@ def _jsonl_predictions(path: str | Path, lines: Sequence[str], references: Refer
 
 
 def parse_predictions(
-    path: str | Path, text: str, references: References, fmt: str | None = None
+    path: str | Path, lines: Sequence[str], references: References, fmt: str | None = None
 ) -> tuple[list[str], str]:
-    """The predictions written in ``text`` (the content of ``path``), in the references' order, and their format
+    """The predictions in ``lines`` (of the file ``path``, see :func:`csc_hf.corpus.read_lines`), in the references'
+    order, and their format
     (``fmt``, or detected: :func:`detect_format`). A count that differs from the references' is an error. Edits are
     applied by the study's reader (:func:`csc_hf.study.read_predictions`, which reads ``path``)."""
-    fmt = fmt or detect_format(path, text)
+    fmt = fmt or detect_format(path, lines)
     if fmt not in PREDICTION_FORMATS:
         raise ValueError(f"unknown predictions format {fmt!r}; choose {', '.join(PREDICTION_FORMATS)}")
-    lines = _lines(text)
     if fmt == "jsonl":
         return _jsonl_predictions(path, lines, references), fmt
     if len(lines) != len(references.sources):
         raise _count_error(path, len(lines), "lines", references)
     if fmt == "text":
-        return lines, fmt
+        return list(lines), fmt
     return read_predictions(Path(path), references.sources), fmt
 
 
@@ -435,11 +426,11 @@ def score_files(
             raise ValueError(f"{option} {value!r} is not a predictions format; choose {', '.join(PREDICTION_FORMATS)}")
     _check_bootstrap(bootstrap, baseline is not None)
     _check_output(output)
-    text = read_text(predictions, "predictions")
-    baseline_text = read_text(baseline, "baseline") if baseline is not None else None
+    lines = read_lines(predictions, "predictions")
+    baseline_lines = read_lines(baseline, "baseline") if baseline is not None else None
     refs = load_references(references, params, cache_dir)
-    system, found = parse_predictions(predictions, text, refs, fmt)
-    base = parse_predictions(baseline, baseline_text, refs, baseline_format) if baseline is not None else None
+    system, found = parse_predictions(predictions, lines, refs, fmt)
+    base = parse_predictions(baseline, baseline_lines, refs, baseline_format) if baseline is not None else None
     pairs, pairs_from = training_pairs_for(refs, train, params, cache_dir)
     report = {"predictions": str(predictions), "format": found, "train_pairs_from": pairs_from,
               **score_report(refs, system, train_pairs=pairs, baseline=None if base is None else base[0],

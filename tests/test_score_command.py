@@ -107,15 +107,15 @@ def test_study_edits_are_read_as_predictions(tsv, tmp_path):
 
 
 def test_format_detection_and_forcing(tmp_path):
-    assert system_scores.detect_format("p.jsonl", "") == "jsonl"
-    assert system_scores.detect_format("p.txt", '{"id": 1, "prediction": "我们"}\n') == "jsonl"
-    assert system_scores.detect_format("p.txt", "1:们 3:的\n\n12:在\n") == "edits"
-    assert system_scores.detect_format("p.txt", "我们去\n1:们\n") == "text"
-    assert system_scores.detect_format("p.txt", "{不是 json\n") == "text"
+    assert system_scores.detect_format("p.jsonl", []) == "jsonl"
+    assert system_scores.detect_format("p.txt", ['{"id": 1, "prediction": "我们"}']) == "jsonl"
+    assert system_scores.detect_format("p.txt", ["1:们 3:的", "", "12:在"]) == "edits"
+    assert system_scores.detect_format("p.txt", ["我们去", "1:们"]) == "text"
+    assert system_scores.detect_format("p.txt", ["{不是 json"]) == "text"
     refs = system_scores.References("r", ["1:2"], ["1:3"], None, [{"errors": []}], False)
     path = write_lines(tmp_path / "p.txt", ["1:3"])
-    assert system_scores.parse_predictions(path, "1:3\n", refs) == (["132"], "edits")  # position 1 becomes "3"
-    assert system_scores.parse_predictions(path, "1:3\n", refs, "text") == (["1:3"], "text")
+    assert system_scores.parse_predictions(path, ["1:3"], refs) == (["132"], "edits")  # position 1 becomes "3"
+    assert system_scores.parse_predictions(path, ["1:3"], refs, "text") == (["1:3"], "text")
 
 
 # ---- length changes, counts, the paired test, training pairs ---------------------------------------------------------
@@ -133,6 +133,15 @@ def test_length_changing_predictions_are_aligned_and_counted(tsv, tmp_path, caps
     assert report["scores"]["strict"]["n_length_mismatch"] == 3 and report["scores"]["strict"]["n_indels"] == 4
     assert report["scores"]["strict"]["char_cor_r"] == 3 / 3  # substitutions scored at their source positions
     assert report["scores"]["strict"]["sent_cor_r"] == 1 / 3  # a sentence with an indel is never right
+
+
+def test_text_lines_split_at_newlines_only(tsv, tmp_path):
+    lines = [*PREDICTIONS[:2], "天气很好。\u2028", PREDICTIONS[3]]  # a U+2028 inside a line stays in it
+    path = tmp_path / "crlf.txt"
+    path.write_bytes("".join(line + "\r\n" for line in lines).encode("utf-8"))
+    report = scored(path, tsv)
+    assert report["format"] == "text" and report["n_sentences"] == 4
+    assert report["length_changes"] == {"sentences": 1, "inserted": 1, "deleted": 0}
 
 
 def test_line_count_mismatch_names_both_counts_and_the_file(tsv, tmp_path, capsys):
@@ -272,4 +281,4 @@ def test_folder_with_an_id_column_matches_jsonl_ids(tmp_path):
     assert report["scores"]["strict"]["char_cor_f1"] == expected["char_cor_f1"]
     refs = system_scores.load_references(f"{folder}:default")
     with pytest.raises(ValueError, match=r"line 1: id 3 is not in the references' id column"):
-        system_scores.parse_predictions("p.jsonl", records[0].replace("10", "3") + "\n" + "\n".join(records[1:]), refs)
+        system_scores.parse_predictions("p.jsonl", [records[0].replace("10", "3"), *records[1:]], refs)
