@@ -149,6 +149,17 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         print(f"wrote {args.output}")
 
 
+def cmd_score(args: argparse.Namespace) -> None:
+    from .system_scores import report_markdown, score_files
+
+    report = score_files(args.predictions, args.references, fmt=args.format, baseline=args.baseline,
+                         baseline_format=args.baseline_format, train=args.train, params=bench_params(args),
+                         bootstrap=args.bootstrap, seed=args.bootstrap_seed, cache_dir=args.cache_dir, output=args.output)
+    print(report_markdown(report), end="")
+    if args.output:
+        print(f"\nwrote {args.output}")
+
+
 def cmd_correct(args: argparse.Namespace) -> None:
     from .pipeline import Corrector
 
@@ -252,6 +263,27 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--output", help="write the result records (json)")
     add_bench_params(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
+
+    score = sub.add_parser("score", help="score any system's predictions file against a benchmark split or any CSC data",
+                           description="Both precision conventions, sentence and character level, FPR, the breakdown by "
+                           "error type and seen/unseen pair, bootstrap intervals, length changes, and a paired test "
+                           "against --baseline; a markdown table on stdout.")
+    score.add_argument("--predictions", required=True, metavar="FILE", help="one predicted sentence a line in the "
+                       "references' order (text), a .jsonl of {id, prediction}, or the study's saved edits")
+    score.add_argument("--references", required=True, metavar="REF", help="one split: a csc_bench config (test, "
+                       "unseen_k, probs/pe05, train/validation, sighan15, ...), an exported FOLDER:CONFIG[/SPLIT], a "
+                       "wrong<TAB>correct TSV, or a .jsonl with source/target")
+    score.add_argument("--format", help="text, jsonl or edits (default: from the file's name and content)")
+    score.add_argument("--train", metavar="DATA", help="training data (any REF kind; its train splits) for the "
+                       "seen/unseen breakdown (default for a csc_bench config: the benchmark's training set)")
+    score.add_argument("--baseline", metavar="FILE", help="another system's predictions: paired test against it")
+    score.add_argument("--baseline-format", metavar="FORMAT", help="format of --baseline (default: from its name and content)")
+    score.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000; 0: none)")
+    score.add_argument("--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)")
+    score.add_argument("--output", metavar="FILE.json", help="also write the report to this json file")
+    score.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
+    add_bench_params(score)
+    score.set_defaults(func=cmd_score)
 
     correct = sub.add_parser("correct", help="correct sentences with a saved model",
                              description="Correct TEXT arguments, or a file with one sentence a line (output in the same order).")

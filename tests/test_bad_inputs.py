@@ -64,6 +64,25 @@ LIBRARY_STUDY: list[Bad] = []
 CLI: list[BadCli] = [
     BadCli("correct: TEXT and --file", ("correct", "{tmp}/model", "我门", "--file", "{tmp}/in.txt"), "not both",
            {"in.txt": "我门\n"}),
+    BadCli("score: fewer predictions than references",
+           ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv", "--output", "{tmp}/r.json"),
+           "p.txt has 1 lines but the references",
+           {"p.txt": "我们\n", "ref.tsv": "我门\t我们\n他门\t他们\n"}),
+    BadCli("score: unknown predictions format",
+           ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv", "--format", "xml"),
+           "--format 'xml' is not a predictions format; choose text, jsonl, edits",
+           {"p.txt": "我们\n", "ref.tsv": "我门\t我们\n"}),
+    BadCli("score: REF with several splits", ("score", "--predictions", "{tmp}/p.txt", "--references", "train"),
+           "references train must be one split; it has 2: train/train, train/validation", {"p.txt": "我们\n"}),
+    BadCli("score: missing predictions file",
+           ("score", "--predictions", "{tmp}/none.txt", "--references", "{tmp}/ref.tsv"),
+           "none.txt does not exist", {"ref.tsv": "我门\t我们\n"}),
+    BadCli("score: predictions not UTF-8", ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv"),
+           "p.txt: not UTF-8", {"p.txt": "我们\n".encode("gb18030"), "ref.tsv": "我门\t我们\n"}),
+    BadCli("score: jsonl id not in the references",
+           ("score", "--predictions", "{tmp}/p.jsonl", "--references", "{tmp}/ref.tsv"),
+           "p.jsonl, line 1: id 5 is not in the row numbers", {"p.jsonl": '{"id": 5, "prediction": "我们"}\n',
+                                                              "ref.tsv": "我门\t我们\n"}),
 ]
 
 

@@ -1,0 +1,442 @@
+"""Score any system's predictions file against one split of CSC data (what `csc-bench score` runs).
+
+Predictions come in three formats (:data:`PREDICTION_FORMATS`): ``text``, one predicted sentence per line in the
+references' order; ``jsonl``, one ``{"id": ..., "prediction": ...}`` object per line, ids matching the references'
+``id`` column (or 0-based row numbers when they have none); ``edits``, the study's saved predictions
+(``position:character`` edits per line, see :func:`csc_hf.study.write_predictions`).
+
+References (``REF``) are one split of: a csc_bench config (``test``, ``unseen_k``, ``probs/pe05``, ``train/validation``,
+``sighan15``, built with the given benchmark parameters), an exported folder (``FOLDER:CONFIG``,
+``FOLDER:CONFIG/SPLIT``, or a bare ``FOLDER`` holding one split), a ``wrong<TAB>correct`` TSV or a ``.jsonl`` with
+``source``/``target``. Splits are named as in every table (:func:`csc_hf.analysis.split_name`).
+
+The report holds both precision conventions of :func:`csc_hf.scoring.score` with bootstrap intervals, the breakdown
+by error type (the rows' own ``errors`` where they carry typed errors, else judged by character knowledge) and, with
+training pairs, by seen/unseen pair; the length changes of predictions that :func:`csc_hf.scoring.align` aligned
+(LLM and seq2seq output); and, with a baseline, the paired test of :func:`csc_hf.scoring.compare`.
+:func:`score_files` is the shell that reads the files (checking every argument and file before any scoring work);
+:func:`detect_format`, :func:`length_changes`, :func:`score_report` and :func:`report_markdown` are pure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from .analysis import _training_part, error_pairs, judge_pair, load_pairs, split_name
+from .benchmark import BenchParams, load_dataset
+from .benchmark.configs import CONFIGS, splits_of
+from .corpus import read_lines
+from .corruption import ERROR_TYPES
+from .report import markdown_table
+from .scoring import CONVENTIONS, align, compare, score
+from .study import read_predictions, training_pairs  # the study's saved edits and its benchmark training pairs
+
+__all__ = [
+    "PREDICTION_FORMATS",
+    "References",
+    "detect_format",
+    "length_changes",
+    "load_references",
+    "parse_predictions",
+    "report_markdown",
+    "score_files",
+    "score_report",
+]
+
+logger = logging.getLogger(__name__)
+
+PREDICTION_FORMATS = ("text", "jsonl", "edits")
+CONFIDENCE = 0.95
+_EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # the lines of csc_hf.study.write_predictions
+# (score key, row label) of the main table, in reading order
+_MAIN_SCORES = tuple(
+    (f"{level}_{task}_{part}", f"{word} {task_word} {part.upper() if part != 'f1' else 'F1'}")
+    for level, word in (("sent", "sentence"), ("char", "character"))
+    for task, task_word in (("det", "detection"), ("cor", "correction"))
+    for part in ("p", "r", "f1")
+) + (("fpr", "false positive rate"), ("sent_acc", "sentence accuracy"))
+_LABELS = dict(_MAIN_SCORES)
+_PAIRED_SCORES = ("sent_det_f1", "sent_cor_f1", "char_det_f1", "char_cor_f1", "fpr")
+
+
+@dataclass(frozen=True)
+class References:
+    """One split of CSC data: its table name, the sentence pairs, the row ids (as text, when the rows have an ``id``
+    column), each row's typed gold errors (scoring ``metadata``) and whether those types came with the rows."""
+
+    name: str
+    sources: list[str]
+    targets: list[str]
+    ids: list[str] | None
+    metadata: list[dict]
+    typed_rows: bool
+    bench_config: str | None = None  # the csc_bench config the split comes from
+
+
+# ---- references ----------------------------------------------------------------------------------------------------
+
+
+def _one_split(ref: str, splits: Mapping[str, str], chosen: str) -> str:
+    """The one split that ``ref`` selects: ``splits`` maps table names to split names, ``chosen`` is the split
+    written in ``ref`` (``""`` when none is)."""
+    matches = [name for name, split in splits.items() if name == ref or split == chosen]
+    if not chosen and len(splits) == 1:
+        matches = list(splits)
+    if len(matches) != 1:
+        names = list(splits)
+        found = ", ".join(names) or "none"
+        raise ValueError(f"references {ref} must be one split; it has {len(names)}: {found}. Give one of them as REF")
+    return matches[0]
+
+
+def _bench_split(ref: str, params: Mapping) -> tuple[str, str, str] | None:
+    """``(config, split, name)`` when ``ref`` is a csc_bench config (``NAME`` or ``NAME/SPLIT``); checks no data."""
+    config, _, split = ref.partition("/")
+    if config not in CONFIGS or Path(ref).exists():
+        return None
+    specs = {split_name(config, s.split): s.split for s in splits_of(config, BenchParams(**params).probs)}
+    name = _one_split(ref, specs, split)
+    return config, specs[name], name
+
+
+def _folder_splits(ref: str) -> tuple[dict[str, tuple[str, Any]], str] | None:
+    """``({name: (split, Dataset)}, chosen split)`` of the configs ``ref`` names in an exported folder
+    (``FOLDER[:CONFIG[/SPLIT]]``)."""
+    folder, _, config = ref.rpartition(":")
+    config, _, chosen = config.partition("/")
+    if folder and Path(folder).is_dir():
+        configs = [config]
+    elif Path(ref).is_dir():
+        folder, configs, chosen = ref, datasets.get_dataset_config_names(ref), ""
+    else:
+        return None
+    splits = {split_name(f"{folder}:{c}", split): (split, ds)
+              for c in configs for split, ds in load_dataset(folder, c).items()}
+    return splits, chosen
+
+
+def _check_pairs(name: str, sources: Sequence[Any], targets: Sequence[Any]) -> None:
+    for i, (source, target) in enumerate(zip(sources, targets, strict=True)):
+        if not isinstance(source, str) or not isinstance(target, str) or not target or len(source) != len(target):
+            raise ValueError(f"{name}, row {i}: source and target must be aligned non-empty strings "
+                             f"(got {source!r} and {target!r})")
+
+
+def _judged_errors(sources: Sequence[str], targets: Sequence[str]) -> list[dict]:
+    """Each row's gold errors typed by character knowledge (:func:`csc_hf.confusion.pair_type`, cached)."""
+    return [{"errors": [{"position": j, "type": judge_pair(t, s)} for j, (s, t) in enumerate(zip(source, target))
+                        if s != t]} for source, target in zip(sources, targets)]
+
+
+def _row_errors(data) -> list[dict] | None:
+    """The typed ``errors`` the rows carry (csc_bench rows and their exports), or None when they carry none."""
+    feature = data.features.get("errors")
+    try:
+        names = feature.feature["type"].names
+    except (AttributeError, KeyError, TypeError):
+        return None
+    return [{"errors": [{"position": e["position"], "type": names[e["type"]]} for e in errors]}
+            for errors in data["errors"]]
+
+
+def _from_dataset(name: str, data, bench_config: str | None = None) -> References:
+    missing = [c for c in ("source", "target") if c not in data.column_names]
+    if missing:
+        raise ValueError(f"{name}: no column {', '.join(missing)} (has {', '.join(data.column_names)})")
+    sources, targets = list(data["source"]), list(data["target"])
+    _check_pairs(name, sources, targets)
+    ids = [str(i) for i in data["id"]] if "id" in data.column_names else None
+    metadata = _row_errors(data)
+    typed = metadata is not None
+    return References(name, sources, targets, ids, metadata if typed else _judged_errors(sources, targets), typed,
+                      bench_config)
+
+
+def load_references(ref: str, params: Mapping | None = None, cache_dir: str | None = None) -> References:
+    """The one split that ``ref`` names (see the module docstring); several splits or none are an error that lists
+    them. A csc_bench config is checked before it is built."""
+    params = dict(params or {})
+    if Path(ref).is_file():
+        sources, targets = load_pairs(ref)[ref]
+        return References(ref, sources, targets, None, _judged_errors(sources, targets), False)
+    if bench := _bench_split(ref, params):
+        config, split, name = bench
+        data = load_dataset("csc_bench", config, split=split, cache_dir=cache_dir, **params)
+        return _from_dataset(name, data, config)
+    found = _folder_splits(ref)
+    if found is None:
+        raise FileNotFoundError(f"references {ref}: not a file, an exported folder, FOLDER:CONFIG or a csc_bench "
+                                f"config ({', '.join(CONFIGS)})")
+    splits, chosen = found
+    name = _one_split(ref, {name: split for name, (split, _) in splits.items()}, chosen)
+    return _from_dataset(name, splits[name][1])
+
+
+def training_pairs_for(references: References, train: str | None, params: Mapping | None = None,
+                       cache_dir: str | None = None) -> tuple[set[tuple[str, str]] | None, str | None]:
+    """The ``(right, wrong)`` training pairs for the seen/unseen breakdown and where they come from: ``train`` (any
+    REF kind; its train splits, or all of it), else the benchmark's own training set for a csc_bench config, else
+    none."""
+    if train:
+        sources, targets = _training_part(load_pairs(train, params, cache_dir))
+        return set(error_pairs(sources, targets)), train
+    if references.bench_config is not None:
+        logger.info("building the benchmark's training pairs for the seen/unseen breakdown")
+        return training_pairs({**(params or {}), "cache_dir": cache_dir}, None), "the benchmark's training set"
+    return None, None
+
+
+# ---- predictions ---------------------------------------------------------------------------------------------------
+
+
+def detect_format(path: str | Path, lines: Sequence[str]) -> str:
+    """``jsonl`` for a ``.jsonl`` name or a first line that is a JSON object with ``prediction``; ``edits`` when every
+    line is ``position:character`` edits (or empty); else ``text``."""
+    if Path(path).suffix == ".jsonl":
+        return "jsonl"
+    first = next((line for line in lines if line.strip()), "")
+    if first.lstrip().startswith("{"):
+        try:
+            if "prediction" in json.loads(first):
+                return "jsonl"
+        except (json.JSONDecodeError, TypeError):
+            pass
+    if lines and all(_EDITS_LINE.fullmatch(line) for line in lines):
+        return "edits"
+    return "text"
+
+
+def _count_error(path: str | Path, count: int, unit: str, references: References) -> ValueError:
+    return ValueError(f"{path} has {count} {unit} but the references {references.name} have "
+                      f"{len(references.sources)} sentences; give one prediction per reference sentence")
+
+
+def _jsonl_predictions(path: str | Path, lines: Sequence[str], references: References) -> list[str]:
+    keys = references.ids if references.ids is not None else [str(i) for i in range(len(references.sources))]
+    index = {key: i for i, key in enumerate(keys)}
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
+        if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("prediction"), str):
+            raise ValueError(f"{path}, line {number}: expected an object with 'id' and a string 'prediction'")
+        records.append((number, row["id"], row["prediction"]))
+    if len(records) != len(keys):
+        raise _count_error(path, len(records), "records", references)
+    what = "the references' id column" if references.ids is not None else "the row numbers 0 to n-1 (REF has no id)"
+    predictions: list[str | None] = [None] * len(keys)
+    given: dict[int, int] = {}
+    for number, key, prediction in records:
+        i = index.get(str(key)) if isinstance(key, (int, str)) and not isinstance(key, bool) else None
+        if i is None:
+            raise ValueError(f"{path}, line {number}: id {key!r} is not in {what}")
+        if i in given:
+            raise ValueError(f"{path}, line {number}: id {key!r} was already given on line {given[i]}")
+        given[i], predictions[i] = number, prediction
+    return predictions
+
+
+def parse_predictions(
+    path: str | Path, lines: Sequence[str], references: References, fmt: str | None = None
+) -> tuple[list[str], str]:
+    """The predictions in ``lines`` (of the file ``path``, see :func:`csc_hf.corpus.read_lines`), in the references'
+    order, and their format
+    (``fmt``, or detected: :func:`detect_format`). A count that differs from the references' is an error. Edits are
+    applied by the study's reader (:func:`csc_hf.study.read_predictions`, which reads ``path``)."""
+    fmt = fmt or detect_format(path, lines)
+    if fmt not in PREDICTION_FORMATS:
+        raise ValueError(f"unknown predictions format {fmt!r}; choose {', '.join(PREDICTION_FORMATS)}")
+    if fmt == "jsonl":
+        return _jsonl_predictions(path, lines, references), fmt
+    if len(lines) != len(references.sources):
+        raise _count_error(path, len(lines), "lines", references)
+    if fmt == "text":
+        return list(lines), fmt
+    return read_predictions(Path(path), references.sources), fmt
+
+
+def length_changes(sources: Sequence[str], predictions: Sequence[str]) -> dict[str, int]:
+    """How many predictions differ in length from their source, and the characters they insert and delete in the
+    minimum-edit alignment the scorer uses (:func:`csc_hf.scoring.align`)."""
+    sentences = inserted = deleted = 0
+    for source, prediction in zip(sources, predictions, strict=True):
+        if len(prediction) == len(source):
+            continue
+        indels = align(source, prediction)[1]
+        growth = len(prediction) - len(source)  # = insertions - deletions, in every alignment
+        sentences += 1
+        inserted += (indels + growth) // 2
+        deleted += (indels - growth) // 2
+    return {"sentences": sentences, "inserted": inserted, "deleted": deleted}
+
+
+# ---- the report ----------------------------------------------------------------------------------------------------
+
+
+def _check_bootstrap(bootstrap: int, with_baseline: bool) -> None:
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+        raise ValueError(f"bootstrap (--bootstrap) must be a whole number >= 0, got {bootstrap!r}")
+    if with_baseline and bootstrap < 1:
+        raise ValueError("the paired test against a baseline needs bootstrap resamples; give --bootstrap 1 or more")
+
+
+def score_report(
+    references: References,
+    predictions: Sequence[str],
+    *,
+    train_pairs: set[tuple[str, str]] | None = None,
+    baseline: Sequence[str] | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Scores under both conventions (with ``bootstrap`` resamples), the length changes and, with ``baseline``, the
+    paired test of the predictions against it (``delta`` = predictions - baseline; ``bootstrap`` resamples for the
+    interval and the permutation p-value)."""
+    _check_bootstrap(bootstrap, baseline is not None)
+    data = (references.sources, predictions, references.targets)
+    options = {"metadata": references.metadata, "train_pairs": train_pairs}
+    report: dict[str, Any] = {
+        "references": references.name,
+        "n_sentences": len(references.sources),
+        "error_types": "from the rows' errors" if references.typed_rows else "judged by character knowledge",
+        "length_changes": length_changes(references.sources, predictions),
+        "scores": {c: score(*data, convention=c, bootstrap=bootstrap, confidence=CONFIDENCE, seed=seed, **options)
+                   for c in CONVENTIONS},
+    }
+    if baseline is not None:
+        report["baseline"] = {
+            "length_changes": length_changes(references.sources, baseline),
+            "paired": {c: compare(references.sources, predictions, baseline, references.targets, convention=c,
+                                  n_resamples=bootstrap, confidence=CONFIDENCE, seed=seed, **options)
+                       for c in CONVENTIONS},
+        }
+    return report
+
+
+def _cell(scores: Mapping[str, Any], key: str) -> str:
+    """``71.2 (69.8-72.5)``: a score and its bootstrap interval, in %."""
+    text = f"{100 * scores[key]:.1f}"
+    if f"{key}_ci_low" in scores:
+        text += f" ({100 * scores[f'{key}_ci_low']:.1f}-{100 * scores[f'{key}_ci_high']:.1f})"
+    return text
+
+
+def _signed(value: float) -> str:
+    return f"{round(100 * value, 1) + 0.0:+.1f}"  # + 0.0: no "-0.0"
+
+
+def report_markdown(report: Mapping[str, Any]) -> str:
+    """The report of :func:`score_report` (with the ``predictions``/``format`` keys of :func:`score_files`) as
+    markdown tables: scores in %, each with its bootstrap interval."""
+    strict, lenient = (report["scores"][c] for c in CONVENTIONS)
+    resamples = strict.get("ci_resamples")
+    what = (f"{100 * strict['ci_confidence']:g}% bootstrap intervals over sentences, {resamples} resamples"
+            if resamples else "no bootstrap intervals")
+    parts = [
+        f"## {report.get('predictions', 'predictions')} on {report['references']}",
+        f"{report['n_sentences']} sentences, {strict['n_error_sentences']} with errors ({strict['n_errors']} errors); "
+        f"predictions read as {report.get('format', '-')}. Scores in % ({what}). Strict precision counts every "
+        "changed sentence (SpellGCN, ReaLiSe); lenient counts only error-free changed ones (SIGHAN bake-off); they "
+        "differ only in sentence-level precision and F1.",
+        markdown_table(["score", "strict", "lenient"],
+                       ([label, _cell(strict, key), _cell(lenient, key)] for key, label in _MAIN_SCORES)),
+    ]
+    groups = [(f"type_{t}", t) for t in ERROR_TYPES] + [("seen", "seen pairs"), ("unseen", "unseen pairs")]
+    rows = [[label, n, *(_cell(strict, f"{key}_char_{task}_r") if n else None for task in ("det", "cor"))]
+            for key, label in groups if (n := strict.get(f"{key}_n_errors")) is not None]
+    parts += [
+        f"### Breakdown by error (error types {report['error_types']}; seen/unseen pairs against "
+        f"{report.get('train_pairs_from') or 'no training data: give --train DATA'})",
+        markdown_table(["errors", "count", "character detection R", "character correction R"], rows),
+    ]
+    changes = report["length_changes"]
+    parts.append(f"Length changes: {changes['sentences']} predictions differ in length from their source "
+                 f"({changes['inserted']} characters inserted, {changes['deleted']} deleted; aligned by minimum edit, "
+                 "every insertion and deletion is a wrong change).")
+    if "baseline" in report:
+        base = report["baseline"]
+        paired = []
+        for convention in CONVENTIONS:
+            for key in _PAIRED_SCORES:
+                if convention == "strict" or key.startswith("sent"):  # the others are the same under both
+                    entry = base["paired"][convention][key]
+                    label = _LABELS[key] + (f" ({convention})" if key.startswith("sent") else "")
+                    interval = f"({_signed(entry['ci_low'])} to {_signed(entry['ci_high'])})"
+                    paired.append([label, f"{100 * entry['a']:.1f}", f"{100 * entry['b']:.1f}",
+                                   f"{_signed(entry['delta'])} {interval}", f"{entry['p_value']:.3f}"])
+        parts += [
+            f"### Paired test against the baseline {base.get('predictions', '')}",
+            f"Difference = predictions - baseline, in points of %, with its paired bootstrap interval; p: two-sided "
+            f"permutation test. The baseline changes the length of {base['length_changes']['sentences']} predictions.",
+            markdown_table(["score", "predictions", "baseline", "difference", "p"], paired),
+        ]
+    return "\n\n".join(parts) + "\n"
+
+
+# ---- the shell: files in, report out -------------------------------------------------------------------------------
+
+
+def _check_output(output: str | Path | None) -> None:
+    if output is None:
+        return
+    path = Path(output)
+    if path.is_dir():
+        raise IsADirectoryError(f"--output {path} is a folder; give a .json file name")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"--output {path}: folder {path.parent} does not exist")
+
+
+def _write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Write ``data`` atomically: a reader never sees a half-written file."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def score_files(
+    predictions: str | Path,
+    references: str,
+    *,
+    fmt: str | None = None,
+    baseline: str | Path | None = None,
+    baseline_format: str | None = None,
+    train: str | None = None,
+    params: Mapping | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    cache_dir: str | None = None,
+    output: str | Path | None = None,
+) -> dict[str, Any]:
+    """Score the predictions file against the references ``REF`` (see the module docstring) and return the report;
+    with ``output``, also write it there as json. Every argument and file is checked before any scoring work."""
+    for option, value in (("--format", fmt), ("--baseline-format", baseline_format)):
+        if value is not None and value not in PREDICTION_FORMATS:
+            raise ValueError(f"{option} {value!r} is not a predictions format; choose {', '.join(PREDICTION_FORMATS)}")
+    _check_bootstrap(bootstrap, baseline is not None)
+    _check_output(output)
+    lines = read_lines(predictions, "predictions")
+    baseline_lines = read_lines(baseline, "baseline") if baseline is not None else None
+    refs = load_references(references, params, cache_dir)
+    system, found = parse_predictions(predictions, lines, refs, fmt)
+    base = parse_predictions(baseline, baseline_lines, refs, baseline_format) if baseline is not None else None
+    pairs, pairs_from = training_pairs_for(refs, train, params, cache_dir)
+    report = {"predictions": str(predictions), "format": found, "train_pairs_from": pairs_from,
+              **score_report(refs, system, train_pairs=pairs, baseline=None if base is None else base[0],
+                             bootstrap=bootstrap, seed=seed)}
+    if base is not None:
+        report["baseline"] = {"predictions": str(baseline), "format": base[1], **report["baseline"]}
+    if output is not None:
+        _write_json(Path(output), report)
+    return report
