@@ -1,4 +1,5 @@
 import hashlib
+import re
 import subprocess
 import sys
 
@@ -130,12 +131,55 @@ def test_export_failure_leaves_nothing(small_params, tmp_path):
         (dict(probs=(0.1, -0.1)), r"probs: P_e=-0.1 is outside"),
         (dict(n_test=100_000), "too few for n_validation"),
         (dict(n_unseen_keys=100_000), "exceed the"),
+        (dict(seed=-1), "seed=-1 must not be negative"),
+        (dict(probs=(0.104, 0.0104)), "P_e=0.104 and P_e=0.0104 both name the split pe104"),
     ],
 )
 def test_bad_parameters(small_params, tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         load_dataset("csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, **kwargs})
     assert not list(tmp_path.rglob("*.arrow"))
+
+
+def test_an_edited_corpus_gives_new_data_in_the_same_process(small_params, small_corpus, tmp_path):
+    sentences = small_corpus.read_text(encoding="utf-8").splitlines()
+    corpus, cache = tmp_path / "corpus.txt", str(tmp_path / "cache")
+    params = {**small_params, "corpus": str(corpus)}
+    corpus.write_text("\n".join(sentences[:400]) + "\n", encoding="utf-8")
+    old = load_dataset("csc_bench", "test", split="test", cache_dir=cache, **params)
+    corpus.write_text("\n".join(sentences[400:]) + "\n", encoding="utf-8")  # same path, new sentences
+    new = load_dataset("csc_bench", "test", split="test", cache_dir=cache, **params)
+    assert set(old["target"]) <= set(sentences[:400]) and set(new["target"]) <= set(sentences[400:])
+    fresh = load_dataset("csc_bench", "test", split="test", cache_dir=str(tmp_path / "fresh"), **params)
+    assert table_digest(new) == table_digest(fresh)
+
+
+def test_a_corpus_changed_during_the_build_is_an_error(small_params, small_corpus, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(small_corpus.read_bytes())
+    plan = plan_for(BenchParams(**{**small_params, "corpus": str(corpus)}))
+    corpus.write_text("今天天气很好，我们去公园散步吧。\n" * 10, encoding="utf-8")
+    with pytest.raises(RuntimeError, match="corpus.txt' changed while the benchmark was being built"):
+        plan.sentences
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(dedupe="false"), "dedupe='false' must be a bool (True or False), not str"),
+        (dict(seed="1"), "seed='1' must be an int, not str"),
+        (dict(seed=True), "seed=True must be an int, not bool"),
+        (dict(error_prob="0.1"), "error_prob='0.1' must be a number, not str"),
+        (dict(n_test="200"), "n_test='200' must be an int or None, not str"),
+        (dict(probs=("0.1",)), "probs=('0.1',) must be a tuple of numbers"),
+        (dict(confusion_path=3), "confusion_path=3 must be a str or None, not int"),
+    ],
+)
+def test_parameters_of_the_wrong_type(small_params, tmp_path, kwargs, message):
+    with pytest.raises(TypeError, match=re.escape(message)):
+        load_dataset("csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, **kwargs})
+    assert not list(tmp_path.rglob("*.arrow"))
+    BenchParams(error_prob=1, n_test=None, probs=[0.1, 0.2]).validate()  # an int is a number, a list a tuple
 
 
 def test_unknown_config_and_missing_corpus(small_params, tmp_path):

@@ -141,3 +141,19 @@ def test_divide_bad_sizes():
         divide(full, 2, 0, 0.5, seed=0)
     with pytest.raises(ValueError, match="unseen_v_share"):
         divide(full, 0, 0, 1.0, seed=0)
+
+
+@pytest.mark.parametrize("pool", [None, 200])
+def test_cli_divide_gives_the_benchmarks_division(small_params, tmp_path, pool, capsys):
+    from csc_hf.benchmark import BenchParams, plan_for
+    from csc_hf.cli import main
+
+    params = {**small_params, "unseen_key_pool": pool, "seed": 3}
+    plan = plan_for(BenchParams(**params))
+    plan.confusion.save(tmp_path / "S.json")
+    args = [arg for key, value in params.items() for arg in ("--" + key.replace("_", "-"), str(value))]
+    for name, given in (("from_file", ["--input", str(tmp_path / "S.json")]), ("own", [])):
+        assert main(["confusion", "divide", *given, "--output", str(tmp_path / name), *args]) == 0
+        for part in ("S_unseen_k", "S_unseen_v", "S_train"):
+            assert ConfusionSet.load(tmp_path / name / f"{part}.json") == plan.subset(part), (name, part)
+    capsys.readouterr()
