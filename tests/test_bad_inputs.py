@@ -42,6 +42,16 @@ def _bench_params(**kwargs):
     return lambda tmp: BenchParams(**kwargs).validate()
 
 
+def _load_confusion(name: str, text: str):
+    from csc_hf.confusion import ConfusionSet
+
+    def call(tmp):
+        (tmp / name).write_text(text, encoding="utf-8")
+        return ConfusionSet.load(tmp / name)
+
+    return call
+
+
 # ---- the library: data, benchmark, confusion sets, scoring ----------------------------------------------------------
 
 LIBRARY_DATA: list[Bad] = [
@@ -54,6 +64,9 @@ LIBRARY_DATA: list[Bad] = [
     Bad("bench negative seed", _bench_params(seed=-1), "seed=-1 must not be negative"),
     Bad("bench probs naming one split", _bench_params(probs=(0.104, 0.0104)), "P_e=0.104 and P_e=0.0104 both name"),
     Bad("bench min_len above max_len", _bench_params(min_len=50, max_len=20), "need 1 <= min_len <= max_len"),
+    Bad("confusion json: emoji key", _load_confusion("s.json", '{"😀": {"添": "phonetic"}}'), "key '😀' is not a Chinese"),
+    Bad("confusion json: only non-Han candidates", _load_confusion("s.json", '{"天": {"a": "phonetic", "1": "graphic"}}'),
+        "no candidate is a Chinese character"),
 ]
 
 

@@ -157,3 +157,23 @@ def test_cli_divide_gives_the_benchmarks_division(small_params, tmp_path, pool, 
         for part in ("S_unseen_k", "S_unseen_v", "S_train"):
             assert ConfusionSet.load(tmp_path / name / f"{part}.json") == plan.subset(part), (name, part)
     capsys.readouterr()
+
+
+def test_every_layout_drops_non_han_candidates_and_says_how_many(tmp_path, caplog):
+    as_json = tmp_path / "s.json"
+    as_json.write_text(json.dumps({"天": {"添": "phonetic", "a": "phonetic", "1": "graphic", "😀": "graphic"}}), encoding="utf-8")
+    as_text = tmp_path / "same_pinyin.txt"
+    as_text.write_text("天\t添a1😀\n", encoding="utf-8")
+    for path in (as_json, as_text):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="csc_hf.confusion"):
+            assert ConfusionSet.load(path).pairs() == [("天", "添", "phonetic")]
+        assert "dropped 3 candidates that are not Chinese characters: '1' 'a' '😀'" in caplog.text
+
+
+@pytest.mark.parametrize("key", ["😀", "a", "天天"])
+def test_a_json_key_that_is_not_a_chinese_character_is_rejected(tmp_path, key):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({key: {"添": "phonetic"}}, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"s.json: key '{key}' is not a Chinese character"):
+        ConfusionSet.load(path)
