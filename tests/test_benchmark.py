@@ -1,7 +1,9 @@
 import hashlib
+import json
 import re
 import subprocess
 import sys
+from dataclasses import fields
 
 import datasets
 import pyarrow as pa
@@ -116,6 +118,23 @@ def test_export_loads_with_plain_datasets(built, small_params, tmp_path):
     assert set(probs) == set(built["probs"])
     with pytest.raises(FileExistsError, match="exists"):
         export(folder, ["unseen_k"], **small_params)
+
+
+def test_export_records_how_to_rebuild_it_byte_for_byte(small_params, small_corpus, tmp_path):
+    params = {**small_params, "seed": 5, "error_prob": 0.07}
+    folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=str(tmp_path / "c"), **params)
+    record = json.loads((folder / "csc_bench_params.json").read_text(encoding="utf-8"))
+    assert record["params"] == {**{f.name: getattr(BenchParams(**params), f.name) for f in fields(BenchParams)},
+                                "probs": list(BenchParams.probs)}
+    assert record["inputs"]["corpus"] == {"path": str(small_corpus), "sha256": hashlib.sha256(small_corpus.read_bytes()).hexdigest()}
+    assert record["configs"] == ["unseen_k", "probs"] and "cache_dir" not in record["params"]
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "## This export" in card and json.dumps(record, indent=1, ensure_ascii=False) in card
+    again = export(tmp_path / "again", record["configs"], cache_dir=str(tmp_path / "fresh"), **record["params"])
+    parquet = sorted(p.relative_to(folder) for p in folder.rglob("*.parquet"))
+    assert len(parquet) == 7 and parquet == sorted(p.relative_to(again) for p in again.rglob("*.parquet"))
+    assert all((folder / p).read_bytes() == (again / p).read_bytes() for p in parquet)
+    assert (again / "csc_bench_params.json").read_bytes() == (folder / "csc_bench_params.json").read_bytes()
 
 
 def test_export_failure_leaves_nothing(small_params, tmp_path):

