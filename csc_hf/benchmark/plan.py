@@ -106,7 +106,8 @@ class BenchParams:
             raise ValueError(f"unseen_v_share={self.unseen_v_share} must be in (0, 1)")
 
     def values(self) -> tuple:
-        return tuple(getattr(self, f.name) for f in fields(BenchParams))
+        """The field values in order, hashable (a ``probs`` list becomes a tuple)."""
+        return tuple(tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams)))
 
     def error_prob_of(self, spec: SplitSpec) -> float:
         """The ``P_e`` of a split: the number in the config table, or the parameter it names."""
