@@ -94,16 +94,17 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 def cmd_confusion(args: argparse.Namespace) -> None:
     from .benchmark import plan_for
-    from .confusion import ConfusionSet, divide
+    from .confusion import ConfusionSet
 
-    if args.action == "build":
-        cs = plan_for(BenchParams(**bench_params(args))).confusion
-    else:
-        if not args.input:
-            raise SystemExit(f"csc-bench confusion {args.action}: give --input FILE")
+    plan = plan_for(BenchParams(**bench_params(args)))
+    if args.action == "build" or (args.action == "divide" and not args.input):
+        cs = plan.confusion
+    elif args.input:
         cs = ConfusionSet.load(args.input, args.input_format)
+    else:
+        raise ValueError(f"give --input FILE: the confusion set to {args.action}")
     if args.action == "divide":
-        division = divide(cs, args.n_unseen_keys, args.n_unseen_v_keys, args.unseen_v_share, args.seed)
+        division = plan.divide(cs)  # the benchmark's own division: same parameters, same corpus key frequencies
         _print_table("Division", division.stats())
         if args.output:
             for name, part in (("S_unseen_k", division.unseen_k), ("S_unseen_v", division.unseen_v), ("S_train", division.train)):
@@ -228,9 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     conf = sub.add_parser("confusion", help="build, import, inspect or divide a confusion set",
                           description="build: S from the corpus; import: read a file and write it as --format; "
-                          "inspect: statistics and --show KEYS; divide: the paper's division of --input.")
+                          "inspect: statistics and --show KEYS; divide: the paper's division of --input (default: the "
+                          "benchmark's S), exactly as the benchmark divides it: the same --seed, --n-unseen-keys, "
+                          "--n-unseen-v-keys, --unseen-v-share and --unseen-key-pool, keys ranked by their frequency "
+                          "in --corpus.")
     conf.add_argument("action", choices=("build", "import", "inspect", "divide"))
-    conf.add_argument("--input", help="confusion set file (import, inspect, divide)")
+    conf.add_argument("--input", help="confusion set file (import, inspect; divide: default the benchmark's S)")
     conf.add_argument("--input-format", choices=FORMATS, help="format of --input (default: guessed from its name)")
     conf.add_argument("--output", help="write the set (build, import) or the divided parts (divide: a folder)")
     conf.add_argument("--format", choices=FORMATS, default="json", help="format of --output (default: json)")

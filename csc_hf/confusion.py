@@ -8,6 +8,7 @@ A pair ``(key, candidate)`` says that the correct character ``key`` is easily mi
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from .chars.strokes import stroke_distance, stroke_distances, stroke_sequence
 from .corpus import read_text
 from .corruption import PAIR_TYPES, CandidateTable
 
+logger = logging.getLogger(__name__)
 FORMATS = ("json", "sighan13-pronunciation", "sighan13-shape", "pycorrector-pinyin", "pycorrector-stroke")
 
 
@@ -123,17 +125,9 @@ class ConfusionSet(Mapping[str, Mapping[str, str]]):
         format = format or _guess_format(path, text)
         if format not in FORMATS:
             raise ValueError(f"{path}: unknown confusion set format {format!r}; use one of {FORMATS}")
-        if format == "json":
-            try:
-                pairs = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {err.lineno}: invalid JSON ({err.msg})") from None
-            if not isinstance(pairs, dict) or not all(isinstance(v, dict) for v in pairs.values()):
-                raise ValueError(f"{path}: expected a JSON object {{key: {{candidate: type}}}}")
-        else:
-            pairs = _read_layout(path, text, format)
+        pairs = _read_json(path, text) if format == "json" else _read_layout(path, text, format)
         try:
-            return cls(pairs)
+            return cls(_han_candidates(path, pairs))
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
 
@@ -170,6 +164,31 @@ def _guess_format(path: Path, text: str) -> str:
     raise ValueError(f"{path}: cannot tell the confusion set format from the name; pass format= one of {FORMATS}")
 
 
+def _read_json(path: Path, text: str) -> list[tuple[str, str, str]]:
+    try:
+        table = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}, line {err.lineno}: invalid JSON ({err.msg})") from None
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise ValueError(f"{path}: expected a JSON object {{key: {{candidate: type}}}}")
+    for key in table:
+        if len(key) != 1 or not is_han(key):
+            raise ValueError(f"{path}: key {key!r} is not a Chinese character (every key of S is one)")
+    return [(key, cand, kind) for key, cands in table.items() for cand, kind in cands.items()]
+
+
+def _han_candidates(path: Path, pairs: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The pairs whose candidate is a Chinese character, as in every layout; how many were dropped is logged."""
+    kept = [(k, c, t) for k, c, t in pairs if len(c) != 1 or is_han(c)]
+    if len(kept) < len(pairs):
+        dropped = sorted({c for _, c, _ in pairs if len(c) == 1 and not is_han(c)})
+        logger.warning("%s: dropped %d candidates that are not Chinese characters: %s", path, len(pairs) - len(kept),
+                       " ".join(map(repr, dropped[:10])) + (" ..." if len(dropped) > 10 else ""))
+        if not kept:
+            raise ValueError(f"{path}: no candidate is a Chinese character")
+    return kept
+
+
 def _read_layout(path: Path, text: str, format: str) -> list[tuple[str, str, str]]:
     sep, types, header = _LAYOUTS[format]
     pairs = []
@@ -183,8 +202,8 @@ def _read_layout(path: Path, text: str, format: str) -> list[tuple[str, str, str
             raise ValueError(f"{path}, line {number}: expected a character, {sep!r}, then candidates; got {line[:40]!r}")
         for i, field in enumerate(fields[1:]):
             kind = types[min(i, len(types) - 1)]
-            pairs.extend((key, c, kind) for c in field.strip() if c != key and is_han(c))
-    if not pairs:
+            pairs.extend((key, c, kind) for c in field.strip() if c != key and not c.isspace())
+    if not any(is_han(c) for _, c, _ in pairs):
         raise ValueError(f"{path}: no confusion pair found in the {format} layout")
     return pairs
 
@@ -355,7 +374,8 @@ def build_confusion_set(
 
 @dataclass(frozen=True)
 class Division:
-    """S divided as in the paper: ``train = S - unseen_k - unseen_v``; ``seen`` is filled once the training data exists."""
+    """S divided as in the paper: ``train = S - unseen_k - unseen_v``. ``S_seen`` is not a part of it: it exists only
+    once the training data does (``Plan.seen`` in :mod:`csc_hf.benchmark.plan`); :meth:`stats` takes it as an argument."""
 
     full: ConfusionSet
     unseen_k: ConfusionSet

@@ -1,7 +1,7 @@
 """Sentence sources for the benchmark: the embedded People's Daily default, text files, a `datasets` column.
 
 Every source yields :class:`Line` records (where the text came from and the text); :func:`clean_sentences` turns
-lines into benchmark sentences (split, normalised, filtered, de-duplicated) and :func:`split_sentences` divides them
+lines into benchmark sentences (split, normalised, filtered, de-duplicated) and :func:`split_indices` divides them
 into train / validation / test pools deterministically from a seed.
 """
 

@@ -55,6 +55,7 @@ __all__ = [
     "CONVENTIONS",
     "ERROR_TYPES",
     "align",
+    "check_inputs",
     "compare",
     "make_compute_metrics",
     "preprocess_logits_for_metrics",
@@ -139,32 +140,23 @@ def compare(
     references: Sequence[Any],
     *,
     convention: str = "strict",
-    metadata: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
-    train_pairs: Iterable[tuple[Any, Any]] | None = None,
-    ignore_index: int = -100,
     method: str = "permutation",
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    **counting: Any,
 ) -> dict[str, dict[str, float]]:
     """Paired significance test of system A against system B on the same data.
 
     Returns ``{score: {"a", "b", "delta", "ci_low", "ci_high", "p_value"}}`` for every score
-    of :func:`score`; see :func:`csc_hf.stats.paired_test`.
+    of :func:`score`; see :func:`csc_hf.stats.paired_test`.  ``counting`` takes the options of
+    :func:`sentence_counts` (``metadata``, ``train_pairs``, ``ignore_index``), as :func:`score` does.
     """
     _check_convention(convention)
-    options = {"metadata": metadata, "train_pairs": train_pairs, "ignore_index": ignore_index}
-    counts_a = sentence_counts(sources, predictions_a, references, **options)
-    counts_b = sentence_counts(sources, predictions_b, references, **options)
-    return paired_test(
-        counts_a,
-        counts_b,
-        partial(scores_from_totals, convention=convention),
-        method=method,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        seed=seed,
-    )
+    counts_a = sentence_counts(sources, predictions_a, references, **counting)
+    counts_b = sentence_counts(sources, predictions_b, references, **counting)
+    statistic = partial(scores_from_totals, convention=convention)
+    return paired_test(counts_a, counts_b, statistic, method=method, n_resamples=n_resamples, confidence=confidence, seed=seed)
 
 
 def sentence_counts(
@@ -348,6 +340,31 @@ def preprocess_logits_for_metrics(logits: Any, labels: Any) -> Any:
     return logits.argmax(dim=-1)
 
 
+def check_inputs(sources: Sequence[Any], predictions: Sequence[Any], references: Sequence[Any]) -> bool:
+    """Check the three columns before any scoring and return whether they are text: sequences of one, equal,
+    non-zero length whose items are all strings or all token-id sequences, like ``sources[0]``.  The errors name the
+    column and the item (``predictions[3] is int, expected str like sources[0]``)."""
+    columns = {"sources": sources, "predictions": predictions, "references": references}
+    for name, column in columns.items():
+        if isinstance(column, (str, bytes)) or not hasattr(column, "__len__"):
+            raise TypeError(f"{name} must be a sequence of examples, got {type(column).__name__}")
+    n = len(sources)
+    if n == 0:
+        raise ValueError("no examples to score")
+    for name, column in columns.items():
+        if len(column) != n:
+            raise ValueError(
+                "sources, predictions and references must have the same length; "
+                f"{name} has {len(column)}, sources has {n}"
+            )
+    if sources[0] is None:
+        raise TypeError("sources[0] is None")
+    is_text = isinstance(sources[0], str)
+    for name, column in columns.items():
+        (_check_strings if is_text else _check_not_strings)(name, column)
+    return is_text
+
+
 # --------------------------------------------------------------------------- internals
 
 
@@ -372,24 +389,8 @@ def _check_convention(convention: str) -> None:
 
 
 def _encode(sources, predictions, references, ignore_index: int) -> _Encoded:
-    columns = {"sources": sources, "predictions": predictions, "references": references}
-    for name, column in columns.items():
-        if isinstance(column, (str, bytes)) or not hasattr(column, "__len__"):
-            raise TypeError(f"{name} must be a sequence of examples, got {type(column).__name__}")
-    n = len(sources)
-    if n == 0:
-        raise ValueError("no examples to score")
-    for name, column in columns.items():
-        if len(column) != n:
-            raise ValueError(
-                "sources, predictions and references must have the same length; "
-                f"{name} has {len(column)}, sources has {n}"
-            )
-    first = sources[0]
-    if isinstance(first, str):
+    if check_inputs(sources, predictions, references):
         return _encode_text(sources, predictions, references)
-    if first is None:
-        raise TypeError("sources[0] is None")
     return _encode_ids(sources, predictions, references, ignore_index)
 
 
@@ -399,6 +400,12 @@ def _check_strings(name: str, column: Sequence[Any]) -> None:
     for i, item in enumerate(column):
         if not isinstance(item, str):
             raise TypeError(f"{name}[{i}] is {type(item).__name__}, expected str like sources[0]")
+
+
+def _check_not_strings(name: str, column: Sequence[Any]) -> None:
+    for i, item in enumerate(column):
+        if item is None or isinstance(item, (str, bytes)):
+            raise TypeError(f"{name}[{i}] is {type(item).__name__}, expected a sequence of token ids like sources[0]")
 
 
 def _lengths(column: Sequence[Any]) -> np.ndarray:
@@ -426,8 +433,6 @@ def _codepoints(text: str) -> np.ndarray:
 
 
 def _encode_text(sources, predictions, references) -> _Encoded:
-    for name, column in (("sources", sources), ("predictions", predictions), ("references", references)):
-        _check_strings(name, column)
     lengths = _lengths(sources)
     _check_gold_lengths(lengths, _lengths(references), "")
     mismatch = _lengths(predictions) != lengths
@@ -454,8 +459,6 @@ def _encode_text(sources, predictions, references) -> _Encoded:
 
 
 def _id_array(name: str, i: int, item: Any) -> np.ndarray:
-    if item is None or isinstance(item, (str, bytes)):
-        raise TypeError(f"{name}[{i}] is {type(item).__name__}, expected a sequence of token ids like sources[0]")
     array = np.asarray(item)
     if array.size == 0:
         return np.zeros(0, dtype=np.int64)

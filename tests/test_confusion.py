@@ -141,3 +141,39 @@ def test_divide_bad_sizes():
         divide(full, 2, 0, 0.5, seed=0)
     with pytest.raises(ValueError, match="unseen_v_share"):
         divide(full, 0, 0, 1.0, seed=0)
+
+
+@pytest.mark.parametrize("pool", [None, 200])
+def test_cli_divide_gives_the_benchmarks_division(small_params, tmp_path, pool, capsys):
+    from csc_hf.benchmark import BenchParams, plan_for
+    from csc_hf.cli import main
+
+    params = {**small_params, "unseen_key_pool": pool, "seed": 3}
+    plan = plan_for(BenchParams(**params))
+    plan.confusion.save(tmp_path / "S.json")
+    args = [arg for key, value in params.items() for arg in ("--" + key.replace("_", "-"), str(value))]
+    for name, given in (("from_file", ["--input", str(tmp_path / "S.json")]), ("own", [])):
+        assert main(["confusion", "divide", *given, "--output", str(tmp_path / name), *args]) == 0
+        for part in ("S_unseen_k", "S_unseen_v", "S_train"):
+            assert ConfusionSet.load(tmp_path / name / f"{part}.json") == plan.subset(part), (name, part)
+    capsys.readouterr()
+
+
+def test_every_layout_drops_non_han_candidates_and_says_how_many(tmp_path, caplog):
+    as_json = tmp_path / "s.json"
+    as_json.write_text(json.dumps({"天": {"添": "phonetic", "a": "phonetic", "1": "graphic", "😀": "graphic"}}), encoding="utf-8")
+    as_text = tmp_path / "same_pinyin.txt"
+    as_text.write_text("天\t添a1😀\n", encoding="utf-8")
+    for path in (as_json, as_text):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="csc_hf.confusion"):
+            assert ConfusionSet.load(path).pairs() == [("天", "添", "phonetic")]
+        assert "dropped 3 candidates that are not Chinese characters: '1' 'a' '😀'" in caplog.text
+
+
+@pytest.mark.parametrize("key", ["😀", "a", "天天"])
+def test_a_json_key_that_is_not_a_chinese_character_is_rejected(tmp_path, key):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({key: {"添": "phonetic"}}, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"s.json: key '{key}' is not a Chinese character"):
+        ConfusionSet.load(path)

