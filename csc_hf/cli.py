@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 import typing
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 
 from .benchmark.configs import CONFIGS, splits_of
@@ -123,10 +123,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     from .study import Preset, Study
 
     preset = Preset.load(args.preset)
-    if args.variants or args.seeds:  # a part of the grid: stage folders are keyed by their inputs, so they are shared
-        preset = replace(preset, variants=args.variants or preset.variants, seeds=args.seeds or preset.seeds)
-        preset.validate("--variants")
-    results = Study(preset, args.output or f"runs/{preset.name}", finished_only=args.finished_only).run()
+    study = Study(preset, args.output or f"runs/{preset.name}", finished_only=args.finished_only)
+    results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all finished
     print(f"results: {results}, {results.with_name('results.csv')}; report: {results.with_name('report.md')}")
 
 
@@ -139,7 +137,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    from .study import evaluate_model
+    from .evaluation import evaluate_model
 
     records = evaluate_model(args.model, args.configs, bench_params(args), args.bootstrap, args.keep_bias)
     rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in ("char_cor_f1", "char_det_f1",
@@ -186,7 +184,7 @@ def cmd_push(args: argparse.Namespace) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> None:
-    from .analysis import analyze
+    from .dataset_stats import analyze
     from .report import analysis_markdown
 
     result = analyze(args.data, args.train or (), args.confusion or (), args.ngram, bench_params(args), args.cache_dir)
@@ -197,13 +195,15 @@ def cmd_analyze(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
-    from .analysis import analyze_results, load_results
     from .report import write_report
+    from .results import analyze_results, load_results
 
     analysis = analyze_results(load_results(args.run_dir))
     print(f"wrote {write_report(args.run_dir, analysis)}")
-    for number, conclusion in analysis["conclusions"].items():
-        print(f"  {number}. {conclusion['claim']} {conclusion['verdict']}")
+    if analysis.not_evidence:
+        print(f"  the numbers mean nothing ({analysis.not_evidence}): the verdicts are not evidence")
+    for number, conclusion in analysis.conclusions.items():
+        print(f"  {number}. {conclusion.claim} {conclusion.verdict}")
 
 
 def build_parser() -> argparse.ArgumentParser:

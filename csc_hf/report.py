@@ -1,6 +1,7 @@
 """Markdown tables, matplotlib plots and the report of a ``csc-bench run`` (:func:`write_report`).
 
-The numbers come from :mod:`csc_hf.analysis`; this module only renders them. Plots use matplotlib's Agg canvas
+The numbers come from :mod:`csc_hf.results` (a run) and :mod:`csc_hf.dataset_stats` (``csc-bench analyze``); this
+module only renders them. Plots use matplotlib's Agg canvas
 through :class:`matplotlib.figure.Figure` (no pyplot, no global backend).
 """
 
@@ -9,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .analysis import (
+from .results import (
     METRICS,
     PRIMARY,
     VERDICT_RULE,
     Cell,
     Comparison,
+    Conclusion,
+    RunAnalysis,
     analyze_results,
     load_results,
     paired_difference,
@@ -36,7 +39,7 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
 
 
 def analysis_markdown(result: Mapping[str, Mapping]) -> str:
-    """The tables of :func:`csc_hf.analysis.analyze`: statistics (one column per split) and coverage."""
+    """The tables of :func:`csc_hf.dataset_stats.analyze`: statistics (one column per split) and coverage."""
     stats = result["statistics"]
     names = list(stats)
     rows = ([key, *(stats[name][key] for name in names)] for key in stats[names[0]])
@@ -96,63 +99,105 @@ def _error_bars(cells: Sequence[Cell | None]) -> list[list[float]]:
     return [low, high]
 
 
-def plot_bars(analysis: Mapping, test_sets: Sequence[str], path: Path, title: str) -> Path:
-    """Grouped bars: F1 of each model on each test set, one panel per metric, with the judging intervals."""
+def _percent_axis(ax) -> None:
+    """A y axis in % from 0 to at least 1: a panel whose values are all 0 keeps a readable scale (not -0.04..0.04)."""
+    ax.set_ylim(0.0, max(ax.get_ylim()[1], 1.0))
+
+
+def bars_figure(analysis: RunAnalysis, test_sets: Sequence[str], title: str):
+    """Grouped bars: F1 of each model on each test set, one panel per metric, with the judging intervals. A bar of
+    0 is labelled ``0`` and a test set a model did not run ``n/a``, so that no model looks missing."""
     from matplotlib.figure import Figure
 
-    models = analysis["models"]
+    models = analysis.models
     fig = Figure(figsize=(max(6.0, 1.1 * len(test_sets) * max(1, len(models)) / 3), 7), layout="constrained")
     width = 0.8 / len(models)
     for ax, metric in zip(fig.subplots(len(METRICS), 1), METRICS):
         for i, model in enumerate(models):
-            cells = [analysis["cells"][metric].get((model, t)) for t in test_sets]
+            cells = [analysis.cells[metric].get((model, t)) for t in test_sets]
             x = [j + (i - (len(models) - 1) / 2) * width for j in range(len(test_sets))]
             heights = [0.0 if c is None else 100 * c.mean for c in cells]
-            ax.bar(x, heights, width, yerr=_error_bars(cells), capsize=2, label=model)
+            bars = ax.bar(x, heights, width, yerr=_error_bars(cells), capsize=2, label=model)
+            labels = ["n/a" if c is None else "0" if h == 0 else "" for c, h in zip(cells, heights)]
+            ax.bar_label(bars, labels=labels, fontsize="x-small")
         ax.set_xticks(range(len(test_sets)), test_sets, rotation=20)
         ax.set_ylabel(f"{LEVELS[metric]} (%)")
+        _percent_axis(ax)
     ax.legend(fontsize="small", ncols=min(len(models), 4), loc="upper center", bbox_to_anchor=(0.5, -0.25))
     fig.suptitle(title)
-    fig.savefig(path, dpi=110)
-    return path
+    return fig
 
 
-def plot_pe(analysis: Mapping, path: Path) -> Path:
+def pe_figure(analysis: RunAnalysis):
     """F1 against ``P_e`` over the ``probs`` series, one line per model, one panel per metric."""
     from matplotlib.figure import Figure
 
-    series = analysis["pe_series"]
+    series = analysis.pe_series
     fig = Figure(figsize=(10, 4), layout="constrained")
     for ax, metric in zip(fig.subplots(1, len(METRICS)), METRICS):
-        for model in analysis["models"]:
-            points = [(100 * pe, analysis["cells"][metric][model, t]) for t, pe in series.items()
-                      if (model, t) in analysis["cells"][metric]]
+        for model in analysis.models:
+            points = [(100 * pe, analysis.cells[metric][model, t]) for t, pe in series.items()
+                      if (model, t) in analysis.cells[metric]]
             if points:
                 cells = [c for _, c in points]
                 ax.errorbar([x for x, _ in points], [100 * c.mean for c in cells], yerr=_error_bars(cells),
-                            marker="o", capsize=2, label=model)
+                            marker="o", capsize=2, label=model, clip_on=False)  # points at 0 stay whole
         ax.set_xlabel("P_e (%)")
         ax.set_ylabel(f"{LEVELS[metric]} (%)")
+        _percent_axis(ax)
     ax.legend(fontsize="small")
     fig.suptitle("F1 against the error probability P_e (probs)")
-    fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_bars(analysis: RunAnalysis, test_sets: Sequence[str], path: Path, title: str) -> Path:
+    """Save :func:`bars_figure` to ``path``."""
+    bars_figure(analysis, test_sets, title).savefig(path, dpi=110)
+    return path
+
+
+def plot_pe(analysis: RunAnalysis, path: Path) -> Path:
+    """Save :func:`pe_figure` to ``path``."""
+    pe_figure(analysis).savefig(path, dpi=110)
     return path
 
 
 # ---- the report --------------------------------------------------------------------------------------------------
 
 
-def _results_tables(analysis: Mapping) -> list[str]:
-    parts = []
+def _results_tables(analysis: RunAnalysis) -> list[str]:
+    parts, test_sets = [], analysis.error_test_sets  # F1 is 0 by definition without errors
     for metric in METRICS:
-        rows = [[m, *(cell_text(analysis["cells"][metric].get((m, t))) for t in analysis["test_sets"])]
-                for m in analysis["models"]]
-        parts += [f"### {_title(LEVELS[metric])} (%)", markdown_table(["model", *analysis["test_sets"]], rows)]
+        rows = [[m, *(cell_text(analysis.cells[metric].get((m, t))) for t in test_sets)] for m in analysis.models]
+        parts += [f"### {_title(LEVELS[metric])} (%)", markdown_table(["model", *test_sets], rows)]
     return parts
 
 
-def _paired_tables(analysis: Mapping) -> list[str]:
-    pairs, test_sets = analysis["paired"], analysis["error_test_sets"]  # F1 means nothing without errors
+def _false_positive_table(analysis: RunAnalysis) -> list[str]:
+    clean = analysis.clean_test_sets
+    if not clean:
+        return ["This run has no error-free test set (`clean`): no false-positive rate."]
+    rows = [[m, *(cell_text(analysis.false_positives.get((m, t))) for t in clean)] for m in analysis.models]
+    return ["### False-positive rate on error-free sentences (%)",
+            "The share of the error-free sentences a model changes (lower is better; F1 is 0 by definition there).",
+            markdown_table(["model", *clean], rows)]
+
+
+def _decoding_table(analysis: RunAnalysis) -> list[str]:
+    grid = analysis.keep_bias_grid
+    among = f" among {', '.join(f'{b:g}' for b in grid)}" if grid else ""
+    rows = []
+    for m in analysis.models:
+        seq2seq = analysis.families[m][0] == "seq2seq"
+        rows.append([m, *("- (seq2seq)" if seq2seq else None if analysis.keep_bias.get((m, seed)) is None
+                          else f"{analysis.keep_bias[m, seed]:g}" for seed in analysis.seeds)])
+    return [f"`keep_bias`, the bias added to the source character's logit, tuned on the validation split{among} "
+            "(best character-level correction F1; ties: the smaller bias). A seq2seq model has no source logit.",
+            markdown_table(["model", *(f"seed {seed}" for seed in analysis.seeds)], rows)]
+
+
+def _paired_tables(analysis: RunAnalysis) -> list[str]:
+    pairs, test_sets = analysis.paired, analysis.error_test_sets  # F1 means nothing without errors
     if not pairs:
         return ["The run saved no predictions of a baseline and another model on the same test set: no paired "
                 "comparison."]
@@ -162,53 +207,53 @@ def _paired_tables(analysis: Mapping) -> list[str]:
     for baseline in sorted({b for _, b, _, _ in pairs}):
         for metric in METRICS:
             rows = [[m, *(_paired_cell(pairs.get((m, baseline, t, metric))) for t in test_sets)]
-                    for m in analysis["models"] if any((m, baseline, t, metric) in pairs for t in test_sets)]
+                    for m in analysis.models if any((m, baseline, t, metric) in pairs for t in test_sets)]
             parts += [f"### {_title(LEVELS[metric])} against {baseline}", markdown_table(["model", *test_sets], rows)]
     return parts
 
 
-def _ranking_tables(analysis: Mapping) -> list[str]:
+def _ranking_tables(analysis: RunAnalysis) -> list[str]:
     parts = []
-    for kind, rows in analysis["ranking"].items():
+    for kind, rows in analysis.ranking.items():
         if rows:
             parts += [f"### By {kind}", markdown_table(
                 ["rank", kind, "models", *(f"mean {m} (%)" for m in METRICS), "best"],
-                ([i, r["group"], ", ".join(r["models"]), *(_pct(r[m]) for m in METRICS), r["best"]]
+                ([i, r.group, ", ".join(r.models), *(_pct(r.means[m]) for m in METRICS), r.best]
                  for i, r in enumerate(rows, 1)))]
     if not parts:
         return ["No test set with errors was scored for every model: nothing to rank."]
-    common = ", ".join(analysis["common_test_sets"])
+    common = ", ".join(analysis.common_test_sets)
     return [f"Mean F1 of a group's models over the test sets every model ran ({common}); a model counts in every "
             "information group it matches (phonetic+graphic: pinyin with stroke or glyph).", *parts]
 
 
-def _pe_table(analysis: Mapping) -> list[str]:
-    series = analysis["pe_series"]
+def _pe_table(analysis: RunAnalysis) -> list[str]:
+    series = analysis.pe_series
     if not series:
         return ["This run has no `probs` series with known P_e."]
     parts = []
     for metric in METRICS:
-        rows = [[m, *(cell_text(analysis["cells"][metric].get((m, t))) for t in series)] for m in analysis["models"]]
+        rows = [[m, *(cell_text(analysis.cells[metric].get((m, t))) for t in series)] for m in analysis.models]
         header = ["model", *(f"P_e={pe:g}" for pe in series.values())]
         parts += [f"{_title(LEVELS[metric])} (%):", markdown_table(header, rows)]
     return parts
 
 
-def _seen_unseen_tables(analysis: Mapping) -> list[str]:
+def _seen_unseen_tables(analysis: RunAnalysis) -> list[str]:
     parts = []
-    if analysis["seen_unseen"]:
-        header = ["model", "metric", *(f"{a} - {b}" for a, b in analysis["seen_unseen"])]
+    if analysis.seen_unseen:
+        header = ["model", "metric", *(f"{a} - {b}" for a, b in analysis.seen_unseen)]
         rows = []
-        for model in analysis["models"]:
+        for model in analysis.models:
             for metric in METRICS:
-                cells = analysis["cells"][metric]
+                cells = analysis.cells[metric]
                 rows.append([model, metric, *(
                     f"{100 * (cells[model, a].mean - cells[model, b].mean):+.1f}"
-                    if (model, a) in cells and (model, b) in cells else None for a, b in analysis["seen_unseen"])])
+                    if (model, a) in cells and (model, b) in cells else None for a, b in analysis.seen_unseen)])
         parts += ["Gap in F1 points (seen minus unseen):", markdown_table(header, rows)]
-    if analysis["pair_recall"]:
+    if analysis.pair_recall:
         rows = [[m, t, _pct(r["seen_char_cor_r"]), _pct(r["unseen_char_cor_r"]), f"{r['seen_n_errors']:.0f}",
-                 f"{r['unseen_n_errors']:.0f}"] for (m, t), r in analysis["pair_recall"].items()]
+                 f"{r['unseen_n_errors']:.0f}"] for (m, t), r in analysis.pair_recall.items()]
         parts += ["Character-level correction recall on error pairs seen / unseen in training, within each test set:",
                   markdown_table(["model", "test set", "seen pairs (%)", "unseen pairs (%)", "seen errors",
                                   "unseen errors"], rows)]
@@ -216,47 +261,51 @@ def _seen_unseen_tables(analysis: Mapping) -> list[str]:
                      "or scontext)."]
 
 
-def _stability_table(analysis: Mapping) -> list[str]:
+def _stability_table(analysis: RunAnalysis) -> list[str]:
     columns = [f"{m}_{s}" for s in ("rel_ci_width", "rel_seed_std") for m in METRICS]
-    rows = [[t, *(_pct(row[c]) for c in columns)] for t, row in analysis["stability"].items()]
+    rows = [[t, *(_pct(row[c]) for c in columns)] for t, row in analysis.stability.items()]
     return ["Mean bootstrap interval width and mean standard deviation across seeds, relative to the score (in %; "
             "scores of 0 left out):",
             markdown_table(["test set", *columns], rows)]
 
 
-def _conclusion_section(number: int, conclusion: Mapping) -> list[str]:
-    comparisons = conclusion["comparisons"]
+def _conclusion_section(number: int, conclusion: Conclusion) -> list[str]:
+    comparisons = conclusion.comparisons
     counts = {o: sum(c.outcome == o for c in comparisons) for o in ("expected", "opposite", "none")}
     parts = [
-        f"### {number}. {conclusion['claim']} **{conclusion['verdict']}**",
-        f"Evidence: {conclusion['basis']}. {len(comparisons)} comparisons: {counts['expected']} go the expected way, "
+        f"### {number}. {conclusion.claim} **{conclusion.verdict}**",
+        f"Evidence: {conclusion.basis}. {len(comparisons)} comparisons: {counts['expected']} go the expected way, "
         f"{counts['opposite']} the opposite way, {counts['none']} show no difference that counts.",
     ]
     header = ["comparison", "expected higher", "expected lower", "difference", "outcome"]
     if comparisons:
         parts.append(markdown_table(header, map(_comparison_row, comparisons)))
-    if conclusion["reference"]:
+    if conclusion.reference:
         parts += ["Sentence level, for reference (not counted):",
-                  markdown_table(header, map(_comparison_row, conclusion["reference"]))]
+                  markdown_table(header, map(_comparison_row, conclusion.reference))]
     return parts
 
 
-def report_markdown(analysis: Mapping, plots: Mapping[str, str]) -> str:
+def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     """The report's text; ``plots`` maps a plot's name to its path relative to the report."""
-    conclusions = analysis["conclusions"]
-    families = [[m, fusion, "+".join(sources) or "-"] for m, (fusion, sources) in analysis["families"].items()]
+    conclusions = analysis.conclusions
+    families = [[m, fusion, "+".join(sources) or "-"] for m, (fusion, sources) in analysis.families.items()]
+    warning = (f"**These numbers mean nothing, and the verdicts below are not evidence for or against the paper**: "
+               f"{analysis.not_evidence}." if analysis.not_evidence else None)
     parts = [
         "# CSC study report",
-        f"Preset `{analysis['preset']}`; models {', '.join(analysis['models'])}; seeds "
-        f"{', '.join(map(str, analysis['seeds']))}; test sets {', '.join(analysis['test_sets'])}. F1 in %; each cell "
+        *([warning] if warning else []),
+        f"Preset `{analysis.preset}`; models {', '.join(analysis.models)}; seeds "
+        f"{', '.join(map(str, analysis.seeds))}; test sets {', '.join(analysis.test_sets)}. F1 in %; each cell "
         "is the mean over seeds (± the std across seeds when several ran) and, in parentheses, the interval that "
         "judges differences: the bootstrap interval, or with several seeds the union of the seeds' intervals.",
         "## The paper's conclusions",
+        *([warning] if warning else []),
         f"Conclusions 1-3 are judged on {LEVELS[PRIMARY]} (the metric the paper recommends); a difference counts "
         f"when the paired bootstrap interval of the difference excludes zero (models whose predictions the run "
         f"saved, every seed), else when the two intervals do not overlap. Conclusion 4 compares the spread of the two metrics by sign. "
         f"Verdict: {VERDICT_RULE}.",
-        markdown_table(["#", "conclusion", "verdict"], ([i, c["claim"], c["verdict"]] for i, c in conclusions.items())),
+        markdown_table(["#", "conclusion", "verdict"], ([i, c.claim, c.verdict] for i, c in conclusions.items())),
     ]
     for number, conclusion in conclusions.items():
         parts += _conclusion_section(number, conclusion)
@@ -264,6 +313,8 @@ def report_markdown(analysis: Mapping, plots: Mapping[str, str]) -> str:
     parts += ["## Results", *_results_tables(analysis)]
     if "test_sets" in plots:
         parts.append(f"![F1 per test set]({plots['test_sets']})")
+    parts += _false_positive_table(analysis)
+    parts += ["## Decoding", *_decoding_table(analysis)]
     parts += ["## Paired comparisons", *_paired_tables(analysis)]
     parts += ["## Fusion strategies and information sources", *_ranking_tables(analysis)]
     parts += ["## F1 against P_e", *_pe_table(analysis)]
@@ -276,18 +327,18 @@ def report_markdown(analysis: Mapping, plots: Mapping[str, str]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def write_report(run_dir: str | Path, analysis: Mapping | None = None) -> Path:
+def write_report(run_dir: str | Path, analysis: RunAnalysis | None = None) -> Path:
     """Write ``RUN_DIR/report.md`` and its plots (``RUN_DIR/report_plots/*.png``) from ``RUN_DIR/results.json``
-    (or from ``analysis``, its :func:`csc_hf.analysis.analyze_results` when already computed); returns the path."""
+    (or from ``analysis``, its :func:`csc_hf.results.analyze_results` when already computed); returns the path."""
     run_dir = Path(run_dir)
     analysis = analyze_results(load_results(run_dir)) if analysis is None else analysis
     (run_dir / PLOT_DIR).mkdir(exist_ok=True)
-    plots = {"test_sets": plot_bars(analysis, analysis["error_test_sets"], run_dir / PLOT_DIR / "f1_per_test_set.png",
+    plots = {"test_sets": plot_bars(analysis, analysis.error_test_sets, run_dir / PLOT_DIR / "f1_per_test_set.png",
                                     "F1 per test set")}
-    if analysis["pe_series"]:
+    if analysis.pe_series:
         plots["pe"] = plot_pe(analysis, run_dir / PLOT_DIR / "f1_against_pe.png")
-    if analysis["seen_unseen"]:
-        sets = [t for t in analysis["test_sets"] if any(t in pair for pair in analysis["seen_unseen"])]
+    if analysis.seen_unseen:
+        sets = [t for t in analysis.test_sets if any(t in pair for pair in analysis.seen_unseen)]
         plots["seen_unseen"] = plot_bars(analysis, sets, run_dir / PLOT_DIR / "seen_unseen.png",
                                          "Seen and unseen errors and contexts")
     path = run_dir / "report.md"

@@ -4,7 +4,10 @@ every test config → results (json, csv, markdown table, plots, report).
 A preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does. Each stage's output
 lives in ``RUN_DIR/stages/STAGE-KEY`` where KEY hashes the stage's inputs (its configuration and the keys of the
 stages it reads), and a ``done.json`` marks it finished: a re-run skips finished stages, a changed preset redoes only
-what it changes, and an interrupted training resumes from its last checkpoint.
+what it changes, and an interrupted training resumes from its last checkpoint. A run may do a part of the grid
+(``variants``, ``seeds``); its results cover every finished evaluation of the preset in the run folder. This module
+only orchestrates: evaluation is :mod:`csc_hf.evaluation`, the analysis :mod:`csc_hf.results`, the report
+:mod:`csc_hf.report`.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,11 +30,11 @@ from tqdm.auto import tqdm
 
 from . import __version__, resources
 from .benchmark.builder import load_dataset
-from .benchmark.configs import CONFIGS, splits_of
+from .benchmark.configs import CONFIGS
 from .benchmark.plan import BenchParams
-from .corruption import ERROR_TYPES
-from .scoring import compare, score
+from .evaluation import PREDICTIONS, evaluate_model, paired_comparisons
 
+RECORDS = "records.json"  # an evaluation folder's result records
 PRESET_KEYS = {
     "description", "bench_params", "variants", "seeds", "tests", "bootstrap", "keep_bias_grid", "launcher", "model",
     "bart", "pretrain", "finetune", "eval_batch_size",
@@ -74,11 +78,8 @@ class Preset:
         return preset
 
     def validate(self, origin: Path | str) -> None:
-        from .modeling import VARIANTS
-
         BenchParams(**self.bench_params).validate()
-        if bad := [v for v in self.variants if v not in VARIANTS]:
-            raise ValueError(f"{origin}: unknown variants {bad}; choose from {', '.join(VARIANTS)}")
+        check_variants(self.variants, origin)
         if bad := [t for t in self.tests if t not in CONFIGS or t == "train"]:
             raise ValueError(f"{origin}: unknown test configs {bad}; choose from {', '.join(CONFIGS)}")
         if self.launcher:
@@ -86,6 +87,14 @@ class Preset:
             if not found.is_file():
                 raise FileNotFoundError(f"{origin}: launcher config {self.launcher} does not exist")
             self.launcher = str(found.resolve())
+
+
+def check_variants(variants: Sequence[str], origin: Path | str) -> None:
+    """Raise a ValueError naming ``origin`` unless every name is one of ``csc_hf.modeling.VARIANTS``."""
+    from .modeling import VARIANTS
+
+    if bad := [v for v in variants if v not in VARIANTS]:
+        raise ValueError(f"{origin}: unknown variants {bad}; choose from {', '.join(VARIANTS)}")
 
 
 def stage_key(*parts: Any) -> str:
@@ -124,14 +133,17 @@ class Study:
     def __init__(self, preset: Preset, run_dir: str | Path, log: Callable[[str], None] = print, finished_only: bool = False):
         self.preset, self.run_dir, self.log, self.finished_only = preset, Path(run_dir), log, finished_only
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.stages: list[Stage] = []
-        self.evaluations: dict[tuple[str, int], Path] = {}  # (variant, seed) -> its evaluation folder
+
+    def directory(self, name: str, *inputs: Any) -> Path:
+        """The folder of the stage ``name`` with these inputs (whether or not it has run)."""
+        return self.run_dir / "stages" / f"{name}-{stage_key(name, *inputs)}"
 
     def stage(self, name: str, *inputs: Any) -> Stage:
-        directory = self.run_dir / "stages" / f"{name}-{stage_key(name, *inputs)}"
-        directory.mkdir(parents=True, exist_ok=True)
-        self.stages.append(Stage(directory))
-        return self.stages[-1]
+        """The stage ``name`` with these inputs; its folder is made unless the study runs nothing."""
+        directory = self.directory(name, *inputs)
+        if not self.finished_only:
+            directory.mkdir(parents=True, exist_ok=True)
+        return Stage(directory)
 
     def pending(self, stage: Stage) -> bool:
         """Whether ``stage`` must still run (``Unfinished`` when the study runs nothing)."""
@@ -146,7 +158,7 @@ class Study:
     def build(self) -> Stage:
         """Build (or find in the datasets cache) the training and test configs."""
         p = self.preset
-        stage = self.stage("build", p.bench_params, p.tests)
+        stage = self.stage(*self._build_inputs())
         if self.pending(stage):
             sizes = {}
             for name in tqdm(["train", *p.tests], desc="build", leave=False):
@@ -156,24 +168,40 @@ class Study:
 
     def pretrain(self) -> Stage:
         """Masked-LM pretraining of the semantic encoder that every variant starts from."""
-        p = self.preset
-        config = {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
-        stage = self.stage("pretrain", config)
+        name, config = self._pretrain_inputs()
+        stage = self.stage(name, config)
         if self.pending(stage):
             self.log(f"pretrain → {stage.directory}")
             self._train(stage, config)
         return stage
 
-    def finetune(self, variant: str, seed: int, pretrained: Stage) -> Stage:
-        """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it)."""
+    def _build_inputs(self) -> tuple:
+        return "build", self.preset.bench_params, self.preset.tests
+
+    def _pretrain_inputs(self) -> tuple[str, dict]:
+        p = self.preset
+        return "pretrain", {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
+
+    def _finetune_inputs(self, variant: str, seed: int, pretrained: Path) -> tuple[str, dict, str]:
+        """The name and inputs of a fine-tuning stage: its training config, and the pretrained stage's name (not its
+        path, so that a run folder can move)."""
         from .modeling import is_seq2seq
 
         p = self.preset
         config = {"task": "correction", "variant": variant, "bench_params": p.bench_params, "seed": seed, **p.finetune}
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
-        # keyed by the pretrained stage's name, not its path, so that a run folder can move
-        stage = self.stage(f"train-{variant}-seed{seed}".replace("+", "_"), config, pretrained.directory.name)
+        return f"train-{variant}-seed{seed}".replace("+", "_"), config, pretrained.name
+
+    def _evaluate_inputs(self, model_dir: Path, build: Path) -> tuple:
+        """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""
+        p = self.preset
+        return f"eval-{model_dir.name}", p.tests, p.bootstrap, p.keep_bias_grid, build.name
+
+    def finetune(self, variant: str, seed: int, pretrained: Stage) -> Stage:
+        """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it)."""
+        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory)
+        stage = self.stage(name, config, start_name)
         if self.pending(stage):
             self.log(f"train {variant} (seed {seed}) → {stage.directory}")
             start = str(pretrained.directory)
@@ -196,183 +224,88 @@ class Study:
             shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
         stage.finish({"config": config})
 
-    def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage) -> list[dict]:
-        """Score one model on every test split (keep_bias tuned on validation); returns result records."""
+    def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage) -> Stage:
+        """Score one model on every test split (keep_bias tuned on validation) into the stage's ``records.json``, and
+        save its predictions (``predictions/``)."""
         p = self.preset
-        stage = self.stage(f"eval-{model_stage.directory.name}", p.tests, p.bootstrap, p.keep_bias_grid, build.directory.name)
-        path = stage.directory / "records.json"
-        if not self.pending(stage):
-            self.evaluations[variant, seed] = stage.directory
-            return json.loads(path.read_text(encoding="utf-8"))
-        self.log(f"evaluate {variant} (seed {seed})")
-        records = evaluate_model(model_stage.directory, p.tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
-                                 p.eval_batch_size, p.finetune.get("max_train_samples"), p.finetune.get("max_eval_samples"),
-                                 predictions_dir=stage.directory / PREDICTIONS)
-        for r in records:
-            r.update(model=variant, seed=seed)
-        path.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        stage.finish({"records": len(records)})
-        self.evaluations[variant, seed] = stage.directory  # finished evaluations only: their predictions are complete
-        return records
+        stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory))
+        if self.pending(stage):
+            self.log(f"evaluate {variant} (seed {seed})")
+            records = evaluate_model(model_stage.directory, p.tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
+                                     p.eval_batch_size, p.finetune.get("max_train_samples"),
+                                     p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS)
+            for r in records:
+                r.update(model=variant, seed=seed)
+            (stage.directory / RECORDS).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",
+                                                   encoding="utf-8")
+            stage.finish({"records": len(records)})
+        return stage
 
-    def run(self) -> Path:
-        """Every stage, then the results files and the report; returns ``results.json``'s path. A ``finished_only``
-        study writes them for the models evaluated so far (e.g. to look at a long run while it goes on)."""
+    # ---- the run ------------------------------------------------------------------------------------------------
+
+    def grid(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> list[tuple[str, int]]:
+        """The (variant, seed) pairs to run: the preset's, or a part of the grid (``variants``, ``seeds``); every
+        variant once before any twice."""
+        variants, seeds = variants or self.preset.variants, seeds or self.preset.seeds
+        check_variants(variants, "--variants")
+        return [(v, s) for s in seeds for v in variants]
+
+    def _order(self, model: tuple[str, int]) -> tuple:
+        """Results list models seed by seed in the preset's order, then variants and seeds the preset lacks."""
+        from .modeling import VARIANTS
+
+        (variant, seed), p = model, self.preset
+        seed_rank = (0, p.seeds.index(seed)) if seed in p.seeds else (1, seed)
+        variant_rank = (0, p.variants.index(variant)) if variant in p.variants else (1, list(VARIANTS).index(variant))
+        return seed_rank, variant_rank
+
+    def folders(self, variant: str, seed: int) -> tuple[Path, Path]:
+        """The training and the evaluation stage folder of one variant and seed (whether or not they have run)."""
+        pretrained = self.directory(*self._pretrain_inputs())
+        model_dir = self.directory(*self._finetune_inputs(variant, seed, pretrained))
+        return model_dir, self.directory(*self._evaluate_inputs(model_dir, self.directory(*self._build_inputs())))
+
+    def finished(self, grid: Sequence[tuple[str, int]] = ()) -> dict[tuple[str, int], Path]:
+        """Every finished evaluation of this preset's stages in the run folder, whichever process ran it (of
+        ``grid``, the preset's grid, and every model a finished ``eval-*`` stage holds): ``{(variant, seed): its
+        folder}``, seed by seed in the preset's order."""
+        from .modeling import VARIANTS
+
+        candidates = {*grid, *((v, s) for s in self.preset.seeds for v in self.preset.variants)}
+        for done in (self.run_dir / "stages").glob("eval-*/done.json"):
+            records = json.loads((done.parent / RECORDS).read_text(encoding="utf-8"))
+            candidates |= {(r["model"], r["seed"]) for r in records if r.get("model") in VARIANTS}
+        found = {}
+        for variant, seed in sorted(candidates, key=self._order):
+            folder = self.folders(variant, seed)[1]
+            if Stage(folder).done:
+                found[variant, seed] = folder
+        return found
+
+    def run(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> Path:
+        """Every stage of the grid (or of a part of it: ``variants``, ``seeds``), then the results files and the
+        report; returns ``results.json``'s path. The results cover every finished evaluation of this preset in the
+        run folder, so processes that share a run (one per seed, say) each end with all of them. A ``finished_only``
+        study runs nothing and writes them for the models evaluated so far (e.g. to look at a long run while it goes
+        on)."""
         p = self.preset
+        grid = self.grid(variants, seeds)
         build = self.build()
         pretrained = self.pretrain()
-        records = []
-        grid = [(v, s) for s in p.seeds for v in p.variants]  # every variant once before any twice
         for variant, seed in tqdm(grid, desc="variants × seeds", disable=self.finished_only):
             try:
-                records += self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
             except Unfinished as missing:
                 self.log(f"skipping {variant} (seed {seed}): {missing}")
-        if not records:
+        evaluations = self.finished(grid)
+        if not evaluations:
             raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
-        timings = {stage.directory.name: stage.seconds for stage in self.stages}
-        paired = paired_comparisons(p.bench_params, self.evaluations, n_resamples=p.bootstrap)
+        records = [r for folder in evaluations.values()
+                   for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))]
+        stages = [build.directory, pretrained.directory, *(f for model in evaluations for f in self.folders(*model))]
+        timings = {folder.name: Stage(folder).seconds for folder in stages}
+        paired = paired_comparisons(p.bench_params, evaluations, n_resamples=p.bootstrap)
         return write_results(self.run_dir, p, records, timings, paired)
-
-
-# ---- evaluation ----------------------------------------------------------------------------------------------------
-
-
-def _metadata(dataset) -> list[dict]:
-    names = ERROR_TYPES
-    return [{"errors": [{"position": e["position"], "type": names[e["type"]]} for e in errors]} for errors in dataset["errors"]]
-
-
-def training_pairs(bench_params: dict, max_train_samples: int | None) -> set[tuple[str, str]]:
-    """The (right, wrong) pairs that occur in the training sentences a model saw."""
-    from .analysis import error_pairs
-
-    train = load_dataset("csc_bench", "train", split="train", **bench_params)
-    if max_train_samples:
-        train = train.select(range(min(max_train_samples, len(train))))
-    return set(error_pairs(train["source"], train["target"]))
-
-
-def evaluate_model(
-    model_dir: str | Path,
-    tests: Iterable[str],
-    bench_params: dict,
-    bootstrap: int,
-    keep_bias_grid: Iterable[float] = (0.0,),
-    batch_size: int = 64,
-    max_train_samples: int | None = None,
-    max_validation: int | None = None,
-    predictions_dir: Path | None = None,
-) -> list[dict]:
-    """Correct every test split with the model in ``model_dir`` and score it; ``keep_bias`` is chosen on the
-    validation split (best character-level correction F1) among ``keep_bias_grid``. With ``predictions_dir``, each
-    split's predictions are saved there as edits (see :func:`write_predictions`)."""
-    from .pipeline import Corrector
-
-    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size)
-    validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
-    if max_validation:
-        validation = validation.select(range(min(max_validation, len(validation))))
-    grid = [0.0] if corrector.seq2seq else list(keep_bias_grid) or [0.0]  # a seq2seq model has no source logit
-    if len(grid) > 1:
-        validation_f1 = {}
-        for bias in grid:
-            corrector.keep_bias = bias
-            predictions = corrector.correct(validation["source"])
-            validation_f1[bias] = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
-        grid = [max(grid, key=lambda b: (validation_f1[b], -b))]  # ties: the smaller bias
-    corrector.keep_bias = grid[0]
-    pairs = training_pairs(bench_params, max_train_samples)
-    records = []
-    params = BenchParams(**bench_params)
-    for name in tests:
-        for spec in splits_of(name, params.probs):
-            try:
-                data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
-            except FileNotFoundError as err:  # sighan15 without its file
-                print(f"skipping {name}: {err}", file=sys.stderr)
-                continue
-            predictions = corrector.correct(data["source"])
-            if predictions_dir is not None:
-                write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
-            scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
-                           bootstrap=bootstrap)
-            known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
-            records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec) if known else None,
-                            "keep_bias": corrector.keep_bias, "scores": scores})
-    return records
-
-
-# ---- predictions and paired comparisons ----------------------------------------------------------------------------
-
-PREDICTIONS = "predictions"  # an evaluation folder's sub-folder: CONFIG.SPLIT.txt for each test split
-
-
-def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[str]) -> None:
-    """One line per sentence: the prediction's edits to its source as ``position:character`` separated by spaces
-    (an empty line when it changes nothing). A prediction must have its source's length (every corrector's does)."""
-    lines = []
-    for i, (source, prediction) in enumerate(zip(sources, predictions, strict=True)):
-        if len(prediction) != len(source):
-            raise ValueError(f"{path}: prediction {i} has {len(prediction)} characters, its source {len(source)}")
-        lines.append(" ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-
-
-def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
-    """The predictions that :func:`write_predictions` saved for ``sources``."""
-    lines = path.read_text(encoding="utf-8").split("\n")[:-1]
-    if len(lines) != len(sources):
-        raise ValueError(f"{path}: {len(lines)} lines for {len(sources)} sentences")
-    predictions = []
-    for number, (line, source) in enumerate(zip(lines, sources), 1):
-        chars = list(source)
-        for edit in line.split():
-            position, _, char = edit.partition(":")
-            if not (position.isdigit() and int(position) < len(chars) and len(char) == 1):
-                raise ValueError(f"{path}, line {number}: bad edit {edit!r}")
-            chars[int(position)] = char
-        predictions.append("".join(chars))
-    return predictions
-
-
-def paired_comparisons(
-    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert", n_resamples: int = 1000
-) -> list[dict]:
-    """Every model against ``baseline`` with the same seed, on every test split both saved predictions for: the
-    paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value). A
-    model's comparisons are kept in its evaluation folder, so a re-run reads them."""
-    pairs = [(model, seed, folder, evaluations[baseline, seed]) for (model, seed), folder in evaluations.items()
-             if model != baseline and (baseline, seed) in evaluations]
-    results = []
-    for model, seed, folder, base in tqdm(pairs, desc=f"paired tests against {baseline}", leave=False):
-        kept = folder / f"paired-{base.name}-{n_resamples}.json"
-        if kept.is_file():
-            found = json.loads(kept.read_text(encoding="utf-8"))
-        elif found := compare_predictions(bench_params, folder, base, n_resamples, seed):
-            partial = kept.with_suffix(".partial")
-            partial.write_text(json.dumps(found) + "\n", encoding="utf-8")
-            partial.replace(kept)
-        results += [{"model": model, "baseline": baseline, "seed": seed, **entry} for entry in found]
-    return results
-
-
-def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
-    """The paired comparisons of the predictions saved in the evaluation folders ``folder`` and ``base``."""
-    from .analysis import METRICS
-
-    found = []
-    for path in sorted((folder / PREDICTIONS).glob("*.txt")):
-        if not (base_path := base / PREDICTIONS / path.name).is_file():
-            continue
-        config, split = path.stem.split(".")
-        data = load_dataset("csc_bench", config, split=split, **bench_params)
-        sources, targets = data["source"], data["target"]
-        stats = compare(sources, read_predictions(path, sources), read_predictions(base_path, sources), targets,
-                        n_resamples=n_resamples, seed=seed)
-        found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in METRICS]
-    return found  # a, b: the two models' scores; delta = a - b
 
 
 # ---- results -------------------------------------------------------------------------------------------------------
@@ -388,7 +321,9 @@ def write_results(
     path = run_dir / "results.json"
     payload = {"preset": preset.name, "params": preset.__dict__, "stage_seconds": timings, "records": records,
                "paired": list(paired)}
-    path.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    partial = path.with_suffix(f".{os.getpid()}.partial")  # whole or not at all: processes of one run share it
+    partial.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    partial.replace(path)
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
     with open(run_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)

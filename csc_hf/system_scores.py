@@ -3,12 +3,12 @@
 Predictions come in three formats (:data:`PREDICTION_FORMATS`): ``text``, one predicted sentence per line in the
 references' order; ``jsonl``, one ``{"id": ..., "prediction": ...}`` object per line, ids matching the references'
 ``id`` column (or 0-based row numbers when they have none); ``edits``, the study's saved predictions
-(``position:character`` edits per line, see :func:`csc_hf.study.write_predictions`).
+(``position:character`` edits per line, see :func:`csc_hf.evaluation.write_predictions`).
 
 References (``REF``) are one split of: a csc_bench config (``test``, ``unseen_k``, ``probs/pe05``, ``train/validation``,
 ``sighan15``, built with the given benchmark parameters), an exported folder (``FOLDER:CONFIG``,
 ``FOLDER:CONFIG/SPLIT``, or a bare ``FOLDER`` holding one split), a ``wrong<TAB>correct`` TSV or a ``.jsonl`` with
-``source``/``target``. Splits are named as in every table (:func:`csc_hf.analysis.split_name`).
+``source``/``target``. Splits are named as in every table (:func:`csc_hf.dataset_stats.split_name`).
 
 The report holds both precision conventions of :func:`csc_hf.scoring.score` with bootstrap intervals, the breakdown
 by error type (the rows' own ``errors`` where they carry typed errors, else judged by character knowledge) and, with
@@ -30,14 +30,14 @@ from typing import Any
 
 import datasets
 
-from .analysis import _training_part, error_pairs, judge_pair, load_pairs, split_name
+from .dataset_stats import error_pairs, judge_pair, load_pairs, split_name, training_part
 from .benchmark import BenchParams, load_dataset
 from .benchmark.configs import CONFIGS, splits_of
 from .corpus import read_lines
 from .corruption import ERROR_TYPES
 from .report import markdown_table
 from .scoring import CONVENTIONS, align, compare, score
-from .study import read_predictions, training_pairs  # the study's saved edits and its benchmark training pairs
+from .evaluation import read_predictions, training_pairs  # the study's saved edits and its benchmark training pairs
 
 __all__ = [
     "PREDICTION_FORMATS",
@@ -55,7 +55,7 @@ logger = logging.getLogger(__name__)
 
 PREDICTION_FORMATS = ("text", "jsonl", "edits")
 CONFIDENCE = 0.95
-_EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # the lines of csc_hf.study.write_predictions
+_EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # the lines of csc_hf.evaluation.write_predictions
 # (score key, row label) of the main table, in reading order
 _MAIN_SCORES = tuple(
     (f"{level}_{task}_{part}", f"{word} {task_word} {part.upper() if part != 'f1' else 'F1'}")
@@ -186,11 +186,11 @@ def training_pairs_for(references: References, train: str | None, params: Mappin
     REF kind; its train splits, or all of it), else the benchmark's own training set for a csc_bench config, else
     none."""
     if train:
-        sources, targets = _training_part(load_pairs(train, params, cache_dir))
+        sources, targets = training_part(load_pairs(train, params, cache_dir))
         return set(error_pairs(sources, targets)), train
     if references.bench_config is not None:
         logger.info("building the benchmark's training pairs for the seen/unseen breakdown")
-        return training_pairs({**(params or {}), "cache_dir": cache_dir}, None), "the benchmark's training set"
+        return training_pairs(params or {}, None, cache_dir), "the benchmark's training set"
     return None, None
 
 
@@ -254,7 +254,7 @@ def parse_predictions(
     """The predictions in ``lines`` (of the file ``path``, see :func:`csc_hf.corpus.read_lines`), in the references'
     order, and their format
     (``fmt``, or detected: :func:`detect_format`). A count that differs from the references' is an error. Edits are
-    applied by the study's reader (:func:`csc_hf.study.read_predictions`, which reads ``path``)."""
+    applied by the study's reader (:func:`csc_hf.evaluation.read_predictions`, which reads ``path``)."""
     fmt = fmt or detect_format(path, lines)
     if fmt not in PREDICTION_FORMATS:
         raise ValueError(f"unknown predictions format {fmt!r}; choose {', '.join(PREDICTION_FORMATS)}")

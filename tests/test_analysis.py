@@ -4,16 +4,9 @@ import json
 
 import pytest
 
-from csc_hf.analysis import (
-    analyze,
-    context_overlap,
-    coverage,
-    dataset_stats,
-    error_pairs,
-    load_pairs,
-    model_family,
-)
 from csc_hf.cli import main
+from csc_hf.corruption import pack
+from csc_hf.dataset_stats import analyze, context_overlap, coverage, dataset_stats, error_pairs, load_pairs, split_stats
 
 # Four sentences, five errors: 们→门 twice (phonetic), 气→汽 (phonetic), 他→她 (both), 已→己 (graphic).
 SOURCES = ["我门去学校", "他是個好人", "今天天汽很好。", "她门己经走了"]
@@ -36,6 +29,24 @@ def test_statistics_match_hand_computed_values():
     assert dataset_stats(SOURCES, TARGETS)["traditional_share"] is None
     kinds = dataset_stats(SOURCES, TARGETS, judge=lambda right, wrong: "other")
     assert kinds["other_pair_share"] == kinds["other_error_share"] == 1.0
+
+
+def test_one_split_statistics_function(small_params):
+    """``csc-bench build``'s table (``Examples.stats``) and Table 9 (``dataset_stats``) count with ``split_stats``."""
+    from csc_hf.benchmark import BenchParams, plan_for
+    from csc_hf.benchmark.configs import splits_of
+    from csc_hf.corruption import unpack
+
+    plan = plan_for(BenchParams(**small_params))
+    examples = plan.examples(splits_of("test", plan.params.probs)[0])
+    counts = split_stats(examples.target, examples.corruption.error_mask)
+    assert counts["errors"] > 0 and counts["sentences"] == 80
+    built = examples.stats()
+    table9 = dataset_stats(unpack(examples.corruption.source), unpack(examples.target), judge=lambda right, wrong: "other")
+    assert {k: built[k] for k in counts} == {k: table9[k] for k in counts} == counts
+    # an empty sentence counts as one without errors (np.add.reduceat gave it its neighbour's errors)
+    assert split_stats(pack(["ab", "", "cd"]), [True, False, False, False]) == {
+        "sentences": 3, "avg_length": 1.33, "sentences_with_errors": 1, "errors": 1, "errors_per_sentence": 0.3333}
 
 
 def test_coverage_and_context_overlap_match_hand_computed_values():
@@ -125,13 +136,3 @@ def test_analyze_exported_folder(small_params, bench_cache, tmp_path):
     assert list(one) == [f"{folder}:unseen_k"]
     direct = analyze(["unseen_k"], params=small_params, cache_dir=bench_cache)["statistics"]["unseen_k"]
     assert one[f"{folder}:unseen_k"] == direct
-
-
-def test_model_family_reads_the_variant_table():
-    assert model_family("bert") == ("none", ())
-    assert model_family("bart") == ("seq2seq", ())
-    assert model_family("plome") == ("input-sum", ("pinyin", "stroke"))
-    assert model_family("pinyin+glyph_gate") == ("gate", ("pinyin", "glyph"))
-    assert model_family("all_concat") == ("concat", ("pinyin", "stroke", "glyph"))
-    assert model_family("bert+pinyin_transformer") == ("concat", ("pinyin",))
-    assert model_family("my_own_model") == ("other", ())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +78,56 @@ LIBRARY_MODELS: list[Bad] = []
 
 # ---- the library: training, the study, analysis and reports ---------------------------------------------------------
 
-LIBRARY_STUDY: list[Bad] = []
+def _write(name: str, text: str, then: Callable[[Path], object]) -> Callable[[Path], object]:
+    """A call that first writes ``text`` to ``tmp/name``, then calls ``then(tmp)``."""
+    def call(tmp: Path):
+        (tmp / name).write_text(text, encoding="utf-8")
+        return then(tmp)
+
+    return call
+
+
+def _study(finished_only: bool = False, **run):
+    """``Study.run`` of the smoke preset in an empty run folder (``run``: a part of the grid)."""
+    def call(tmp: Path):
+        from csc_hf.study import Preset, Study
+
+        return Study(Preset.load("smoke"), tmp / "run", finished_only=finished_only).run(**run)
+
+    return call
+
+
+def _load_results(tmp: Path):
+    from csc_hf.results import load_results
+
+    return load_results(tmp)
+
+
+def _read_predictions(tmp: Path):
+    from csc_hf.evaluation import read_predictions
+
+    return read_predictions(tmp / "p.txt", ["我门去"])
+
+
+def _preset(tmp: Path):
+    from csc_hf.study import Preset
+
+    return Preset.load(str(tmp / "p.yaml"))
+
+
+LIBRARY_STUDY: list[Bad] = [
+    Bad("run: unknown variant in a part of the grid", _study(variants=["bertt"]), "--variants: unknown variants ['bertt']"),
+    Bad("run: finished only, nothing finished", _study(finished_only=True), "has not finished"),
+    Bad("preset: unknown key", _write("p.yaml", "variant: [bert]\n", _preset), "unknown keys ['variant']"),
+    Bad("results.json missing", _load_results, "results.json does not exist"),
+    Bad("results.json without records", _write("results.json", '{"records": []}', _load_results),
+        "non-empty 'records' list"),
+    Bad("results.json record without its F1", _write("results.json", json.dumps(
+        {"records": [{"model": "bert", "seed": 0, "config": "test", "split": "test", "scores": {}}]}), _load_results),
+        "record 0 has no score char_cor_f1"),
+    Bad("predictions: an edit past the sentence", _write("p.txt", "7:们\n", _read_predictions), "line 1: bad edit '7:们'"),
+    Bad("predictions: more lines than sentences", _write("p.txt", "\n\n", _read_predictions), "2 lines for 1 sentences"),
+]
 
 
 # ---- the command line -----------------------------------------------------------------------------------------------

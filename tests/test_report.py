@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from csc_hf.analysis import Comparison, analyze_results, load_results, verdict
+from csc_hf.results import Comparison, analyze_results, load_results, model_family, verdict
 from csc_hf.cli import main
 from csc_hf.report import write_report
 
@@ -77,21 +77,21 @@ def test_report_states_the_four_conclusions_with_numbers(tmp_path, capsys):
 
 def test_analysis_of_results():
     analysis = analyze_results(synthetic_results())
-    assert analysis["error_test_sets"][:3] == ["test", "unseen_k", "unseen_v"] and "clean" not in analysis["error_test_sets"]
-    assert list(analysis["pe_series"].values()) == [0.01, 0.05, 0.2]
-    assert analysis["seen_unseen"] == [("seen", "unseen_k"), ("seen", "unseen_v"), ("scontext", "test")]
-    assert [row["group"] for row in analysis["ranking"]["fusion"]] == ["gate", "input-sum", "concat", "none", "seq2seq"]
-    both = next(row for row in analysis["ranking"]["information"] if row["group"] == "phonetic+graphic")
-    assert both["models"] == ["plome", "all_gate"] and both["best"] == "all_gate"
-    cell = analysis["cells"]["char_cor_f1"]["bert", "test"]
+    assert analysis.error_test_sets[:3] == ["test", "unseen_k", "unseen_v"] and "clean" not in analysis.error_test_sets
+    assert list(analysis.pe_series.values()) == [0.01, 0.05, 0.2]
+    assert analysis.seen_unseen == [("seen", "unseen_k"), ("seen", "unseen_v"), ("scontext", "test")]
+    assert [row.group for row in analysis.ranking["fusion"]] == ["gate", "input-sum", "concat", "none", "seq2seq"]
+    both = next(row for row in analysis.ranking["information"] if row.group == "phonetic+graphic")
+    assert both.models == ["plome", "all_gate"] and both.best == "all_gate"
+    cell = analysis.cells["char_cor_f1"]["bert", "test"]
     assert cell.values == (0.784, 0.776) and cell.std == pytest.approx(0.005657, abs=1e-6)
-    stability = analysis["stability"]["test"]
+    stability = analysis.stability["test"]
     for metric in ("char_cor_f1", "sent_cor_f1"):
-        test_cells = [c for (_, t), c in analysis["cells"][metric].items() if t == "test"]
+        test_cells = [c for (_, t), c in analysis.cells[metric].items() if t == "test"]
         relative = [w / c.mean for c in test_cells for w in c.widths]
         assert stability[f"{metric}_rel_ci_width"] == pytest.approx(sum(relative) / len(relative))
     assert stability["char_cor_f1_rel_ci_width"] < stability["sent_cor_f1_rel_ci_width"]
-    assert analysis["pair_recall"]["bert", "sighan15"]["unseen_char_cor_r"] == 0.3
+    assert analysis.pair_recall["bert", "sighan15"]["unseen_char_cor_r"] == 0.3
 
 
 def test_paired_differences_decide_when_every_seed_has_one(tmp_path):
@@ -104,13 +104,13 @@ def test_paired_differences_decide_when_every_seed_has_one(tmp_path):
     results["paired"] = [entry("all_gate", 1, -0.01, 0.02), entry("all_gate", 2, 0.01, 0.03),
                          entry("bert+pinyin_gru", 1, 0.01, 0.03), entry("bert+pinyin_gru", 2, 0.005, 0.02)]
     analysis = analyze_results(results)
-    comparison = next(c for c in analysis["conclusions"][1]["comparisons"] if c.label == "test, char_cor_f1")
+    comparison = next(c for c in analysis.conclusions[1].comparisons if c.label == "test, char_cor_f1")
     assert comparison.a == "all_gate" and comparison.outcome == "none"
     assert comparison.paired == (pytest.approx(0.0125), (-0.01, 0.03))
-    unseen = next(c for c in analysis["conclusions"][1]["comparisons"] if c.label == "unseen_k, char_cor_f1")
+    unseen = next(c for c in analysis.conclusions[1].comparisons if c.label == "unseen_k, char_cor_f1")
     assert unseen.paired is None and unseen.outcome == "expected"  # no predictions: the intervals decide
     results["paired"] = results["paired"][1:]  # one seed only: the intervals decide
-    assert next(c for c in analyze_results(results)["conclusions"][1]["comparisons"]).outcome == "expected"
+    assert next(c for c in analyze_results(results).conclusions[1].comparisons).outcome == "expected"
     results["paired"] = [entry("all_gate", 1, -0.01, 0.02), entry("all_gate", 2, 0.01, 0.03),
                          entry("bert+pinyin_gru", 1, 0.01, 0.03), entry("bert+pinyin_gru", 2, 0.005, 0.02)]
     write_report(write_run(tmp_path / "run", results))
@@ -138,8 +138,8 @@ def test_inconclusive_when_the_run_lacks_models_or_test_sets(tmp_path):
         if r["model"] == "all_gate":  # within the intervals of bert everywhere
             r["scores"].update(scores(r["scores"]["char_cor_f1"] - 0.055, r["scores"]["sent_cor_f1"] - 0.055,
                                       0.012, 0.025, r["scores"]["n_errors"]))
-    first = analyze_results(close)["conclusions"][1]
-    assert first["verdict"] == "inconclusive" and {c.outcome for c in first["comparisons"]} == {"none"}
+    first = analyze_results(close).conclusions[1]
+    assert first.verdict == "inconclusive" and {c.outcome for c in first.comparisons} == {"none"}
 
 
 def test_verdict_rule():
@@ -169,3 +169,90 @@ def test_bad_results_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="record 10 repeats model bert, seed 1 on test"):
         load_results(tmp_path)
     assert main(["report", str(tmp_path / "nowhere")]) == 2
+
+
+def test_model_family_reads_the_variant_table():
+    assert model_family("bert") == ("none", ())
+    assert model_family("bart") == ("seq2seq", ())
+    assert model_family("plome") == ("input-sum", ("pinyin", "stroke"))
+    assert model_family("pinyin+glyph_gate") == ("gate", ("pinyin", "glyph"))
+    assert model_family("all_concat") == ("concat", ("pinyin", "stroke", "glyph"))
+    assert model_family("bert+pinyin_transformer") == ("concat", ("pinyin",))
+    assert model_family("my_own_model") == ("other", ())
+
+
+def floor_results(preset="synthetic") -> dict:
+    """Every F1 and interval 0 (as a smoke run's models score)."""
+    results = synthetic_results(models=("bert", "plome", "bart"))
+    for r in results["records"]:
+        r["scores"].update(scores(0.0, 0.0, 0.0, 0.0, r["scores"]["n_errors"]))
+    results["preset"] = preset
+    return results
+
+
+def test_report_shows_the_false_positive_rate_on_clean_for_every_model(tmp_path):
+    results = synthetic_results()
+    for r in results["records"]:
+        if r["config"] == "clean":
+            r["scores"].update(fpr=0.05 if r["model"] == "bert" else 0.1, fpr_ci_low=0.03, fpr_ci_high=0.12)
+    analysis = analyze_results(results)
+    assert analysis.clean_test_sets == ["clean"] and analysis.false_positives["bert", "clean"].mean == 0.05
+    text = write_report(write_run(tmp_path / "run", results)).read_text(encoding="utf-8")
+    table = text.split("### False-positive rate on error-free sentences (%)")[1]
+    assert "| model | clean |" in table and "| bert | 5.0 ± 0.0 (3.0-12.0) |" in table
+    for model in BASE:
+        assert f"| {model} | " in table
+    f1_table = text.split("### Character-level correction F1 (%)")[1].split("###")[0]
+    assert "clean" not in f1_table  # its F1 is 0 by definition
+
+
+def test_conclusion_2_compares_two_different_points_of_the_series():
+    analysis = analyze_results(floor_results())
+    comparisons = analysis.conclusions[2].comparisons + analysis.conclusions[2].reference
+    assert comparisons and all(c.a != c.b for c in comparisons)  # not probs/pe01 against probs/pe01
+    assert {c.outcome for c in comparisons} == {"none"}
+
+
+def test_all_zero_panels_keep_a_readable_axis_and_show_every_model():
+    from csc_hf.report import bars_figure, pe_figure
+
+    analysis = analyze_results(floor_results())
+    fig = bars_figure(analysis, analysis.error_test_sets, "F1")
+    for ax in fig.axes:
+        low, high = ax.get_ylim()
+        assert low == 0.0 and high >= 1.0  # not -0.04..0.04
+        labels = [t.get_text() for t in ax.texts]
+        assert labels.count("0") == len(analysis.models) * len(analysis.error_test_sets)  # every zero bar marked
+    for ax in pe_figure(analysis).axes:
+        assert ax.get_ylim()[0] == 0.0 and ax.get_ylim()[1] >= 1.0
+    some = analyze_results(synthetic_results(models=("bert", "plome")))
+    fig = bars_figure(some, some.error_test_sets, "F1")
+    assert fig.axes[0].get_ylim()[1] > 80 and not [t for t in fig.axes[0].texts if t.get_text()]
+
+
+def test_report_shows_the_tuned_decoding_settings(tmp_path):
+    results = synthetic_results(models=("bert", "plome", "bart"))
+    results["params"] = {"keep_bias_grid": [0.0, 2.0, 4.0]}
+    for r in results["records"]:
+        r["keep_bias"] = 0.0 if r["model"] == "bart" else 2.0 if r["seed"] == 1 else 4.0
+    analysis = analyze_results(results)
+    assert analysis.keep_bias["plome", 2] == 4.0 and analysis.keep_bias_grid == [0.0, 2.0, 4.0]
+    text = write_report(write_run(tmp_path / "run", results)).read_text(encoding="utf-8")
+    decoding = text.split("## Decoding")[1].split("\n## ")[0]
+    assert "among 0, 2, 4" in decoding and "| model | seed 1 | seed 2 |" in decoding
+    assert "| bert | 2 | 4 |" in decoding and "| bart | - (seq2seq) | - (seq2seq) |" in decoding
+
+
+@pytest.mark.parametrize("preset, reason", [("smoke", "preset `smoke` only checks that every stage runs"),
+                                            ("synthetic", "below the floor of 5%")])
+def test_a_meaningless_run_says_its_verdicts_are_not_evidence(tmp_path, capsys, preset, reason):
+    run = write_run(tmp_path / "run", floor_results(preset))
+    assert main(["report", run]) == 0
+    assert "the numbers mean nothing" in capsys.readouterr().out
+    text = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    head, conclusions = text.split("## The paper's conclusions")[:2]
+    for part in (head, conclusions.split("###")[0]):
+        assert "These numbers mean nothing, and the verdicts below are not evidence" in part and reason in part
+    assert analyze_results(synthetic_results()).not_evidence is None  # real scores: no warning
+    write_report(write_run(tmp_path / "real", synthetic_results()))
+    assert "mean nothing" not in (tmp_path / "real" / "report.md").read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ import pytest
 from csc_hf import system_scores
 from csc_hf.cli import main
 from csc_hf.scoring import score
-from csc_hf.study import write_predictions
+from csc_hf.evaluation import write_predictions
 
 SOURCES = ["我门今天去公园。", "他说的很对。", "天气很好。", "今天的天汽不错。"]
 TARGETS = ["我们今天去公园。", "他说得很对。", "天气很好。", "今天的天气不错。"]
@@ -218,7 +218,7 @@ def bench(small_params, tmp_path_factory):
 
 
 def test_benchmark_config_uses_its_typed_rows_and_training_pairs(bench, small_params, tmp_path):
-    from csc_hf.analysis import error_pairs
+    from csc_hf.dataset_stats import error_pairs
     from csc_hf.benchmark import load_dataset
 
     options, cache, test = bench

@@ -4,7 +4,8 @@ import shutil
 import pytest
 
 from csc_hf.cli import main
-from csc_hf.study import Preset, Study, read_predictions, write_predictions
+from csc_hf.evaluation import read_predictions, write_predictions
+from csc_hf.study import Preset, Study
 
 
 @pytest.fixture(scope="module")
@@ -72,19 +73,44 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
     assert "| unseen_k/test |" in card and (smoke_run / "hub" / "config.json").is_file()
 
 
-def test_part_of_the_grid_reuses_the_stages(smoke_run, capsys):
+def test_part_of_the_grid_reuses_the_stages_and_keeps_every_result(smoke_run, capsys):
+    """A part of the grid (``--variants plome``) in a run folder with the whole grid trains nothing and leaves the
+    results of every finished model: results.json and report.md stay as they were."""
+    before = {name: (smoke_run / name).read_bytes() for name in ("results.json", "results.csv", "report.md")}
+    assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "plome"]) == 0
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "bert", "--seeds", "0"]) == 0
-    assert "train bert" not in capsys.readouterr().out
-    records = json.loads((smoke_run / "results.json").read_text())["records"]
-    assert {(r["model"], r["seed"]) for r in records} == {("bert", 0)}
+    assert "train " not in capsys.readouterr().out
+    assert {name: (smoke_run / name).read_bytes() for name in before} == before
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "bertt"]) == 2
     assert "unknown variants ['bertt']" in capsys.readouterr().err
     grid = ["--variants", "bert", "bert+pinyin_gru", "--seeds", "0", "1"]
+    stages = sorted((smoke_run / "stages").iterdir())
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run), *grid, "--finished-only"]) == 0
     out = capsys.readouterr().out  # nothing trained: the results are those of the finished models
     assert "skipping bert+pinyin_gru (seed 0)" in out and "skipping bert (seed 1)" in out and "train " not in out
-    records = json.loads((smoke_run / "results.json").read_text())["records"]
-    assert {(r["model"], r["seed"]) for r in records} == {("bert", 0)}
+    assert (smoke_run / "results.json").read_bytes() == before["results.json"]
+    assert sorted((smoke_run / "stages").iterdir()) == stages  # running nothing, it made no stage folder
+
+
+def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, capsys):
+    """The README's recipe: one process per seed. When the seed-0 process ends after the seed-1 process, its
+    results still hold seed 1 (here seed 1 of bert and bart is faked as a copy of seed 0's stages)."""
+    run = tmp_path / "shared"
+    shutil.copytree(smoke_run, run)
+    study = Study(Preset.load("smoke"), run)
+    for variant in ("bert", "bart"):
+        for source, copy in zip(study.folders(variant, 0), study.folders(variant, 1)):
+            shutil.copytree(source, copy)
+        records = json.loads((copy / "records.json").read_text(encoding="utf-8"))
+        (copy / "records.json").write_text(json.dumps([{**r, "seed": 1} for r in records]), encoding="utf-8")
+    assert main(["run", "--preset", "smoke", "--output", str(run), "--seeds", "0"]) == 0
+    assert "train " not in capsys.readouterr().out
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    models = list(dict.fromkeys((r["model"], r["seed"]) for r in results["records"]))
+    assert models == [(v, 0) for v in Preset.load("smoke").variants] + [("bert", 1), ("bart", 1)]
+    assert {(e["model"], e["seed"]) for e in results["paired"]} >= {("bart", 0), ("bart", 1)}
+    assert sum(name.startswith("eval-") for name in results["stage_seconds"]) == 6
+    assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
 
 def test_finished_only_on_an_empty_run_is_an_error(tmp_path, capsys):

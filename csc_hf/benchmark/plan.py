@@ -176,17 +176,15 @@ class Examples:
     corruption: Corruption
 
     def stats(self) -> dict[str, float]:
-        """Sentences, errors, errors per sentence, sentences with errors and the share of each error type."""
+        """:func:`csc_hf.dataset_stats.split_stats` (sentences, errors, errors per sentence, sentences with errors)
+        and the share of each error type."""
+        from ..dataset_stats import split_stats
+
         mask = self.corruption.error_mask
-        n, n_errors = len(self.target), int(mask.sum())
-        per_sentence = np.add.reduceat(mask, self.target.offsets[:-1]) if len(self.target.codes) else np.zeros(n)
+        n_errors = int(mask.sum())
         types = np.bincount(self.corruption.error_types[mask], minlength=len(ERROR_TYPES))
         return {
-            "sentences": n,
-            "avg_length": round(len(self.target.codes) / max(n, 1), 2),
-            "sentences_with_errors": int((per_sentence > 0).sum()),
-            "errors": n_errors,
-            "errors_per_sentence": round(n_errors / max(n, 1), 4),
+            **split_stats(self.target, mask),
             **{f"{t}_share": round(int(c) / max(n_errors, 1), 4) for t, c in zip(ERROR_TYPES, types)},
         }
 

@@ -1,0 +1,164 @@
+"""Evaluation of saved models, shared by ``csc-bench evaluate`` and ``csc-bench run``: correct every split of the test
+configs with a model (``keep_bias`` tuned on the validation split) and score it (:func:`evaluate_model`); save each
+split's predictions as edits (:func:`write_predictions`, :func:`read_predictions`); and compare two models' saved
+predictions on the same sentences (:func:`paired_comparisons`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from .benchmark.builder import load_dataset
+from .benchmark.configs import splits_of
+from .benchmark.plan import BenchParams
+from .corpus import read_lines
+from .corruption import ERROR_TYPES
+from .dataset_stats import error_pairs
+from .scoring import compare, score
+
+logger = logging.getLogger(__name__)
+PREDICTIONS = "predictions"  # an evaluation folder's sub-folder: CONFIG.SPLIT.txt for each test split
+METRICS = ("char_cor_f1", "sent_cor_f1")  # the character- and sentence-level correction F1: the report's metrics
+
+
+# ---- correcting and scoring ----------------------------------------------------------------------------------------
+
+
+def _metadata(dataset) -> list[dict]:
+    """Each row's errors (position and type name): the ``metadata`` of :func:`csc_hf.score`'s breakdown by type."""
+    return [{"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
+            for errors in dataset["errors"]]
+
+
+def training_pairs(
+    bench_params: dict, max_train_samples: int | None, cache_dir: str | None = None
+) -> set[tuple[str, str]]:
+    """The (right, wrong) pairs that occur in the training sentences a model saw."""
+    train = load_dataset("csc_bench", "train", split="train", cache_dir=cache_dir, **bench_params)
+    if max_train_samples:
+        train = train.select(range(min(max_train_samples, len(train))))
+    return set(error_pairs(train["source"], train["target"]))
+
+
+def evaluate_model(
+    model_dir: str | Path,
+    tests: Iterable[str],
+    bench_params: dict,
+    bootstrap: int,
+    keep_bias_grid: Iterable[float] = (0.0,),
+    batch_size: int = 64,
+    max_train_samples: int | None = None,
+    max_validation: int | None = None,
+    predictions_dir: Path | None = None,
+) -> list[dict]:
+    """Correct every test split with the model in ``model_dir`` and score it; ``keep_bias`` is chosen on the
+    validation split (best character-level correction F1) among ``keep_bias_grid``. With ``predictions_dir``, each
+    split's predictions are saved there as edits (see :func:`write_predictions`)."""
+    from .pipeline import Corrector
+
+    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size)
+    validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
+    if max_validation:
+        validation = validation.select(range(min(max_validation, len(validation))))
+    grid = [0.0] if corrector.seq2seq else list(keep_bias_grid) or [0.0]  # a seq2seq model has no source logit
+    if len(grid) > 1:
+        validation_f1 = {}
+        for bias in grid:
+            corrector.keep_bias = bias
+            predictions = corrector.correct(validation["source"])
+            validation_f1[bias] = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
+        grid = [max(grid, key=lambda b: (validation_f1[b], -b))]  # ties: the smaller bias
+    corrector.keep_bias = grid[0]
+    pairs = training_pairs(bench_params, max_train_samples)
+    records = []
+    params = BenchParams(**bench_params)
+    for name in tests:
+        for spec in splits_of(name, params.probs):
+            try:
+                data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
+            except FileNotFoundError as err:  # sighan15 without its file
+                logger.warning("skipping %s: %s", name, err)
+                continue
+            predictions = corrector.correct(data["source"])
+            if predictions_dir is not None:
+                write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
+            scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
+                           bootstrap=bootstrap)
+            known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
+            records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec) if known else None,
+                            "keep_bias": corrector.keep_bias, "scores": scores})
+    return records
+
+
+# ---- predictions and paired comparisons ----------------------------------------------------------------------------
+
+
+def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[str]) -> None:
+    """One line per sentence: the prediction's edits to its source as ``position:character`` separated by spaces
+    (an empty line when it changes nothing). A prediction must have its source's length (every corrector's does)."""
+    lines = []
+    for i, (source, prediction) in enumerate(zip(sources, predictions, strict=True)):
+        if len(prediction) != len(source):
+            raise ValueError(f"{path}: prediction {i} has {len(prediction)} characters, its source {len(source)}")
+        lines.append(" ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
+    """The predictions that :func:`write_predictions` saved for ``sources``."""
+    lines = read_lines(path)
+    if len(lines) != len(sources):
+        raise ValueError(f"{path}: {len(lines)} lines for {len(sources)} sentences")
+    predictions = []
+    for number, (line, source) in enumerate(zip(lines, sources), 1):
+        chars = list(source)
+        for edit in line.split():
+            position, _, char = edit.partition(":")
+            if not (position.isdigit() and int(position) < len(chars) and len(char) == 1):
+                raise ValueError(f"{path}, line {number}: bad edit {edit!r}")
+            chars[int(position)] = char
+        predictions.append("".join(chars))
+    return predictions
+
+
+def paired_comparisons(
+    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert", n_resamples: int = 1000
+) -> list[dict]:
+    """Every model against ``baseline`` with the same seed, on every test split both saved predictions for: the
+    paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value). A
+    model's comparisons are kept in its evaluation folder, so a re-run reads them."""
+    pairs = [(model, seed, folder, evaluations[baseline, seed]) for (model, seed), folder in evaluations.items()
+             if model != baseline and (baseline, seed) in evaluations]
+    results = []
+    for model, seed, folder, base in tqdm(pairs, desc=f"paired tests against {baseline}", leave=False):
+        kept = folder / f"paired-{base.name}-{n_resamples}.json"
+        if kept.is_file():
+            found = json.loads(kept.read_text(encoding="utf-8"))
+        elif found := compare_predictions(bench_params, folder, base, n_resamples, seed):
+            partial = kept.with_suffix(f".{os.getpid()}.partial")  # two processes of one run may both write it
+            partial.write_text(json.dumps(found) + "\n", encoding="utf-8")
+            partial.replace(kept)
+        results += [{"model": model, "baseline": baseline, "seed": seed, **entry} for entry in found]
+    return results
+
+
+def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
+    """The paired comparisons of the predictions saved in the evaluation folders ``folder`` and ``base``."""
+    found = []
+    for path in sorted((folder / PREDICTIONS).glob("*.txt")):
+        if not (base_path := base / PREDICTIONS / path.name).is_file():
+            continue
+        config, split = path.stem.split(".")
+        data = load_dataset("csc_bench", config, split=split, **bench_params)
+        sources, targets = data["source"], data["target"]
+        stats = compare(sources, read_predictions(path, sources), read_predictions(base_path, sources), targets,
+                        n_resamples=n_resamples, seed=seed)
+        found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in METRICS]
+    return found  # a, b: the two models' scores; delta = a - b

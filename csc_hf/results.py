@@ -1,0 +1,469 @@
+"""Results analysis of a ``csc-bench run`` (``RUN_DIR/results.json``), as pure functions.
+
+:func:`analyze_results` gives a :class:`RunAnalysis`: the models x test sets tables, the false-positive rate on the
+error-free test sets, the tuned decoding settings, the ranking of fusion strategies and information sources, F1
+against ``P_e``, the seen/unseen gaps, the metric stability, and the paper's four conclusions, each with the
+comparisons that decide its verdict (:data:`VERDICT_RULE`); it also says when the numbers mean nothing (a smoke run,
+or every score at the floor). :mod:`csc_hf.report` renders it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from .benchmark.configs import CONFIGS
+from .corpus import read_text
+from .dataset_stats import split_name
+from .evaluation import METRICS
+
+PRIMARY = "char_cor_f1"  # the metric that decides verdicts (the paper's advice: the more stable one)
+FALSE_POSITIVES = "fpr"  # the score of the error-free test sets: the share of their sentences a model changes
+FLOOR = 0.05
+"""Below this best character-level correction F1 (on any test set with errors) a run's numbers mean nothing."""
+MEANINGLESS_PRESETS = ("smoke",)  # presets that only check that every stage runs
+
+
+def load_results(run_dir: str | Path) -> dict:
+    """Read and check ``RUN_DIR/results.json`` (see ``csc-bench run``)."""
+    path = Path(run_dir) / "results.json"
+    text = read_text(path)
+    try:
+        results = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}, line {err.lineno}: invalid JSON ({err.msg})") from None
+    records = results.get("records") if isinstance(results, dict) else None
+    if not records or not isinstance(records, list):
+        raise ValueError(f"{path}: expected an object with a non-empty 'records' list")
+    seen = set()
+    for i, record in enumerate(records):
+        fields = ("model", "seed", "config", "split", "scores")
+        missing = [k for k in fields if not isinstance(record, dict) or k not in record]
+        if missing:
+            raise ValueError(f"{path}: record {i} lacks {', '.join(missing)}")
+        if not isinstance(record["scores"], dict):
+            raise ValueError(f"{path}: record {i}: 'scores' is not an object")
+        absent = [m for m in METRICS if not isinstance(record["scores"].get(m), (int, float))]
+        if absent:
+            raise ValueError(f"{path}: record {i} has no score {', '.join(absent)}")
+        key = (record["model"], record["seed"], record["config"], record["split"])
+        if key in seen:
+            raise ValueError(f"{path}: record {i} repeats model {key[0]}, seed {key[1]} on {split_name(*key[2:])}")
+        seen.add(key)
+    return results
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One model on one test set: its score per seed, the bootstrap interval widths, and the interval that judges
+    differences (the union of the seeds' bootstrap intervals; ``None`` when the run has no intervals)."""
+
+    values: tuple[float, ...]
+    widths: tuple[float, ...]
+    interval: tuple[float, float] | None
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+    @property
+    def std(self) -> float | None:
+        """The standard deviation across seeds (``None`` with one seed)."""
+        return float(np.std(self.values, ddof=1)) if len(self.values) > 1 else None
+
+
+def cells(records: Iterable[Mapping], metric: str) -> dict[tuple[str, str], Cell]:
+    """``{(model, test set): Cell}`` of ``metric`` over the records' seeds."""
+    groups: dict[tuple[str, str], list[Mapping]] = defaultdict(list)
+    for record in records:
+        groups[record["model"], split_name(record["config"], record["split"])].append(record["scores"])
+    result = {}
+    for key, scores in groups.items():
+        lows = [s.get(f"{metric}_ci_low") for s in scores]
+        highs = [s.get(f"{metric}_ci_high") for s in scores]
+        complete = None not in lows and None not in highs
+        result[key] = Cell(
+            tuple(float(s[metric]) for s in scores),
+            tuple(h - lo for lo, h in zip(lows, highs)) if complete else (),
+            (min(lows), max(highs)) if complete else None,
+        )
+    return result
+
+
+def model_family(name: str) -> tuple[str, tuple[str, ...]]:
+    """A model's fusion and information sources (:func:`csc_hf.modeling.variant_family`); ``("other", ())`` for a
+    model that is not a variant of ``csc_hf.modeling.VARIANTS``."""
+    from .modeling import VARIANTS, variant_family
+
+    return variant_family(name) if name in VARIANTS else ("other", ())
+
+
+def _phonetic_and_graphic(sources: Sequence[str]) -> bool:
+    return "pinyin" in sources and ("stroke" in sources or "glyph" in sources)
+
+
+INFORMATION_GROUPS: dict[str, Callable[[Sequence[str]], bool]] = {
+    "none": lambda s: not s,
+    "+pinyin": lambda s: "pinyin" in s,
+    "+stroke": lambda s: "stroke" in s,
+    "+glyph": lambda s: "glyph" in s,
+    "phonetic+graphic": _phonetic_and_graphic,
+}
+"""Information-source groups of the ranking (a model counts in every group it matches)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One piece of evidence for a conclusion: the claim expects ``a`` above ``b``.
+
+    ``outcome``: ``expected`` (``a`` above ``b`` beyond the intervals, or by sign when there are none), ``opposite``
+    (``b`` above ``a`` likewise) or ``none`` (the intervals overlap or the values are equal). ``paired``, when the
+    run saved both models' predictions: the mean paired difference ``a - b`` over seeds and the union of the seeds'
+    paired bootstrap intervals of it; it then decides the outcome (zero outside the interval)."""
+
+    label: str
+    a: str
+    b: str
+    a_value: float
+    b_value: float
+    a_interval: tuple[float, float] | None
+    b_interval: tuple[float, float] | None
+    outcome: str
+    paired: tuple[float, tuple[float, float]] | None = None
+
+
+Paired = dict[tuple[str, str, str, str], list[Mapping]]
+"""``{(model, baseline, test set, metric): [the paired comparison of each seed]}`` from ``results.json``'s
+``paired`` list."""
+
+
+def paired_index(entries: Iterable[Mapping]) -> Paired:
+    """Index ``results.json``'s paired comparisons (see :func:`csc_hf.evaluation.paired_comparisons`)."""
+    index: Paired = defaultdict(list)
+    for e in entries:
+        index[e["model"], e["baseline"], split_name(e["config"], e["split"]), e["metric"]].append(e)
+    return dict(index)
+
+
+def paired_difference(entries: Sequence[Mapping]) -> tuple[float, tuple[float, float]]:
+    """The mean paired difference over seeds and the union of the seeds' paired intervals."""
+    return float(np.mean([e["delta"] for e in entries])), (min(e["ci_low"] for e in entries),
+                                                           max(e["ci_high"] for e in entries))
+
+
+def compare_cells(
+    label: str, a: str, a_cell: Cell, b: str, b_cell: Cell, paired: Sequence[Mapping] | None = None
+) -> Comparison:
+    """Judge ``a_cell`` > ``b_cell``: by the paired interval of the difference when every seed of both cells has
+    one (``paired``: one comparison per seed), else a difference counts only when the intervals do not overlap."""
+    ia, ib = a_cell.interval, b_cell.interval
+    outcome, difference = "none", None
+    if paired and len(paired) == len(a_cell.values) == len(b_cell.values):
+        difference = paired_difference(paired)
+        low, high = difference[1]
+        outcome = "expected" if low > 0 else "opposite" if high < 0 else "none"
+    elif ia is not None and ib is not None:
+        outcome = "expected" if ia[0] > ib[1] else "opposite" if ib[0] > ia[1] else "none"
+    return Comparison(label, a, b, a_cell.mean, b_cell.mean, ia, ib, outcome, difference)
+
+
+def compare_values(label: str, a: str, a_value: float, b: str, b_value: float) -> Comparison:
+    """Judge ``a_value`` > ``b_value`` by sign."""
+    outcome = "expected" if a_value > b_value else "opposite" if b_value > a_value else "none"
+    return Comparison(label, a, b, a_value, b_value, None, None, outcome)
+
+
+VERDICT_RULE = (
+    "supported when at least half of the comparisons go the expected way and more than go the opposite way; "
+    "not supported when more go the opposite way than the expected way; inconclusive otherwise (including when "
+    "the run lacks the models or test sets to compare)"
+)
+
+
+def verdict(comparisons: Sequence[Comparison]) -> str:
+    """``supported`` / ``not supported`` / ``inconclusive`` by :data:`VERDICT_RULE`."""
+    expected = sum(c.outcome == "expected" for c in comparisons)
+    opposite = sum(c.outcome == "opposite" for c in comparisons)
+    if comparisons and 2 * expected >= len(comparisons) and expected > opposite:
+        return "supported"
+    return "not supported" if opposite > expected else "inconclusive"
+
+
+CLAIMS = {
+    1: "Fusing phonetic and graphic information helps.",
+    2: "Models are sensitive to the error distribution of the test set.",
+    3: "Whether the errors and contexts have been seen matters.",
+    4: "The character-level metric is more stable than the sentence-level metric.",
+}
+SEEN_UNSEEN = (("seen", "unseen_k"), ("seen", "unseen_v"), ("scontext", "test"))
+"""The seen/unseen contrasts (``seen`` falls back on ``test`` when the run has no ``seen`` set)."""
+
+
+def _test_sets(records: Iterable[Mapping]) -> list[str]:
+    """The records' test sets in the order of the config table (then of appearance)."""
+    rank = {name: i for i, name in enumerate(CONFIGS)}
+    names = dict.fromkeys(split_name(r["config"], r["split"]) for r in records)
+    return sorted(names, key=lambda name: rank.get(name.split("/")[0], len(rank)))
+
+
+@dataclass(frozen=True)
+class Rank:
+    """One row of a ranking: a group of models, its mean F1 per metric over the common test sets, its best model."""
+
+    group: str
+    models: list[str]
+    best: str
+    means: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """One of the paper's claims: the basis of its evidence, the comparisons that decide it (character level, or
+    the metrics' spread for claim 4), the sentence-level comparisons shown for reference, and the verdict."""
+
+    claim: str
+    basis: str
+    comparisons: list[Comparison]
+    reference: list[Comparison]
+    verdict: str
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    """Every analysis of a run's ``results.json`` (see :func:`analyze_results`).
+
+    Test sets are named as in tables (``unseen_k``, ``probs/pe05``); ``cells`` maps a metric to ``{(model, test
+    set): Cell}``; ``false_positives`` is ``{(model, clean test set): Cell}`` of the false-positive rate;
+    ``keep_bias`` is ``{(model, seed): the decoding bias tuned on validation}`` (``None`` when the results do not
+    say); ``not_evidence`` says why the numbers mean nothing (``None`` when they may mean something)."""
+
+    preset: str | None
+    models: list[str]
+    seeds: list[int]
+    test_sets: list[str]
+    error_test_sets: list[str]  # test sets with errors (F1 means something there)
+    clean_test_sets: list[str]  # test sets without errors (their false-positive rate does)
+    common_test_sets: list[str]  # test sets with errors that every model ran
+    cells: dict[str, dict[tuple[str, str], Cell]]
+    false_positives: dict[tuple[str, str], Cell]
+    paired: Paired
+    families: dict[str, tuple[str, tuple[str, ...]]]
+    ranking: dict[str, list[Rank]]
+    pe_series: dict[str, float]
+    seen_unseen: list[tuple[str, str]]
+    pair_recall: dict[tuple[str, str], dict[str, float]]
+    stability: dict[str, dict[str, float | None]]
+    keep_bias: dict[tuple[str, int], float | None]
+    keep_bias_grid: list[float] | None
+    not_evidence: str | None
+    conclusions: dict[int, Conclusion] = field(default_factory=dict)
+
+
+def analyze_results(results: Mapping) -> RunAnalysis:
+    """Every analysis of a run's ``results.json`` (see :func:`load_results`)."""
+    records = results["records"]
+    table = {metric: cells(records, metric) for metric in METRICS}
+    models = list(dict.fromkeys(r["model"] for r in records))
+    test_sets = _test_sets(records)
+    clean = {split_name(r["config"], r["split"]) for r in records if r["scores"].get("n_errors", 1) == 0}
+    with_errors = [t for t in test_sets if t not in clean]
+    common = [t for t in with_errors if all((m, t) in table[PRIMARY] for m in models)]
+    families = {m: model_family(m) for m in models}
+    params = results.get("params") if isinstance(results.get("params"), Mapping) else {}
+    analysis = RunAnalysis(
+        preset=results.get("preset"),
+        models=models,
+        seeds=sorted({r["seed"] for r in records}),
+        test_sets=test_sets,
+        error_test_sets=with_errors,
+        clean_test_sets=[t for t in test_sets if t in clean],
+        common_test_sets=common,
+        cells=table,
+        false_positives=cells([r for r in records if split_name(r["config"], r["split"]) in clean
+                               and FALSE_POSITIVES in r["scores"]], FALSE_POSITIVES),
+        paired=paired_index(results.get("paired", [])),
+        families=families,
+        ranking=_rankings(table, families, common),
+        pe_series=_pe_series(records),
+        seen_unseen=_seen_unseen_sets(test_sets),
+        pair_recall=_pair_recall(records),
+        stability=_stability(table, with_errors),
+        keep_bias=_keep_bias(records),
+        keep_bias_grid=params.get("keep_bias_grid"),
+        not_evidence=_not_evidence(results.get("preset"), table[PRIMARY], with_errors),
+    )
+    return replace(analysis, conclusions=_conclusions(analysis))
+
+
+def _keep_bias(records: Iterable[Mapping]) -> dict[tuple[str, int], float | None]:
+    """The decoding bias each model and seed was evaluated with (one per evaluation: tuned once, on validation)."""
+    found: dict[tuple[str, int], float | None] = {}
+    for r in records:
+        found.setdefault((r["model"], r["seed"]), r.get("keep_bias"))
+    return found
+
+
+def _not_evidence(preset: str | None, table: Mapping[tuple[str, str], Cell], with_errors: Sequence[str]) -> str | None:
+    """Why a run's numbers mean nothing: a smoke preset, or every score at the floor (``None`` otherwise)."""
+    reasons = []
+    if preset in MEANINGLESS_PRESETS:
+        reasons.append(f"preset `{preset}` only checks that every stage runs (tiny models, a few training steps)")
+    best = max((c.mean for (_, t), c in table.items() if t in with_errors), default=0.0)
+    if best < FLOOR:
+        reasons.append(f"the best {PRIMARY} on any test set with errors is {100 * best:.1f}%, below the floor of "
+                       f"{100 * FLOOR:g}%")
+    return "; ".join(reasons) or None
+
+def _mean_over(table: Mapping[tuple[str, str], Cell], model: str, test_sets: Sequence[str]) -> float:
+    return float(np.mean([table[model, t].mean for t in test_sets]))
+
+
+def _rankings(
+    table: Mapping[str, Mapping], families: Mapping[str, tuple[str, tuple[str, ...]]], common: Sequence[str]
+) -> dict[str, list[Rank]]:
+    """Fusion strategies and information sources ranked by the mean F1 of their models over ``common`` test sets."""
+    if not common:
+        return {"fusion": [], "information": []}
+    models = list(families)
+    fusions = dict.fromkeys(fusion for fusion, _ in families.values())
+    groups = {
+        "fusion": {fusion: [m for m in models if families[m][0] == fusion] for fusion in fusions},
+        "information": {group: [m for m in models if families[m][0] != "seq2seq" and test(families[m][1])]
+                        for group, test in INFORMATION_GROUPS.items()},
+    }
+    rankings = {}
+    for kind, members in groups.items():
+        rows = []
+        for group, ms in members.items():
+            if not ms:
+                continue
+            means = {metric: {m: _mean_over(table[metric], m, common) for m in ms} for metric in METRICS}
+            best = max(ms, key=means[PRIMARY].get)
+            rows.append(Rank(group, ms, best, {metric: float(np.mean(list(means[metric].values()))) for metric in METRICS}))
+        rankings[kind] = sorted(rows, key=lambda row: -row.means[PRIMARY])
+    return rankings
+
+
+def _pe_series(records: Iterable[Mapping]) -> dict[str, float]:
+    """``{test set: P_e}`` of the ``probs`` splits whose ``P_e`` is known, by increasing ``P_e``."""
+    points = {split_name(r["config"], r["split"]): float(r["error_prob"]) for r in records
+              if r["config"] == "probs" and r.get("error_prob") is not None}
+    return dict(sorted(points.items(), key=lambda kv: kv[1]))
+
+
+def _seen_unseen_sets(test_sets: Sequence[str]) -> list[tuple[str, str]]:
+    """The seen/unseen contrasts that the run's test sets allow."""
+    contrasts = []
+    for seen, unseen in SEEN_UNSEEN:
+        if seen == "seen" and seen not in test_sets:
+            seen = "test"
+        if seen in test_sets and unseen in test_sets:
+            contrasts.append((seen, unseen))
+    return contrasts
+
+
+def _pair_recall(records: Iterable[Mapping]) -> dict[tuple[str, str], dict[str, float]]:
+    """Mean character-level correction recall on seen and unseen pairs within each test set, where scored."""
+    keys = ("seen_char_cor_r", "unseen_char_cor_r", "seen_n_errors", "unseen_n_errors")
+    groups: dict[tuple[str, str], list[Mapping]] = defaultdict(list)
+    for r in records:
+        if all(k in r["scores"] for k in keys):
+            groups[r["model"], split_name(r["config"], r["split"])].append(r["scores"])
+    return {key: {k: float(np.mean([s[k] for s in scores])) for k in keys} for key, scores in groups.items()}
+
+
+def _stability(table: Mapping[str, Mapping[tuple[str, str], Cell]], test_sets: Sequence[str]) -> dict[str, dict]:
+    """Per test set (with errors), each metric's spread relative to its score: the mean bootstrap interval width
+    over the score, and the mean std across seeds over the mean score. Relative, because a lower score has a
+    narrower interval anyway; cells whose score is 0 (nothing right: no spread to speak of) are left out."""
+    result = {}
+    for t in test_sets:
+        row = {}
+        for metric in METRICS:
+            group = [c for (_, test), c in table[metric].items() if test == t and c.mean > 0]
+            widths = [w / c.mean for c in group for w in c.widths]
+            stds = [c.std / c.mean for c in group if c.std is not None]
+            row[f"{metric}_rel_ci_width"] = float(np.mean(widths)) if widths else None
+            row[f"{metric}_rel_seed_std"] = float(np.mean(stds)) if stds else None
+        result[t] = row
+    return result
+
+
+Evidence = tuple[str, list[tuple[str, Comparison]]]  # (what is compared, [(metric, comparison)])
+
+
+def _fusion_evidence(analysis: RunAnalysis) -> Evidence:
+    """1: the best model fusing phonetic and graphic information against BERT alone, on each test set with errors."""
+    table, models, families = analysis.cells, analysis.models, analysis.families
+    baseline = next((m for m in models if m == "bert"), next((m for m in models if families[m][0] == "none"), None))
+    fused = [m for m in models if _phonetic_and_graphic(families[m][1])]
+    shared = [t for t in analysis.error_test_sets if all((m, t) in table[PRIMARY] for m in [baseline, *fused])]
+    if not (baseline and fused and shared):
+        return "needs a BERT-only model and a model fusing phonetic and graphic information on shared test sets", []
+    best = max(fused, key=lambda m: _mean_over(table[PRIMARY], m, shared))
+    paired = analysis.paired
+    return f"{best} (the best model fusing phonetic and graphic information) against {baseline}", [
+        (metric, compare_cells(f"{t}, {metric}", best, table[metric][best, t], baseline, table[metric][baseline, t],
+                               paired.get((best, baseline, t, metric))))
+        for t in shared for metric in METRICS]
+
+
+def _pe_evidence(analysis: RunAnalysis) -> Evidence:
+    """2: per model, the highest against the lowest F1 over the P_e series (two different points of it, also when
+    every point has the same F1)."""
+    series, found = analysis.pe_series, []
+    if len(series) < 2:
+        return "needs the probs series with at least two known P_e", []
+    for model in analysis.models:
+        for metric in METRICS:
+            points = {t: analysis.cells[metric][model, t] for t in series if (model, t) in analysis.cells[metric]}
+            if len(points) >= 2:
+                high = max(points, key=lambda t: points[t].mean)
+                low = min((t for t in points if t != high), key=lambda t: points[t].mean)
+                found.append((metric, compare_cells(f"{model}, {metric}", high, points[high], low, points[low])))
+    pes = ", ".join(f"{pe:g}" for pe in series.values())
+    return f"per model, the highest against the lowest F1 over the P_e series {pes}", found
+
+
+def _seen_evidence(analysis: RunAnalysis) -> Evidence:
+    """3: per model, seen against unseen errors and seen against unseen contexts."""
+    table, contrasts, found = analysis.cells, analysis.seen_unseen, []
+    if not contrasts:
+        return "needs seen (or test) with unseen_k / unseen_v, or scontext with test", []
+    for seen, unseen in contrasts:
+        for model in analysis.models:
+            for metric in METRICS:
+                if (model, seen) in table[metric] and (model, unseen) in table[metric]:
+                    found.append((metric, compare_cells(f"{model}, {metric}", seen, table[metric][model, seen],
+                                                        unseen, table[metric][model, unseen])))
+    return "per model: " + "; ".join(f"{a} against {b}" for a, b in contrasts), found
+
+
+def _stability_evidence(analysis: RunAnalysis) -> Evidence:
+    """4: per test set with errors, the sentence-level against the character-level spread (by sign)."""
+    found = []
+    for t, row in analysis.stability.items():
+        for spread in ("rel_ci_width", "rel_seed_std"):
+            sent, char = row[f"sent_cor_f1_{spread}"], row[f"char_cor_f1_{spread}"]
+            if sent is not None and char is not None:
+                found.append((PRIMARY, compare_values(f"{t}, {spread}", "sent_cor_f1", sent, "char_cor_f1", char)))
+    if not found:
+        return "needs non-zero scores with bootstrap intervals (score(..., bootstrap=N)) or several seeds", []
+    return ("per test set, the mean bootstrap interval width and (with several seeds) the mean std across seeds, each "
+            "relative to the score: sentence level against character level"), found
+
+
+def _conclusions(analysis: RunAnalysis) -> dict[int, Conclusion]:
+    """Each claim with its evidence and verdict (see :class:`Conclusion`)."""
+    result = {}
+    for number, evidence in zip(CLAIMS, (_fusion_evidence, _pe_evidence, _seen_evidence, _stability_evidence)):
+        basis, found = evidence(analysis)
+        deciding = [c for metric, c in found if metric == PRIMARY]
+        result[number] = Conclusion(CLAIMS[number], basis, deciding, [c for metric, c in found if metric != PRIMARY],
+                                    verdict(deciding))
+    return result
