@@ -16,8 +16,10 @@ from pathlib import Path
 
 import yaml
 
+from csc_hf.study import Preset
+
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 1024}
+MODEL = Preset.load("cpu").model  # the encoder of the cpu preset (one home for its sizes)
 
 
 def run(config: dict, folder: Path, processes: int) -> float:

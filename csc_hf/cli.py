@@ -1,11 +1,20 @@
-"""`csc-bench` (also `python -m csc_hf`): parse arguments, call the library, print. No logic lives here."""
+"""`csc-bench` (also `python -m csc_hf`): parse arguments, call the library, print. No logic lives here.
+
+A failing command prints one line, ``csc-bench CMD: error: MESSAGE``, and exits with 2 (130 when interrupted);
+``--debug`` (or ``CSC_HF_DEBUG=1``) prints the traceback too.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
+import tempfile
+import traceback
 import typing
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
@@ -45,9 +54,64 @@ def add_bench_params(parser: argparse.ArgumentParser) -> None:
 
 def bench_params(args: argparse.Namespace) -> dict:
     """The benchmark parameters given on the command line that differ from the defaults."""
-    values = {f.name: getattr(args, f.name) for f in fields(BenchParams)}
-    values["probs"] = tuple(values["probs"])
-    return {k: v for k, v in values.items() if v != getattr(BenchParams, k)}
+    return BenchParams.changed(vars(args))
+
+
+DEBUG_ENV = "CSC_HF_DEBUG"  # set to 1: a failing command prints its traceback (as --debug does)
+EXPECTED = (ValueError, OSError)  # bad inputs: their message says it all; any other type is named in the line
+WRAPPERS = ("DatasetGenerationError",)  # errors that only wrap their cause: the cause is reported
+
+
+def error_line(err: BaseException) -> str:
+    """An error as one line: a wrapper's cause instead of the wrapper, a multi-line message folded, a KeyError's
+    message unquoted, and the type named (with how to see the traceback) unless it is a bad-input kind."""
+    while type(err).__name__ in WRAPPERS and err.__cause__ is not None:
+        err = err.__cause__
+    message = err.args[0] if isinstance(err, KeyError) and len(err.args) == 1 else str(err)
+    message = " ".join(part.strip() for part in str(message).splitlines() if part.strip()) or type(err).__name__
+    if isinstance(err, EXPECTED):
+        return message
+    return f"{type(err).__name__}: {message} (--debug or {DEBUG_ENV}=1 shows the traceback)"
+
+
+def run_guarded(prog: str, command: Callable[[], int | None], debug: bool = False) -> int:
+    """Run ``command``; its failure becomes one line on stderr (``PROG: error: ...``) and exit status 2, an interrupt
+    exit status 130. With ``debug`` (or ``CSC_HF_DEBUG=1``) the traceback is printed first."""
+    debug = debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    try:
+        return command() or 0
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if debug:
+            traceback.print_exc()
+        print(f"{prog}: error: {error_line(err)}", file=sys.stderr)
+        return 2
+
+
+def check_output(path: str | None, option: str = "--output") -> None:
+    """Fail before any work when an output file cannot be written: a folder, or a file in a missing folder."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(f"{option} {target} is a folder; give a file path")
+    if not target.parent.is_dir():
+        raise FileNotFoundError(f"{option} {target}: folder {target.parent} does not exist")
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write a UTF-8 file whole or not at all: a temporary file next to it, then renamed over it."""
+    target = Path(path)
+    handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _print_table(title: str, rows: dict[str, dict]) -> None:
@@ -129,14 +193,28 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from .training import main as train_main
+    from .training import load_config, train
 
-    code = train_main([args.config, *args.overrides])
-    if code:
-        raise SystemExit(code)
+    train(*load_config(args.config, args.overrides))
+
+
+def _check_model(model: str) -> None:
+    from . import hub
+
+    if hub.is_local(model):
+        hub.check_model_folder(model)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
+    if args.bootstrap < 0:
+        raise ValueError(f"--bootstrap {args.bootstrap}: give a number of resamples >= 0 (0: no intervals)")
+    if not all(math.isfinite(bias) for bias in args.keep_bias):
+        raise ValueError(f"--keep-bias {' '.join(map(str, args.keep_bias))}: give finite numbers")
+    unknown = [name for name in args.configs if name not in CONFIGS]
+    if unknown:
+        raise ValueError(f"--configs: unknown {unknown}; choose from {', '.join(CONFIGS)}")
+    check_output(args.output)
+    _check_model(args.model)
     from .evaluation import evaluate_model
 
     records = evaluate_model(args.model, args.configs, bench_params(args), args.bootstrap, args.keep_bias)
@@ -144,7 +222,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
             "sent_cor_f1", "sent_det_f1", "fpr")} for r in records}
     _print_table(f"{args.model} (keep_bias {records[0]['keep_bias'] if records else '-'})", rows)
     if args.output:
-        Path(args.output).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_atomic(args.output, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.output}")
 
 
@@ -160,15 +238,21 @@ def cmd_score(args: argparse.Namespace) -> None:
 
 
 def cmd_correct(args: argparse.Namespace) -> None:
+    from .corpus import read_lines
     from .pipeline import Corrector
 
     if bool(args.texts) == bool(args.file):
         raise ValueError("give TEXT arguments or --file, not both")
-    texts = args.texts or Path(args.file).read_text(encoding="utf-8").splitlines()
+    for name, value in (("--keep-bias", args.keep_bias), ("--threshold", args.threshold)):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} {value}: give a finite number")
+    check_output(args.output)
+    texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
+    _check_model(args.model)
     corrector = Corrector.from_pretrained(args.model, keep_bias=args.keep_bias, threshold=args.threshold)
     lines = corrector.correct(texts)
     if args.output:
-        Path(args.output).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_atomic(args.output, "".join(line + "\n" for line in lines))
     else:
         print("\n".join(lines))
 
@@ -184,13 +268,14 @@ def cmd_push(args: argparse.Namespace) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> None:
+    check_output(args.output)
     from .dataset_stats import analyze
     from .report import analysis_markdown
 
     result = analyze(args.data, args.train or (), args.confusion or (), args.ngram, bench_params(args), args.cache_dir)
     print(analysis_markdown(result), end="")
     if args.output:
-        Path(args.output).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_atomic(args.output, json.dumps(result, indent=1, ensure_ascii=False) + "\n")
         print(f"\nwrote {args.output}")
 
 
@@ -206,26 +291,35 @@ def cmd_report(args: argparse.Namespace) -> None:
         print(f"  {number}. {conclusion.claim} {conclusion.verdict}")
 
 
+def _command(sub, func: Callable[[argparse.Namespace], None], help: str, description: str,
+             bench: bool = False) -> argparse.ArgumentParser:
+    """The subcommand that ``func`` (``cmd_NAME``) runs; ``bench``: with an option per benchmark parameter."""
+    parser = sub.add_parser(func.__name__.removeprefix("cmd_"), help=help, description=description)
+    parser.set_defaults(func=func)
+    if bench:
+        add_bench_params(parser)  # an argument group: listed after the command's own options
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="csc-bench", description="Chinese Spelling Check benchmark, models and study.")
+    parser = argparse.ArgumentParser(prog="csc-bench", description="Chinese Spelling Check benchmark, models and study.",
+                                     epilog="A failing command prints one line (csc-bench CMD: error: ...) and exits "
+                                     f"with 2; --debug or {DEBUG_ENV}=1 adds the traceback.")
+    parser.add_argument("--debug", action="store_true", help=f"on an error, print the traceback too (or set {DEBUG_ENV}=1)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    build = sub.add_parser("build", help="build benchmark configs and print their statistics",
-                           description="Build the configs (cached by datasets) and print the confusion-set and per-config statistics.")
+    build = _command(sub, cmd_build, "build benchmark configs and print their statistics", "Build the configs (cached "
+                     "by datasets) and print the confusion-set and per-config statistics.", bench=True)
     build.add_argument("configs", nargs="*", help=f"configs to build (default: all): {', '.join(CONFIGS)}")
     build.add_argument("--output", help="also write stats.json and the confusion sets S*.json to this folder")
     build.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
-    add_bench_params(build)
-    build.set_defaults(func=cmd_build)
 
-    export = sub.add_parser("export", help="write configs in the Hub layout (parquet + README.md)",
-                            description="Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads.")
+    export = _command(sub, cmd_export, "write configs in the Hub layout (parquet + README.md)", "Write parquet files "
+                      "and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads.", bench=True)
     export.add_argument("directory")
     export.add_argument("configs", nargs="*", help="configs to export (default: all)")
     export.add_argument("--overwrite", action="store_true", help="replace DIRECTORY if it exists")
     export.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
-    add_bench_params(export)
-    export.set_defaults(func=cmd_export)
 
     conf = sub.add_parser("confusion", help="build, import, inspect or divide a confusion set",
                           description="build: S from the corpus; import: read a file and write it as --format; "
@@ -241,37 +335,34 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--show", nargs="+", metavar="KEY", help="print the candidates of these keys")
     add_bench_params(conf)
     conf.set_defaults(func=cmd_confusion)
-    run = sub.add_parser("run", help="the whole study: build, pretrain, train the variants, evaluate, report",
-                         description="Run a preset end to end; finished stages are skipped, interrupted ones resume.")
+    run = _command(sub, cmd_run, "the whole study: build, pretrain, train the variants, evaluate, report",
+                   "Run a preset end to end; finished stages are skipped, interrupted ones resume.")
     run.add_argument("--preset", default="cpu", help="smoke (minutes), cpu (default: hours on 2 cores), paper (GPU), or a YAML path")
     run.add_argument("--output", help="run folder (default: runs/PRESET)")
     run.add_argument("--variants", nargs="+", metavar="VARIANT", help="run only these variants, in this order (default: the preset's)")
     run.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="run only these seeds (default: the preset's)")
     run.add_argument("--finished-only", action="store_true",
                      help="run nothing: write the results and report of the models evaluated so far")
-    run.set_defaults(func=cmd_run)
 
-    train = sub.add_parser("train", help="train one model from a YAML config (as python -m csc_hf.train)",
-                           description="Train from a trainer_configs YAML; key=value pairs override its keys.")
+    train = _command(sub, cmd_train, "train one model from a YAML config (as python -m csc_hf.train)",
+                     "Train from a trainer_configs YAML; key=value pairs override its keys (a value is read as YAML, "
+                     "and stays text where the key takes text: eval_strategy=no). The whole config is checked first.")
     train.add_argument("config")
     train.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
-    train.set_defaults(func=cmd_train)
 
-    evaluate = sub.add_parser("evaluate", help="score a saved model on test configs",
-                              description="Correct every split of the given configs and score them with bootstrap intervals.")
+    evaluate = _command(sub, cmd_evaluate, "score a saved model on test configs", "Correct every split of the given "
+                        "configs and score them with bootstrap intervals.", bench=True)
     evaluate.add_argument("model", help="a saved model folder")
     evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
-    evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000; 0: none)")
     evaluate.add_argument("--keep-bias", type=float, nargs="+", default=[0.0],
                           help="source-logit bias; several values: tuned on the validation split")
     evaluate.add_argument("--output", help="write the result records (json)")
-    add_bench_params(evaluate)
-    evaluate.set_defaults(func=cmd_evaluate)
 
-    score = sub.add_parser("score", help="score any system's predictions file against a benchmark split or any CSC data",
-                           description="Both precision conventions, sentence and character level, FPR, the breakdown by "
-                           "error type and seen/unseen pair, bootstrap intervals, length changes, and a paired test "
-                           "against --baseline; a markdown table on stdout.")
+    score = _command(sub, cmd_score, "score any system's predictions file against a benchmark split or any CSC data",
+                     "Both precision conventions, sentence and character level, FPR, the breakdown by error type and "
+                     "seen/unseen pair, bootstrap intervals, length changes, and a paired test against --baseline; a "
+                     "markdown table on stdout.", bench=True)
     score.add_argument("--predictions", required=True, metavar="FILE", help="one predicted sentence a line in the "
                        "references' order (text), a .jsonl of {id, prediction}, or the study's saved edits")
     score.add_argument("--references", required=True, metavar="REF", help="one split: a csc_bench config (test, "
@@ -286,32 +377,28 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)")
     score.add_argument("--output", metavar="FILE.json", help="also write the report to this json file")
     score.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
-    add_bench_params(score)
-    score.set_defaults(func=cmd_score)
 
-    correct = sub.add_parser("correct", help="correct sentences with a saved model",
-                             description="Correct TEXT arguments, or a file with one sentence a line (output in the same order).")
+    correct = _command(sub, cmd_correct, "correct sentences with a saved model", "Correct TEXT arguments, or a file "
+                       "with one sentence a line (lines end at \\n; output line i answers input line i).")
     correct.add_argument("model")
     correct.add_argument("texts", nargs="*", metavar="TEXT")
-    correct.add_argument("--file", help="input file, one sentence a line")
+    correct.add_argument("--file", help="input file (UTF-8), one sentence a line")
     correct.add_argument("--output", help="output file (default: stdout)")
     correct.add_argument("--keep-bias", type=float, default=0.0, help="bias added to the source character's logit")
     correct.add_argument("--threshold", type=float, default=0.0, help="keep an edit only above this probability")
-    correct.set_defaults(func=cmd_correct)
 
-    push = sub.add_parser("push", help="prepare a Hub-ready model folder with a model card; push it with --token",
-                          description="Copy the model with a card holding its scores; upload only when --token is given.")
+    push = _command(sub, cmd_push, "prepare a Hub-ready model folder with a model card; push it with --token",
+                    "Copy the model with a card holding its scores; upload only when --token is given.")
     push.add_argument("model", help="a saved model folder")
     push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
     push.add_argument("--model-name", help="with a run's results.json: which model's records")
     push.add_argument("--folder", help="where to prepare the folder (default: MODEL-hub)")
     push.add_argument("--token", help="a Hub write token (without it nothing is uploaded)")
-    push.set_defaults(func=cmd_push)
 
-    analyze = sub.add_parser("analyze", help="dataset statistics, coverage and context overlap of any CSC data",
-                             description="Table-9 statistics of each DATA; with --train / --confusion, how much of its "
-                             "errors they cover and how much context it shares with --train.")
+    analyze = _command(sub, cmd_analyze, "dataset statistics, coverage and context overlap of any CSC data",
+                       "Table-9 statistics of each DATA; with --train / --confusion, how much of its errors they cover "
+                       "and how much context it shares with --train.", bench=True)
     analyze.add_argument("data", nargs="+", metavar="DATA", help="a csc_bench config (e.g. sighan15), an exported "
                          "folder or FOLDER:CONFIG, a wrong<TAB>correct TSV, or a .jsonl with source/target")
     analyze.add_argument("--train", action="append", metavar="DATA", help="training data (its train split) for coverage and context overlap")
@@ -320,24 +407,16 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--ngram", type=int, default=4, help="n of the character n-grams around errors (default 4)")
     analyze.add_argument("--output", help="also write the numbers to this json file")
     analyze.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
-    add_bench_params(analyze)
-    analyze.set_defaults(func=cmd_analyze)
 
-    report = sub.add_parser("report", help="analyse a run's results.json and write report.md with plots",
-                            description="Write RUN_DIR/report.md (tables, plots, and a verdict on each of the paper's conclusions).")
+    report = _command(sub, cmd_report, "analyse a run's results.json and write report.md with plots",
+                      "Write RUN_DIR/report.md (tables, plots, and a verdict on each of the paper's conclusions).")
     report.add_argument("run_dir", metavar="RUN_DIR")
-    report.set_defaults(func=cmd_report)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        args.func(args)
-    except (ValueError, OSError, KeyError) as err:  # OSError: missing files and models
-        print(f"csc-bench {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_guarded(f"csc-bench {args.command}", lambda: args.func(args), args.debug)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,28 @@
-"""``python -m csc_hf.train CONFIG.yaml [key=value ...]`` (also under ``accelerate launch -m csc_hf.train``)."""
+"""``python -m csc_hf.train CONFIG.yaml [key=value ...]`` (also under ``accelerate launch -m csc_hf.train``): the
+shell of `csc_hf.training`. A failing run prints one line (``csc_hf.train: error: ...``) and exits with 2;
+``CSC_HF_DEBUG=1`` adds the traceback."""
+
+from __future__ import annotations
 
 import sys
 
-from .training import main
+from . import training
+from .cli import run_guarded
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train from ``argv`` (default: the command line): a config path and ``key=value`` overrides."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        print(training.__doc__)
+        print("keys: the fields of ModelArguments, DataArguments and transformers.TrainingArguments")
+        return 0 if args else 2
+
+    def run() -> None:
+        training.train(*training.load_config(args[0], args[1:]))
+
+    return run_guarded("csc_hf.train", run)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -6,12 +6,23 @@
 
 ``task: mlm`` pretrains the semantic encoder (a `BertForMaskedLM` over the character vocabulary) on the training
 targets; ``task: correction`` fine-tunes a model of `csc_hf.modeling.VARIANTS` on the ``train`` config of csc_bench.
+``base: FILE`` takes the keys of another YAML (a path relative to this one) under this file's keys: the variant
+configs are their variant and output folder over ``trainer_configs/finetune.yaml``. The whole config (every key's
+type, the values, the local folders it starts from) is checked before any work.
 """
 
 from __future__ import annotations
 
+import enum
+import hashlib
 import json
-import sys
+import logging
+import os
+import re
+import shutil
+import signal
+import types
+import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -24,18 +35,21 @@ from transformers import (
     DataCollatorForLanguageModeling,
     HfArgumentParser,
     Trainer,
+    TrainerCallback,
     TrainingArguments,
     set_seed,
 )
-from transformers.trainer_utils import get_last_checkpoint
 
-from . import resources
+from . import hub, resources
 from .benchmark.builder import load_dataset
 from .benchmark.plan import BenchParams, plan_for
 from .modeling import VARIANTS, CSCTokenizer, build_model, is_seq2seq
 from .scoring import make_compute_metrics, preprocess_logits_for_metrics
 
+logger = logging.getLogger(__name__)
 TASKS = ("correction", "mlm")
+CONFIGS_DIR = Path(__file__).resolve().parents[1] / "trainer_configs"
+KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
 
 
 @dataclass
@@ -72,34 +86,189 @@ class DataArguments:
         unknown = set(self.bench_params) - {f.name for f in fields(BenchParams)}
         if unknown:
             raise ValueError(f"bench_params: unknown keys {sorted(unknown)}")
+        try:
+            BenchParams(**self.bench_params).validate()
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"bench_params: {err}") from None
         for name in ("mask_rate", "mlm_probability"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} must be in [0, 1)")
 
 
-def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
-    """Read a run's YAML; ``overrides`` are ``key=value`` strings (values parsed as YAML). Unknown keys are errors.
-    A relative ``path`` that does not exist names a shipped config (``trainer_configs/variants/bert.yaml``)."""
-    path = resources.trainer_config(path)
+ARGUMENTS = (ModelArguments, DataArguments, TrainingArguments)
+
+
+def field_types() -> dict[str, Any]:
+    """The type of every config key: the init fields of ModelArguments, DataArguments and TrainingArguments."""
+    types_ = {}
+    for dc in ARGUMENTS:
+        hints = typing.get_type_hints(dc)
+        types_.update({f.name: hints[f.name] for f in fields(dc) if f.init})
+    return types_
+
+
+def accepts(hint: Any, value: Any) -> bool:
+    """Whether ``value`` (as YAML reads it) fits the type ``hint``: an int is no bool, a float may be an int, an enum
+    takes its values; classes YAML cannot give (a config object) are left to their dataclass."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(accepts(a, value) for a in args)
+    if origin is typing.Literal:
+        return any(value is a or (type(value) is type(a) and value == a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if (origin or hint) in (list, tuple):
+        return isinstance(value, list) and (not args or all(accepts(args[0], v) for v in value))
+    if (origin or hint) is dict:
+        return isinstance(value, dict)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return isinstance(value, hint) or value in {m.value for m in hint}
+    return True
+
+
+def type_name(hint: Any) -> str:
+    """``hint`` in words, for an error message."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(a) for a in args)
+    if origin is typing.Literal:
+        return " or ".join(map(repr, args))
+    if hint is type(None):
+        return "null"
+    if (origin or hint) in (list, tuple):
+        return f"a list of {type_name(args[0])}" if args else "a list"
+    if (origin or hint) is dict:
+        return "a mapping"
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return "one of " + ", ".join(repr(m.value) for m in hint)
+    return getattr(hint, "__name__", str(hint))
+
+
+def read_config(path: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[dict, dict[str, str]]:
+    """A training YAML's keys with its ``base`` (and the base's base) resolved, and the file each key comes from."""
+    path = Path(path)
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(f"training config {path} does not exist") from None
+        raise FileNotFoundError(f"training config {path} does not exist" + (f" (base of {_seen[-1]})" if _seen else "")) from None
     except yaml.YAMLError as err:
         raise ValueError(f"{path}: invalid YAML ({err})") from None
     if not isinstance(config, dict) or not config:
         raise ValueError(f"{path}: expected a non-empty mapping of options")
+    origins = dict.fromkeys(config, str(path))
+    base = config.pop("base", None)
+    origins.pop("base", None)
+    if base is None:
+        return config, origins
+    if not isinstance(base, str):
+        raise ValueError(f"{path}: base={base!r} must be the path of another training config")
+    base_path = Path(os.path.normpath(path.parent / base))
+    if base_path.resolve() in [p.resolve() for p in (*_seen, path)]:
+        raise ValueError(f"{path}: base={base} leads back to itself")
+    base_config, base_origins = read_config(base_path, (*_seen, path))
+    return {**base_config, **config}, {**base_origins, **origins}
+
+
+def coerce(hint: Any, value: Any) -> Any:
+    """A number that YAML left as text (``1e-3``: YAML 1.1 wants ``1.0e-3``) as the number its key takes; any
+    other value as it is."""
+    if isinstance(value, str) and not accepts(hint, value):
+        for number in (int, float):
+            try:
+                if accepts(hint, number(value)):
+                    return number(value)
+            except ValueError:
+                continue
+    return value
+
+
+def parse_override(item: str, kinds: dict[str, Any]) -> tuple[str, Any]:
+    """``key=value``: the value read as YAML, except where the key takes text and YAML reads another type, e.g.
+    ``eval_strategy=no`` (YAML: false) or ``output_dir=123``: then the text is the value."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ValueError(f"override {item!r}: expected key=value")
+    hint = kinds.get(key, Any)
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        if hint is not Any and accepts(hint, text):
+            return key, text
+        raise ValueError(f"override {item!r}: invalid YAML ({err})") from None
+    if not accepts(hint, value) and accepts(hint, text):
+        return key, text
+    return key, value
+
+
+def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArguments, DataArguments, TrainingArguments]:
+    """Read a run's YAML (with its ``base``); ``overrides`` are ``key=value`` strings (see :func:`parse_override`).
+    Everything is checked before any work: unknown keys, each value's type, the values themselves, and that a local
+    ``init_from`` / ``tokenizer_path`` exists; an error names the key and the file (or the override). A relative
+    ``path`` that does not exist names a shipped config (``trainer_configs/variants/bert.yaml``)."""
+    path = resources.trainer_config(path)
+    config, origins = read_config(path)
+    kinds = field_types()
     for item in overrides:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"override {item!r}: expected key=value")
-        config[key.strip()] = yaml.safe_load(value)
-    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
-    known = {f.name for dc in (ModelArguments, DataArguments, TrainingArguments) for f in fields(dc)}
-    unknown = sorted(set(config) - known)
+        key, value = parse_override(item, kinds)
+        config[key], origins[key] = value, f"override {item}"
+    unknown = sorted(set(config) - set(kinds))
     if unknown:
-        raise ValueError(f"{path}: unknown keys {unknown} (not a field of ModelArguments, DataArguments or TrainingArguments)")
-    return parser.parse_dict(config)
+        where = sorted({origins[k] for k in unknown})
+        raise ValueError(f"{', '.join(where)}: unknown keys {unknown} (not a field of ModelArguments, DataArguments or "
+                         "TrainingArguments)")
+    for key, value in config.items():
+        config[key] = value = coerce(kinds[key], value)
+        if not accepts(kinds[key], value):
+            raise ValueError(f"{origins[key]}: {key}={value!r} must be {type_name(kinds[key])}")
+    try:
+        model_args, data_args, training_args = HfArgumentParser(ARGUMENTS).parse_dict(config)
+    except (TypeError, ValueError) as err:  # a value the dataclasses reject: named by the file (or override) of its key
+        key = re.match(r"\w*", str(err)).group()
+        raise ValueError(f"{origins.get(key, path)}: {err}") from None
+    check_start_folders(model_args, origins)
+    return model_args, data_args, training_args
+
+
+def maker_of(folder: str) -> str | None:
+    """The command that makes ``folder``: ``csc-bench train`` of the shipped training config whose ``output_dir``
+    it is, if any."""
+    target = os.path.normpath(folder)
+    for path in [*sorted(CONFIGS_DIR.glob("*.yaml")), *sorted((CONFIGS_DIR / "variants").glob("*.yaml"))]:
+        try:
+            output_dir = read_config(path)[0].get("output_dir")
+        except (OSError, ValueError):
+            continue
+        if output_dir and os.path.normpath(str(output_dir)) == target:
+            return f"csc-bench train {path.relative_to(CONFIGS_DIR.parent)}"
+    return None
+
+
+def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> None:
+    """A local ``init_from`` (see :func:`csc_hf.hub.is_local`) must be a saved model folder and a ``tokenizer_path``
+    a saved tokenizer: a missing one is an error that says which command makes it, and the Hub is never tried."""
+    for key, needs in (("init_from", "config.json"), ("tokenizer_path", "tokenizer.json")):
+        value = getattr(model_args, key)
+        if not value or not hub.is_local(value):
+            continue
+        origin, folder = origins.get(key, "config"), Path(value)
+        if not folder.is_dir():
+            maker = maker_of(value)
+            fix = f"make it with `{maker}`" if maker else "train a model into it first, or give a saved model folder or a Hub name"
+            raise FileNotFoundError(f"{origin}: {key}={value}: the folder does not exist; {fix}")
+        if not (folder / needs).is_file():
+            what = "no saved model (config.json)" if key == "init_from" else "no tokenizer files (tokenizer.json of a saved CSCTokenizer)"
+            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds {what}")
 
 
 def build_tokenizer(targets: list[str], extra_chars: str, min_freq: int = 1) -> CSCTokenizer:
@@ -126,10 +295,18 @@ def encode_pairs(
 @dataclass
 class CorrectionCollator:
     """Pads a batch; with ``mask_rate`` > 0 replaces that share of the correct characters of the input by
-    ``[MASK]`` (masked fine-tuning: the model must predict them from context, which helps unseen errors)."""
+    ``[MASK]`` (masked fine-tuning: the model must predict them from context, which helps unseen errors). Which
+    characters are masked is drawn from the batch and ``seed`` alone, not from the global random state, so a run
+    resumed from a checkpoint masks its batches as the uninterrupted run did (the Trainer restores the global state
+    only after it has collated the first batch)."""
 
     tokenizer: CSCTokenizer
     mask_rate: float = 0.0
+    seed: int = 0
+
+    def _generator(self, input_ids: torch.Tensor) -> torch.Generator:
+        digest = hashlib.blake2b(input_ids.numpy().tobytes(), digest_size=8, key=str(self.seed).encode()).digest()
+        return torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         width = max(len(e["input_ids"]) for e in examples)
@@ -142,13 +319,70 @@ class CorrectionCollator:
         attention_mask = (input_ids != pad).long()
         if self.mask_rate > 0:
             correct = (labels != -100) & (labels == input_ids)
-            chosen = correct & (torch.rand(input_ids.shape) < self.mask_rate)
+            chosen = correct & (torch.rand(input_ids.shape, generator=self._generator(input_ids)) < self.mask_rate)
             input_ids = input_ids.masked_fill(chosen, self.tokenizer.mask_token_id)
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
 
 
 def _select(dataset, n: int | None):
     return dataset.select(range(min(n, len(dataset)))) if n else dataset
+
+
+def checkpoint_problem(checkpoint: Path) -> str | None:
+    """What makes a ``checkpoint-N`` folder incomplete (a run killed while saving it), or None: an empty file, a
+    ``trainer_state.json`` that is missing or does not parse, model weights that are missing or do not parse."""
+    try:
+        empty = sorted(p.name for p in checkpoint.iterdir() if p.is_file() and p.stat().st_size == 0)
+        if empty:
+            return f"empty files {empty}"
+        state = checkpoint / "trainer_state.json"
+        if not state.is_file():
+            return "no trainer_state.json"
+        json.loads(state.read_text(encoding="utf-8"))
+        if (checkpoint / "model.safetensors").is_file():
+            from safetensors import safe_open
+
+            with safe_open(str(checkpoint / "model.safetensors"), framework="pt") as weights:
+                weights.keys()
+        elif not any(checkpoint.glob("*.safetensors.index.json")) and not (checkpoint / "pytorch_model.bin").is_file():
+            return "no model weights"
+    except Exception as err:  # a half-written file fails in its own way (JSON, safetensors header, OS)
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def last_complete_checkpoint(folder: Path, remove_incomplete: bool = True) -> str | None:
+    """The newest complete ``checkpoint-N`` in ``folder`` (see :func:`checkpoint_problem`), or None. Newer incomplete
+    ones are logged and, with ``remove_incomplete``, removed (a later save of the same step starts clean)."""
+    numbered = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
+    for checkpoint in sorted(numbered, key=lambda p: int(p.name.split("-", 1)[1]), reverse=True):
+        problem = checkpoint_problem(checkpoint)
+        if problem is None:
+            return str(checkpoint)
+        logger.warning("%s is incomplete (%s); %s", checkpoint, problem,
+                       "removed it" if remove_incomplete else "resuming from an older one")
+        if remove_incomplete:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+    return None
+
+
+class KillAfterSave(TrainerCallback):
+    """The process kills itself (SIGKILL, as a crash or an OOM kill would) once the checkpoint of ``step`` is saved:
+    a deterministic interruption for the tests of the resume. Enabled by ``CSC_HF_KILL_AFTER_SAVE=STEP``."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _callbacks() -> list[TrainerCallback]:
+    step = os.environ.get(KILL_ENV, "")
+    if step and not step.isdigit():
+        raise ValueError(f"{KILL_ENV}={step!r}: expected a step number")
+    return [KillAfterSave(int(step))] if step else []
 
 
 def train(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments) -> Path:
@@ -177,7 +411,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
                             **model_args.model_overrides)
         is_bart = is_seq2seq(model_args.variant)
         encode = lambda batch: encode_pairs(tokenizer, batch["source"], batch["target"], data_args.max_length, is_bart)  # noqa: E731
-        collator = CorrectionCollator(tokenizer, 0.0 if is_bart else data_args.mask_rate)
+        collator = CorrectionCollator(tokenizer, 0.0 if is_bart else data_args.mask_rate, training_args.seed)
         extra_args = {} if is_bart else {
             "compute_metrics": make_compute_metrics(),
             "preprocess_logits_for_metrics": preprocess_logits_for_metrics,
@@ -189,8 +423,8 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     if "length" not in train_set.column_names:
         train_set = train_set.map(lambda b: {"length": [len(x) for x in b["input_ids"]]}, batched=True)
     trainer = Trainer(model=model, args=training_args, train_dataset=train_set, eval_dataset=eval_set,
-                      data_collator=collator, processing_class=tokenizer, **extra_args)
-    last = get_last_checkpoint(str(out)) if out.is_dir() else None
+                      data_collator=collator, processing_class=tokenizer, callbacks=_callbacks(), **extra_args)
+    last = last_complete_checkpoint(out, remove_incomplete=trainer.is_world_process_zero()) if out.is_dir() else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint or last)
     trainer.save_model(str(out))
     if trainer.is_world_process_zero():
@@ -207,18 +441,3 @@ def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: 
                         max_position_embeddings=max(512, max_length), **model_args.model_overrides)
     return BertForMaskedLM(config)
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m csc_hf.train CONFIG.yaml [key=value ...]``."""
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help"):
-        print(__doc__)
-        print("keys: the fields of ModelArguments, DataArguments and transformers.TrainingArguments")
-        return 0 if args else 2
-    try:
-        model_args, data_args, training_args = load_config(args[0], args[1:])
-    except (ValueError, FileNotFoundError) as err:
-        print(f"csc_hf.train: error: {err}", file=sys.stderr)
-        return 2
-    train(model_args, data_args, training_args)
-    return 0

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from csc_hf.cli import main
 
 
@@ -42,3 +44,83 @@ def test_missing_model_is_a_clear_error(tmp_path, capsys):
     assert main(["correct", str(tmp_path / "none"), "我们"]) == 2
     assert f"model folder {tmp_path / 'none'} does not exist" in capsys.readouterr().err
     assert main(["evaluate", str(tmp_path / "none"), "--configs", "test"]) == 2
+
+
+def test_any_library_error_is_one_line_and_debug_shows_the_traceback(capsys, monkeypatch):
+    from csc_hf.cli import error_line, run_guarded
+
+    try:
+        try:
+            b"\xce".decode("utf-8")
+        except UnicodeDecodeError as cause:
+            raise type("DatasetGenerationError", (Exception,), {})("An error occurred while generating the dataset") from cause
+    except Exception as wrapper:
+        assert error_line(wrapper) == "'utf-8' codec can't decode byte 0xce in position 0: unexpected end of data"
+    assert error_line(ValueError("first\n  second\n")) == "first second"
+    assert error_line(KeyError("unknown subset 'x'")) == "KeyError: unknown subset 'x' (--debug or CSC_HF_DEBUG=1 shows the traceback)"
+
+    def bug():
+        raise TypeError("unsupported operand")
+
+    monkeypatch.delenv("CSC_HF_DEBUG", raising=False)
+    assert run_guarded("csc-bench x", bug) == 2
+    err = capsys.readouterr().err
+    assert err == "csc-bench x: error: TypeError: unsupported operand (--debug or CSC_HF_DEBUG=1 shows the traceback)\n"
+    assert run_guarded("csc-bench x", bug, debug=True) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback") and err.endswith("csc-bench x: error: TypeError: unsupported operand (--debug or "
+                                                          "CSC_HF_DEBUG=1 shows the traceback)\n")
+    monkeypatch.setenv("CSC_HF_DEBUG", "1")
+    assert run_guarded("csc-bench x", bug) == 2 and "Traceback" in capsys.readouterr().err
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    assert run_guarded("csc-bench x", interrupted) == 130
+    assert capsys.readouterr().err == "csc-bench x: interrupted\n"
+
+
+def test_debug_flag_is_documented(capsys):
+    from csc_hf.cli import build_parser
+
+    build_parser().print_help()
+    assert "--debug" in capsys.readouterr().out
+
+
+def test_changed_parameters_come_from_the_library():
+    from csc_hf.benchmark import BenchParams
+    from csc_hf.cli import build_parser, bench_params
+
+    args = build_parser().parse_args(["build", "--seed", "42", "--probs", "0.1", "0.2", "--n-test", "9"])
+    assert bench_params(args) == BenchParams.changed(vars(args)) == {"probs": (0.1, 0.2), "n_test": 9}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from csc_hf.modeling import CSCTokenizer, build_model
+
+    folder = tmp_path_factory.mktemp("model")
+    tokenizer = CSCTokenizer.from_texts(["我们今天去学校上课。他门在家"])
+    model = build_model("bert", tokenizer, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_correct_file_lines_end_at_newline_only(tiny_model, tmp_path, capsys):
+    lines = ["我们今天\u2028去学校", "他门\u0085在家", "上课\x0c了", "我们\r"]  # the last line ends with \r\n
+    (tmp_path / "in.txt").write_bytes("\n".join(lines).encode("utf-8") + b"\n")
+    assert main(["correct", str(tiny_model), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt")]) == 0
+    out = (tmp_path / "out.txt").read_bytes().decode("utf-8").split("\n")
+    assert out[-1] == "" and [len(line) for line in out[:-1]] == [len(line.rstrip("\r")) for line in lines]  # 4 in, 4 out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]  # no temporary file left
+
+
+def test_evaluate_checks_its_arguments_before_any_work(tiny_model, tmp_path, capsys, monkeypatch):
+    import csc_hf.study
+
+    monkeypatch.setattr(csc_hf.study, "evaluate_model", lambda *a, **k: pytest.fail("evaluated despite a bad argument"))
+    assert main(["evaluate", str(tiny_model), "--bootstrap", "-1"]) == 2
+    assert main(["evaluate", str(tiny_model), "--output", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err

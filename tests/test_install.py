@@ -26,6 +26,9 @@ TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "in
 
 def test_shipped_configs_are_found_from_any_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "pretrain_mlm").mkdir(parents=True)  # the shipped variants start from it: a saved model
+    (tmp_path / "runs" / "pretrain_mlm" / "config.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "runs" / "pretrain_mlm" / "tokenizer.json").write_text("{}", encoding="utf-8")
     for name in ("trainer_configs/variants/bert.yaml", "variants/bert.yaml"):
         assert load_config(name)[0].variant == "bert"
     assert resources.trainer_config("trainer_configs/pretrain_mlm.yaml") == ROOT / "trainer_configs/pretrain_mlm.yaml"

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -22,3 +24,31 @@ def test_every_subcommand_has_help():
     for sub in ("build", "export", "confusion", "analyze", "report", "run", "train", "evaluate", "correct", "push"):
         out = subprocess.run([sys.executable, "-m", "csc_hf", sub, "--help"], capture_output=True, text=True, check=True)
         assert "usage: csc-bench " + sub in out.stdout
+
+
+def test_readme_training_commands_load(tmp_path, monkeypatch):
+    """Every training command of the README reads its config (base and overrides resolved, every key checked); run
+    from a fresh folder, the variant configs name the command that makes the encoder they start from."""
+    from csc_hf.training import load_config
+
+    blocks = re.findall(r"```bash\n(.+?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    commands = [re.split(r"\s+#", line)[0].split() for block in blocks for line in block.splitlines()
+                if "csc-bench train " in line or "-m csc_hf.train " in line]
+    runs = [c[c.index("train") + 1:] if c[0] == "csc-bench" else c[c.index("csc_hf.train") + 1:] for c in commands]
+    assert len(runs) == 3 and {r[0] for r in runs} >= {"trainer_configs/pretrain_mlm.yaml", "trainer_configs/variants/all_gate.yaml"}
+    monkeypatch.chdir(tmp_path)
+    for config, *overrides in runs:
+        if config.endswith("pretrain_mlm.yaml"):
+            assert load_config(ROOT / config, overrides)[0].task == "mlm"
+            continue
+        with pytest.raises(FileNotFoundError, match="make it with `csc-bench train trainer_configs/pretrain_mlm.yaml`"):
+            load_config(ROOT / config, overrides)
+    encoder = tmp_path / "runs" / "pretrain_mlm"
+    encoder.mkdir(parents=True)
+    (encoder / "config.json").write_text("{}")
+    (encoder / "tokenizer.json").write_text("{}")
+    for config, *overrides in runs:
+        model, _, training = load_config(ROOT / config, overrides)
+        for item in overrides:
+            key, value = item.split("=")
+            assert str(getattr(training, key)) == value

@@ -1,15 +1,14 @@
 import json
 import os
-import signal
+import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from csc_hf.training import CorrectionCollator, encode_pairs, load_config
+from csc_hf.training import CorrectionCollator, encode_pairs, last_complete_checkpoint, load_config, read_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
@@ -28,10 +27,10 @@ def base_config(small_params, out: Path, **extra) -> dict:
             "max_eval_samples": 32, "train_sampling_strategy": "sequential", "eval_strategy": "no", **extra}
 
 
-def run_train(config: Path, *launcher: str, timeout: int = 300) -> subprocess.CompletedProcess:
+def run_train(config: Path, *launcher: str, timeout: int = 300, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
     command = [*launcher, "-m", "csc_hf.train", str(config)] if launcher else [sys.executable, "-m", "csc_hf.train", str(config)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **env})
 
 
 def final_loss(out: Path) -> float:
@@ -57,6 +56,124 @@ def test_unknown_key_and_bad_values_are_clear_errors(tmp_path, small_params):
     assert result.returncode == 2 and "unknown keys ['learnin_rate']" in result.stderr
 
 
+def test_every_value_is_type_checked_before_any_work(tmp_path, small_params):
+    bad = write_config(tmp_path / "bad.yaml", **base_config(small_params, tmp_path / "o", max_steps="abc"))
+    with pytest.raises(ValueError, match=r"bad.yaml: max_steps='abc' must be int"):
+        load_config(bad)
+    good = write_config(tmp_path / "good.yaml", **base_config(small_params, tmp_path / "o"))
+    for override, message in (("max_steps=1.5", "max_steps=1.5 must be int"), ("use_cpu=maybe", "use_cpu='maybe' must be bool"),
+                              ("model_overrides=[1]", "must be a mapping"), ("fonts=[1, 2]", "must be a list of str or null"),
+                              ("bench_params={error_prob: 2}", "bench_params: error_prob=2")):
+        with pytest.raises(ValueError) as info:
+            load_config(good, [override])
+        assert str(info.value).startswith(f"override {override}: ") and message in str(info.value)
+    result = run_train(bad)  # python -m csc_hf.train: one line, no traceback
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [f"csc_hf.train: error: {bad}: max_steps='abc' must be int"]
+
+
+def test_overrides_keep_text_where_the_key_takes_text(tmp_path, small_params):
+    good = write_config(tmp_path / "good.yaml", **base_config(small_params, tmp_path / "o"))
+    _, data, training = load_config(good, ["eval_strategy=no", "output_dir=123", "max_steps=500", "save_strategy=steps",
+                                           "max_eval_samples=null", "learning_rate=1e-3", "report_to=none"])
+    assert training.eval_strategy == "no" and training.output_dir == "123" and training.save_strategy == "steps"
+    assert training.max_steps == 500 and training.learning_rate == 0.001 and data.max_eval_samples is None
+
+
+def test_base_configs(tmp_path, small_params):
+    write_config(tmp_path / "base.yaml", **base_config(small_params, tmp_path / "o"))
+    (tmp_path / "sub").mkdir()
+    child = write_config(tmp_path / "sub" / "child.yaml", base="../base.yaml", max_steps=7, seed=9)
+    model, data, training = load_config(child)
+    assert training.max_steps == 7 and training.seed == 9 and model.task == "mlm" and data.bench_params == small_params
+    write_config(tmp_path / "base.yaml", base="sub/child.yaml", max_steps=1)
+    with pytest.raises(ValueError, match="leads back to itself"):
+        load_config(child)
+    write_config(tmp_path / "base.yaml", **base_config(small_params, tmp_path / "o", learning_rate="x"))
+    with pytest.raises(ValueError, match=r"base.yaml: learning_rate='x' must be float"):  # the file the key comes from
+        load_config(child, ["seed=1"])
+
+
+def test_variant_configs_are_their_variant_over_one_base(tmp_path, monkeypatch):
+    from csc_hf.modeling import VARIANTS
+
+    base = read_config(ROOT / "trainer_configs" / "finetune.yaml")[0]
+    seen = set()
+    for path in sorted((ROOT / "trainer_configs" / "variants").glob("*.yaml")):
+        config, origins = read_config(path)
+        own = {k for k, origin in origins.items() if origin == str(path)}
+        assert own <= {"variant", "output_dir", "model_overrides", "mask_rate", "include_for_metrics"}, path
+        assert config["output_dir"] == f"runs/variants/{path.stem}" and config["variant"] in VARIANTS
+        assert {k: v for k, v in config.items() if k not in own} == {k: v for k, v in base.items() if k not in own}
+        seen.add(config["variant"])
+    assert seen == set(VARIANTS)
+    monkeypatch.chdir(tmp_path)  # the README's command in a checkout where the encoder is not pretrained yet
+    with pytest.raises(FileNotFoundError, match=r"init_from=runs/pretrain_mlm: the folder does not exist; make it with "
+                       r"`csc-bench train trainer_configs/pretrain_mlm.yaml`"):
+        load_config(ROOT / "trainer_configs" / "variants" / "all_gate.yaml", ["max_steps=500", "seed=1"])
+    (tmp_path / "runs" / "pretrain_mlm").mkdir(parents=True)
+    (tmp_path / "runs" / "pretrain_mlm" / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match="tokenizer_path=runs/pretrain_mlm: the folder holds no tokenizer files"):
+        load_config(ROOT / "trainer_configs" / "variants" / "all_gate.yaml")
+    (tmp_path / "runs" / "pretrain_mlm" / "tokenizer.json").write_text("{}")
+    model, _, training = load_config(ROOT / "trainer_configs" / "variants" / "all_gate.yaml", ["max_steps=500", "seed=1"])
+    assert model.variant == "all_gate" and training.max_steps == 500 and training.seed == 1
+
+
+def test_missing_init_from_never_tries_the_hub(tmp_path, small_params):
+    config = write_config(tmp_path / "c.yaml", **base_config(small_params, tmp_path / "o", task="correction",
+                                                             init_from="runs/pretrain_mlm"))
+    result = run_train(config, cwd=tmp_path, HF_HUB_OFFLINE="0", HF_ENDPOINT="http://127.0.0.1:9")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines() == [
+        f"csc_hf.train: error: {config}: init_from=runs/pretrain_mlm: the folder does not exist; make it with "
+        "`csc-bench train trainer_configs/pretrain_mlm.yaml`"]
+
+
+def test_local_model_names():
+    from csc_hf.hub import is_local
+
+    for name in ("runs/pretrain_mlm", "./m", "/abs/m", "~/m", "a/b/c", "bad name", "tests/nothing", "runs"):
+        assert is_local(name) == (name != "runs" or Path("runs").exists()), name
+    for name in ("bert-base-chinese", "hfl/chinese-bert-wwm", "user/csc-all-gate"):
+        assert not is_local(name), name
+
+
+def test_pretraining_config_is_the_cpu_presets_stage(tmp_path):
+    from csc_hf.study import Preset
+
+    preset = Preset.load("cpu")
+    stage = {"task": "mlm", "model_overrides": preset.model, "bench_params": preset.bench_params, **preset.pretrain,
+             "output_dir": "runs/pretrain_mlm"}
+    assert load_config(ROOT / "trainer_configs" / "pretrain_mlm.yaml") == load_config(write_config(tmp_path / "s.yaml", **stage))
+
+
+def test_resume_skips_incomplete_checkpoints(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    def checkpoint(step: int, state: bool = True, weights: bool = True) -> Path:
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "training_args.bin").write_bytes(b"args")
+        if weights:
+            save_file({"w": torch.zeros(64)}, str(folder / "model.safetensors"))
+        if state:
+            (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+        return folder
+
+    checkpoint(5)
+    checkpoint(10)
+    (checkpoint(15, state=False) / "training_args.bin").write_bytes(b"")  # killed while saving (issue 14 item 12)
+    truncated = checkpoint(20) / "model.safetensors"
+    truncated.write_bytes(truncated.read_bytes()[:100])
+    (checkpoint(25) / "trainer_state.json").write_text('{"global_st')
+    checkpoint(30, weights=False)
+    assert last_complete_checkpoint(tmp_path, remove_incomplete=False) == str(tmp_path / "checkpoint-10")
+    assert len(list(tmp_path.glob("checkpoint-*"))) == 6
+    assert last_complete_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-10", "checkpoint-5"]
+
+
 def test_encode_and_collate(small_params):
     from csc_hf.modeling import CSCTokenizer
 
@@ -71,6 +188,23 @@ def test_encode_and_collate(small_params):
     masked = batch["input_ids"][0] == tok.mask_token_id
     assert masked[1:].sum() >= 5 and not masked[2]  # the wrong character (门) is never masked
     assert batch["attention_mask"][1].tolist() == [1, 1, 1] + [0] * 6
+
+
+def test_masking_depends_on_the_batch_and_seed_only():
+    """A resumed run collates its first batch before the Trainer restores the global random state: masks drawn from
+    the batch and the seed are the same as in the uninterrupted run."""
+    import torch
+
+    from csc_hf.modeling import CSCTokenizer
+
+    tok = CSCTokenizer.from_texts(["我们今天去学校上课，他们在家里看书"])
+    enc = encode_pairs(tok, ["我们今天去学校上课，他们在家里看书"] * 4, ["我们今天去学校上课，他们在家里看书"] * 4, max_length=64)
+    examples = [{"input_ids": i, "labels": la} for i, la in zip(enc["input_ids"], enc["labels"])]
+    masks = []
+    for seed, global_seed in ((0, 1), (0, 2), (1, 1)):
+        torch.manual_seed(global_seed)
+        masks.append(CorrectionCollator(tok, mask_rate=0.3, seed=seed)(examples)["input_ids"] == tok.mask_token_id)
+    assert torch.equal(masks[0], masks[1]) and not torch.equal(masks[0], masks[2]) and 0 < masks[0].sum() < masks[0].numel()
 
 
 def logits_of(folder: Path):
@@ -104,19 +238,25 @@ def test_two_processes_match_one(tmp_path, small_params):
 
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_result(tmp_path, small_params):
+    """The run kills itself (SIGKILL) right after checkpoint-10 is saved; a half-written checkpoint-15 (a kill while
+    saving) is left on top; the resume starts from checkpoint-10 and ends where an uninterrupted run ends."""
     common = dict(max_steps=30, save_strategy="steps", save_steps=5, train_sampling_strategy="group_by_length",
                   task="correction", variant="bert", mask_rate=0.0)
     whole = write_config(tmp_path / "whole.yaml", **base_config(small_params, tmp_path / "whole", **common))
     assert run_train(whole).returncode == 0
     part = write_config(tmp_path / "part.yaml", **base_config(small_params, tmp_path / "part", **common))
-    process = subprocess.Popen([sys.executable, "-m", "csc_hf.train", str(part)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    deadline = time.time() + 240
-    while not list((tmp_path / "part").glob("checkpoint-10")) and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert list((tmp_path / "part").glob("checkpoint-*")) and not (tmp_path / "part" / "csc_training.json").exists()
-    assert run_train(part).returncode == 0
-    a, b = logits_of(tmp_path / "whole"), logits_of(tmp_path / "part")
+    killed = run_train(part, CSC_HF_KILL_AFTER_SAVE="10")
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    out = tmp_path / "part"
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-10", "checkpoint-5"]
+    assert not (out / "csc_training.json").exists()
+    half = out / "checkpoint-15"
+    shutil.copytree(out / "checkpoint-10", half)
+    (half / "trainer_state.json").unlink()
+    (half / "training_args.bin").write_bytes(b"")
+    (half / "model.safetensors").write_bytes((half / "model.safetensors").read_bytes()[:1000])
+    resumed = run_train(part)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "checkpoint-15 is incomplete" in resumed.stderr
+    a, b = logits_of(tmp_path / "whole"), logits_of(out)
     assert (a - b).abs().max().item() < 1e-4 * a.abs().max().item()

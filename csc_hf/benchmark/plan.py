@@ -119,6 +119,14 @@ class BenchParams:
         has_sighan15 = bool(self.sighan15_path) or importlib.util.find_spec("pycorrector") is not None
         return [name for name in CONFIGS if name != "sighan15" or has_sighan15]
 
+    @classmethod
+    def changed(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The fields among ``values`` (other keys are ignored) whose value differs from the default, lists as
+        tuples: the parameters a command line or a config really sets."""
+        names = {f.name for f in fields(cls)}
+        given = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in names}
+        return {k: v for k, v in given.items() if v != getattr(cls, k)}
+
 
 @cache
 def _field_types() -> dict[str, Any]:
