@@ -320,6 +320,13 @@ def test_side_encoders_run_once_per_distinct_key(tokenizer, knowledge):
         model.csc.sources["stroke_gru"].encoder.embed.weight.add_(1.0)  # weights changed: cache rebuilt
         model(**data)
     assert rows == {"stroke_gru": [len(tokenizer)]}
+    rows.clear()
+    with torch.no_grad():
+        model.csc.knowledge.char_strokes[5, 0] += 1  # the table changed in place: rebuilt
+        model(**data)
+        model.load_state_dict(model.state_dict())  # copied onto itself: nothing changed, cache kept
+        model(**data)
+    assert rows == {"stroke_gru": [len(tokenizer)]}
 
 
 def test_frozen_sources_are_cached_while_training(tokenizer, knowledge):
