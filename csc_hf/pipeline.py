@@ -25,6 +25,8 @@ Rules, for every model:
 """
 
 import copy
+import math
+import numbers
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -86,6 +88,45 @@ def protected_positions(text: str, terms: Iterable[str]) -> set[int]:
     return positions
 
 
+def check_number(name: str, value: Any) -> float:
+    """`value` as a float, or an error naming the parameter `name` if it is not a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def decode_edits(
+    input_ids: torch.Tensor,
+    logits: torch.Tensor,
+    han: torch.Tensor,
+    editable: torch.Tensor,
+    keep_bias: float = 0.0,
+    threshold: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The decoding rule of a tagging model: the edits of a batch as `(rows, columns, predicted ids, probabilities)`.
+
+    `han` marks the Han tokens of the vocabulary, `editable` the positions that may change (shaped as `input_ids`).
+    An edit is made where the position is editable, the best Han token after adding `keep_bias` to the source's
+    logit is not the source, and its probability (softmax of the logits without the bias) reaches `threshold`.
+    `logits` are changed in place."""
+    source_ids = input_ids.unsqueeze(-1)
+    source = logits.gather(-1, source_ids)
+    if keep_bias:
+        logits.scatter_(-1, source_ids, source + keep_bias)
+    predicted = logits.argmax(-1)
+    retry = editable & ~han[predicted]  # the best token is not Han: take the best Han one
+    if retry.any():
+        predicted[retry] = logits[retry].masked_fill(~han, float("-inf")).argmax(-1)
+    rows, columns = (editable & (predicted != input_ids)).nonzero(as_tuple=True)
+    ids = predicted[rows, columns]
+    scores = logits[rows, columns].double().scatter_(-1, source_ids[rows, columns], source[rows, columns].double())
+    probabilities = (scores.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)).exp()
+    kept = probabilities >= threshold
+    return rows[kept], columns[kept], ids[kept], probabilities[kept]
+
+
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     """`text` with each edit's character at its position."""
     if not edits:
@@ -104,7 +145,7 @@ class Corrector:
         tokenizer: a `CSCTokenizer` (one token per character between `[CLS]` and `[SEP]`).
         batch_size: windows per forward pass.
         threshold: minimum probability of a kept edit, in [0, 1].
-        keep_bias: added to the source character's logit before the argmax (larger: fewer edits).
+        keep_bias: added to the source character's logit before the argmax (larger: fewer edits); finite.
         protected_chars: characters never changed.
         protected_terms: strings whose every occurrence is left as is.
         overlap: characters shared by consecutive windows of a long text (default: a quarter of the window).
@@ -148,6 +189,7 @@ class Corrector:
     def _set_options(
         self, threshold: float, keep_bias: float, protected_chars: Iterable[str], protected_terms: Iterable[str]
     ) -> None:
+        threshold, keep_bias = check_number("threshold", threshold), check_number("keep_bias", keep_bias)
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1], got {threshold}")
         if self.seq2seq and (threshold or keep_bias):
@@ -160,7 +202,7 @@ class Corrector:
             raise ValueError(f"protected_chars must be single characters, got {bad}")
         if bad := [term for term in protected_terms if not isinstance(term, str)]:
             raise TypeError(f"protected_terms must be str, got {bad}")
-        self.threshold, self.keep_bias = float(threshold), float(keep_bias)
+        self.threshold, self.keep_bias = threshold, keep_bias
         self.protected_chars = protected_chars
         self.protected_terms = tuple(term for term in protected_terms if term)
         self._editable = self._han.clone()  # source ids that may change: Han, not protected ([UNK] never is)
@@ -252,30 +294,12 @@ class Corrector:
         if not torch.equal(encoding["attention_mask"].sum(1), lengths):
             raise ValueError("the tokenizer must give one token per character between [CLS] and [SEP] (CSCTokenizer)")
         logits = self.model(**encoding).logits
-        rows, columns, ids, probabilities = self._decode(encoding["input_ids"], logits)
+        input_ids = encoding["input_ids"]
+        editable = self._editable.to(device)[input_ids]
+        edits = decode_edits(input_ids, logits, self._han.to(device), editable, self.keep_bias, self.threshold)
+        rows, columns, ids, probabilities = edits
         rights = [self._tokens[i] for i in ids.tolist()]
         return list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist()))  # column 0 is [CLS]
-
-    def _decode(
-        self, input_ids: torch.Tensor, logits: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Edits of a batch as `(rows, columns, predicted ids, probabilities)`: where the source is editable, the
-        best Han character after `keep_bias` is not the source and its probability reaches `threshold`."""
-        han, editable = self._han.to(logits.device), self._editable.to(logits.device)[input_ids]
-        source_ids = input_ids.unsqueeze(-1)
-        source = logits.gather(-1, source_ids)
-        if self.keep_bias:
-            logits.scatter_(-1, source_ids, source + self.keep_bias)
-        predicted = logits.argmax(-1)
-        retry = editable & ~han[predicted]  # the best token is not Han: take the best Han one
-        if retry.any():
-            predicted[retry] = logits[retry].masked_fill(~han, float("-inf")).argmax(-1)
-        rows, columns = (editable & (predicted != input_ids)).nonzero(as_tuple=True)
-        ids = predicted[rows, columns]
-        scores = logits[rows, columns].double().scatter_(-1, source_ids[rows, columns], source[rows, columns].double())
-        probabilities = (scores.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)).exp()
-        kept = probabilities >= self.threshold
-        return rows[kept], columns[kept], ids[kept], probabilities[kept]
 
 
 class ChineseSpellingCheckPipeline(Pipeline):
@@ -335,4 +359,7 @@ PIPELINE_REGISTRY.register_pipeline(
     TASK, pipeline_class=ChineseSpellingCheckPipeline, pt_model=AutoModelForMaskedLM, type="text"
 )
 
-__all__ = ["TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit", "check_texts", "plan_windows"]
+__all__ = [
+    "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit", "check_number", "check_texts", "decode_edits",
+    "plan_windows",
+]  # fmt: skip

@@ -73,7 +73,38 @@ LIBRARY_DATA: list[Bad] = [
 
 # ---- the library: models, tokenizers, the corrector ------------------------------------------------------------------
 
-LIBRARY_MODELS: list[Bad] = []
+def _corrector(call: str = "", **options):
+    """A Corrector over a tiny random model built with `options`; `call`: then `with_options` or the pipeline task
+    with them instead."""
+
+    def run(tmp):
+        from transformers import pipeline
+
+        from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
+        from csc_hf.pipeline import TASK, Corrector
+
+        tokenizer = CSCTokenizer.from_texts(["我们去北京"])
+        sizes = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
+                     max_position_embeddings=16)  # fmt: skip
+        model = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **sizes))
+        if call == "with_options":
+            return Corrector(model, tokenizer).with_options(**options)
+        if call == "pipeline":
+            return pipeline(TASK, model=model, tokenizer=tokenizer)("我们", **options)
+        return Corrector(model, tokenizer, **options)
+
+    return run
+
+
+LIBRARY_MODELS: list[Bad] = [
+    Bad("Corrector keep_bias nan", _corrector(keep_bias=float("nan")), "keep_bias must be a finite number"),
+    Bad("Corrector keep_bias inf", _corrector(keep_bias=float("inf")), "keep_bias must be a finite number"),
+    Bad("Corrector keep_bias a str", _corrector(keep_bias="1.0"), "keep_bias must be a number"),
+    Bad("Corrector threshold nan", _corrector(threshold=float("nan")), "threshold must be a finite number"),
+    Bad("Corrector threshold a str", _corrector(threshold="0.5"), "threshold must be a number"),
+    Bad("with_options -inf", _corrector("with_options", keep_bias=-float("inf")), "keep_bias must be a finite"),
+    Bad("pipeline keep_bias nan", _corrector("pipeline", keep_bias=float("nan")), "keep_bias must be a finite number"),
+]
 
 
 # ---- the library: training, the study, analysis and reports ---------------------------------------------------------

@@ -18,7 +18,7 @@ from transformers import (
     BertModel,
 )
 
-from csc_hf.chars.pinyin import char_readings
+from csc_hf.chars.pinyin import char_readings, is_han
 from csc_hf.modeling import (
     VARIANTS,
     CSCConfig,
@@ -32,6 +32,7 @@ from csc_hf.modeling import (
     load_vectors,
 )
 from csc_hf.modeling.configuration_csc import SOURCE_KINDS
+from csc_hf.pipeline import decode_edits
 
 TARGETS = ["我们今天去北京天安门广场看升旗。", "他说的是对的，我觉得很好。", "银行在中国科学院旁边，行走十分钟。"]
 ERRORS = ["我门今天去北京天安门广场看生旗。", "他说的适对的，我觉的很好。", "银行在中国科学院旁边，行走十分中。"]
@@ -117,6 +118,16 @@ def test_knowledge_tensors(tokenizer, knowledge, vectors):
     assert torch.equal(knowledge["syllable_vectors"][hang2], torch.ones(6))  # a syllable key wins over characters
     assert torch.allclose(knowledge["char_vectors"][vocab["我"]], torch.tensor(vectors["graphic_vectors"]["我"]))
     assert context_pinyin_ids("银行行走", model.csc.syllables)[1:3] == [hang2, syllables.index("xing2")]
+
+
+def test_the_callers_config_is_not_changed(tokenizer, knowledge):
+    config = CSCConfig(vocab_size=len(tokenizer), **TINY, **VARIANTS["all_gate+heads"])
+    before = config.to_dict()
+    model = CSCForCorrection(config, knowledge)
+    assert config.to_dict() == before and config.num_syllables == 1
+    assert model.config.num_syllables == len(model.csc.syllables) > 1
+    assert model.csc.config is model.config  # one config for the model and its encoder
+    assert model.pinyin_head.out_features == model.config.num_syllables
 
 
 def test_knowledge_must_match_the_vocabulary(tokenizer, knowledge):
@@ -266,12 +277,14 @@ def test_output_aligned_and_unknown_characters_kept(tokenizer, knowledge):
         logits = model(**inputs).logits
     logits[..., tokenizer.unk_token_id] = 1e4  # even a model that prefers [UNK] everywhere ...
     logits[..., tokenizer.get_vocab()["他"]] = 1e3
-    ids = model.correct_ids(inputs["input_ids"], logits)
     assert logits.shape[:2] == inputs["input_ids"].shape
-    not_char = ~model.csc.knowledge.is_char[inputs["input_ids"]]
-    assert torch.equal(ids[not_char], inputs["input_ids"][not_char])  # ... keeps [UNK], specials and padding
-    corrected = [tokenizer.decode_correction(text, row.tolist()) for text, row in zip(texts, ids)]
-    assert corrected == ["他他😀他他他Zq", "", "他"]
+    han = torch.tensor([is_han(token) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))])
+    rows, columns, ids, _ = decode_edits(inputs["input_ids"], logits, han, han[inputs["input_ids"]])
+    predicted = inputs["input_ids"].clone()
+    predicted[rows, columns] = ids
+    assert torch.equal(predicted[~han[inputs["input_ids"]]], inputs["input_ids"][~han[inputs["input_ids"]]])
+    corrected = [tokenizer.decode_correction(text, row.tolist()) for text, row in zip(texts, predicted)]
+    assert corrected == ["他他😀他他他Zq", "", "他"]  # ... keeps [UNK], specials, padding and non-Han characters
 
 
 def test_loss_normalised_by_num_items_in_batch(tokenizer, knowledge):
@@ -305,6 +318,13 @@ def test_side_encoders_run_once_per_distinct_key(tokenizer, knowledge):
     rows.clear()
     with torch.no_grad():
         model.csc.sources["stroke_gru"].encoder.embed.weight.add_(1.0)  # weights changed: cache rebuilt
+        model(**data)
+    assert rows == {"stroke_gru": [len(tokenizer)]}
+    rows.clear()
+    with torch.no_grad():
+        model.csc.knowledge.char_strokes[5, 0] += 1  # the table changed in place: rebuilt
+        model(**data)
+        model.load_state_dict(model.state_dict())  # copied onto itself: nothing changed, cache kept
         model(**data)
     assert rows == {"stroke_gru": [len(tokenizer)]}
 

@@ -6,6 +6,7 @@ distinct character (or syllable) of a batch, never once per token, and once per 
 Self-contained (remote code): imports only torch, transformers and the sibling configuration file.
 """
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -152,6 +153,19 @@ def knowledge_shapes(config: CSCConfig, knowledge: Mapping[str, torch.Tensor]) -
     return shapes
 
 
+def with_knowledge_shapes(config: CSCConfig, knowledge: Mapping[str, torch.Tensor] | None) -> CSCConfig:
+    """`config` with its shape fields set from `knowledge`: `config` itself when they already agree (or there is no
+    knowledge), else a copy; the caller's config is never changed."""
+    if knowledge is None:
+        return config
+    shapes = knowledge_shapes(config, knowledge)
+    if all(getattr(config, field) == size for field, size in shapes.items()):
+        return config
+    config = copy.deepcopy(config)
+    config.update(shapes)
+    return config
+
+
 def syllable_strings(letters: torch.Tensor) -> list[str]:
     """Syllable id -> TONE3 string, read back from the `syllable_letters` table ("" for id 0)."""
     return ["".join(LETTERS[i - 1] for i in row if i) for row in letters.tolist()]
@@ -170,19 +184,39 @@ class CharKnowledge(nn.Module):
             self.register_buffer(name, value.to(dtype).reshape(shape).clone())
 
 
+class ZeroLinear(nn.Linear):
+    """A linear layer that starts at zero (weight and bias; see `CSCPreTrainedModel._init_weights`)."""
+
+
+class IdentityLinear(nn.Linear):
+    """A linear layer that starts as `[I 0 ... 0]` with zero bias: it passes its first `out_features` inputs through
+    and ignores the rest (see `CSCPreTrainedModel._init_weights`)."""
+
+
+def same_tensors(a: tuple[torch.Tensor, ...], b: tuple[torch.Tensor, ...]) -> bool:
+    """Whether two tuples of tensors agree in length, device, dtype, shape and every value."""
+    return len(a) == len(b) and all(
+        x.device == y.device and x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, b)
+    )
+
+
 class SideEncoder(nn.Module):
     """One side source: features of each distinct key of the batch, projected to the hidden size and gathered back
     to the tokens. When no gradient reaches the encoder (eval, `torch.no_grad`, frozen), it encodes the whole table
-    once and caches it until its weights or the table change."""
+    once and caches it until its weights or the table change.
+
+    The gather back to the tokens is an embedding lookup, not `features[inverse]`: on CPU the backward of advanced
+    indexing adds the rows of repeated keys with parallel atomic adds (`index_put_(accumulate=True)` over several
+    threads), in an order that changes from run to run; the embedding backward adds them in token order."""
 
     def __init__(self, source: Source, config: CSCConfig):
         super().__init__()
         self.key, self.table = source.key, source.table
         self.encoder = source.build(config)
-        self.project = nn.Linear(config.side_size, config.hidden_size)
-        self.project.starts_as = "zero" if config.fusion != "concat" else None  # see `_init_weights`
+        # under gate and sum fusion the side enters through this projection: it starts at zero
+        self.project = (nn.Linear if config.fusion == "concat" else ZeroLinear)(config.side_size, config.hidden_size)
         self.encoder.requires_grad_(not config.freeze_sources)
-        self._cache: tuple[tuple, torch.Tensor] | None = None
+        self._cache: tuple[tuple[torch.Tensor, ...], torch.Tensor] | None = None
 
     def forward(self, keys: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
         unique, inverse = keys.unique(return_inverse=True)
@@ -190,14 +224,16 @@ class SideEncoder(nn.Module):
             features = self.encoder(table[unique])
         else:
             features = self.table_features(table)[unique]
-        return self.project(features)[inverse]
+        return F.embedding(inverse, self.project(features))
 
     def table_features(self, table: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
-        """Encoder output for every row of `table`, cached."""
-        state = tuple((t.data_ptr(), t._version, t.dtype) for t in (table, *self.encoder.parameters()))
-        if self._cache is None or self._cache[0] != state:
+        """Encoder output for every row of `table`, cached with a copy of its inputs (the table and the encoder's
+        weights), and computed again when any of them differs."""
+        inputs = tuple(t.detach() for t in (table, *self.encoder.parameters()))
+        if self._cache is None or not same_tensors(self._cache[0], inputs):
             with torch.no_grad():
-                self._cache = (state, torch.cat([self.encoder(rows) for rows in table.split(chunk)]))
+                features = torch.cat([self.encoder(rows) for rows in table.split(chunk)])
+            self._cache = (tuple(t.clone() for t in inputs), features)
         return self._cache[1]
 
 
@@ -207,8 +243,7 @@ class ConcatFusion(nn.Module):
 
     def __init__(self, config: CSCConfig):
         super().__init__()
-        self.project = nn.Linear((len(config.sources) + 1) * config.hidden_size, config.hidden_size)
-        self.project.starts_as = "identity"  # [I 0 ... 0]: see `_init_weights`
+        self.project = IdentityLinear((len(config.sources) + 1) * config.hidden_size, config.hidden_size)
 
     def forward(self, hidden: torch.Tensor, sides: list[torch.Tensor]) -> torch.Tensor:
         return self.project(torch.cat([hidden, *sides], dim=-1))
@@ -245,8 +280,8 @@ class CSCPreTrainedModel(PreTrainedModel):
         super()._init_weights(module)
         if isinstance(module, nn.Conv2d):
             init.kaiming_normal_(module.weight, nonlinearity="relu")
-        elif isinstance(module, nn.Linear) and (start := getattr(module, "starts_as", None)):
-            (init.eye_ if start == "identity" else init.zeros_)(module.weight)
+        elif isinstance(module, (ZeroLinear, IdentityLinear)):
+            (init.eye_ if isinstance(module, IdentityLinear) else init.zeros_)(module.weight)
             init.zeros_(module.bias)
 
     @classmethod
@@ -261,13 +296,13 @@ class CSCPreTrainedModel(PreTrainedModel):
 class CSCModel(CSCPreTrainedModel):
     """The encoder: BERT, side encoders and fusion; returns the fused hidden states.
 
-    `knowledge` (from `csc_hf.modeling.build_char_knowledge`) fills the knowledge buffers and sets the config's
-    shape fields; without it they stay zero until loaded from a checkpoint.
+    `knowledge` (from `csc_hf.modeling.build_char_knowledge`) fills the knowledge buffers and sets the shape fields
+    of the model's config (a copy where they change: `config` itself is left as it is); without it they stay zero
+    until loaded from a checkpoint.
     """
 
     def __init__(self, config: CSCConfig, knowledge: Mapping[str, torch.Tensor] | None = None):
-        if knowledge is not None:
-            config.update(knowledge_shapes(config, knowledge))
+        config = with_knowledge_shapes(config, knowledge)
         super().__init__(config)
         self.knowledge = CharKnowledge(config, knowledge)
         bert_config = BertConfig(**{name: getattr(config, name) for name in BERT_FIELDS})
@@ -370,6 +405,7 @@ class CSCForCorrection(CSCPreTrainedModel):
     _tied_weights_keys = {"head.decoder.weight": "csc.bert.embeddings.word_embeddings.weight"}
 
     def __init__(self, config: CSCConfig, knowledge: Mapping[str, torch.Tensor] | None = None):
+        config = with_knowledge_shapes(config, knowledge)  # shared with `self.csc`, which finds nothing to change
         super().__init__(config)
         self.csc = CSCModel(config, knowledge)
         hidden, strokes = config.hidden_size, config.stroke_head_length * (NUM_STROKES + 1)
@@ -400,16 +436,17 @@ class CSCForCorrection(CSCPreTrainedModel):
         self,
         input_ids: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
-        token_type_ids: torch.Tensor | None = None,
-        position_ids: torch.Tensor | None = None,
-        pinyin_ids: torch.Tensor | None = None,
+        *,
         labels: torch.Tensor | None = None,
         detection_targets: torch.Tensor | None = None,
         pinyin_targets: torch.Tensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
-        **kwargs,
+        **inputs,
     ) -> CSCCorrectionOutput:
-        outputs = self.csc(input_ids, attention_mask, token_type_ids, position_ids, pinyin_ids, **kwargs)
+        r"""
+        inputs: the further inputs of [`CSCModel.forward`] (`token_type_ids`, `position_ids`, `pinyin_ids`, ...).
+        """
+        outputs = self.csc(input_ids, attention_mask, **inputs)
         hidden = outputs.last_hidden_state
         logits = self.head(hidden)
         pinyin_logits = self.pinyin_head(hidden) if self.pinyin_head is not None else None
@@ -452,16 +489,6 @@ class CSCForCorrection(CSCPreTrainedModel):
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
         )
-
-    @torch.no_grad()
-    def correct_ids(self, input_ids: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-        """Predicted ids restricted to character tokens; positions whose input is not a character ([UNK], special
-        tokens, padding) keep their input id, so out-of-vocabulary characters are never changed."""
-        is_char = self.csc.knowledge.is_char
-        predicted = logits.argmax(-1)
-        if (not_char := ~is_char[predicted]).any():
-            predicted[not_char] = logits[not_char].masked_fill(~is_char, float("-inf")).argmax(-1)
-        return torch.where(is_char[input_ids], predicted, input_ids)
 
 
 __all__ = ["CSCForCorrection", "CSCModel", "CSCPreTrainedModel"]
