@@ -181,7 +181,14 @@ def plan_for(params: BenchParams, fingerprint: str | None = None) -> Plan:
 
 def load_augmentation(augmentation: str) -> ConfusionSet:
     """The confusion set that ``augmentation`` names: a set of :data:`PACKAGED_CONFUSION` (the union of its files),
-    or a file in any :meth:`ConfusionSet.load` layout (its errors name the file and line)."""
+    or a file in any :meth:`ConfusionSet.load` layout (its errors name the file and line). Memoised on the name and
+    the content of its files (a preset's check and the build read it once)."""
+    files = _packaged_files(augmentation) if augmentation in PACKAGED_CONFUSION else [Path(augmentation)]
+    return _load_augmentation(augmentation, tuple(str(_sha256s(path)) for path in files))
+
+
+@lru_cache(maxsize=2)
+def _load_augmentation(augmentation: str, contents: tuple[str, ...]) -> ConfusionSet:
     if augmentation not in PACKAGED_CONFUSION:
         return ConfusionSet.load(augmentation)
     sets = [ConfusionSet.load(path) for path in _packaged_files(augmentation)]
