@@ -38,6 +38,7 @@ from .benchmark.plan import PACKAGED_CONFUSION, BenchParams, input_files, load_a
 from .confusion import ConfusionSet
 from .dataset_stats import coverage, error_pairs, split_name
 from .evaluation import PREDICTIONS, augmentation_comparisons, evaluate_model, paired_comparisons
+from .results import CONTROLLED, SIGHAN
 
 logger = logging.getLogger(__name__)
 RECORDS = "records.json"  # an evaluation folder's result records
@@ -57,7 +58,7 @@ class AugmentationStudy:
 
     confusion: str = "sighan13"  # a name of csc_hf.benchmark.plan.PACKAGED_CONFUSION, or a confusion set file
     variants: tuple[str, ...] = ("bert", "bart")
-    tests: tuple[str, ...] = ("sighan15", "test", "unseen_k", "unseen_v", "scontext")
+    tests: tuple[str, ...] = (SIGHAN, *CONTROLLED)
 
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> AugmentationStudy:

@@ -40,7 +40,8 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert {(e["model"], e["baseline"]) for e in paired} == {(m, "bert") for m in preset.variants if m != "bert"}
     assert len(paired) == 2 * (len(preset.variants) - 1) * len({(r["config"], r["split"]) for r in records})
     assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] and 0 < e["p_value"] <= 1 for e in paired)
-    assert len(list((smoke_run / "stages").glob("eval-*/paired-eval-*.json"))) == len(preset.variants) - 1  # kept
+    kept = [p.parent.name for p in (smoke_run / "stages").glob("eval-*/paired-eval-*.json")]
+    assert len([name for name in kept if "-augmented-" not in name]) == len(preset.variants) - 1  # kept
     report = (smoke_run / "report.md").read_text()
     assert "## Paired comparisons" in report and "### Character-level correction F1 against bert" in report
     for conclusion in ("Fusing phonetic and graphic information helps", "sensitive to the error distribution",
