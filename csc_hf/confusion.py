@@ -191,18 +191,24 @@ def _han_candidates(path: Path, pairs: list[tuple[str, str, str]]) -> list[tuple
 
 def _read_layout(path: Path, text: str, format: str) -> list[tuple[str, str, str]]:
     sep, types, header = _LAYOUTS[format]
-    pairs = []
+    pairs, skipped = [], []
     for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#") or (header and number == 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or (header and number == 1):
             continue
-        fields = line.split(sep)
+        fields = line.split(sep)  # a key whose candidate fields are all empty ("日\t\t\t") has no pairs
         key = fields[0].strip()
+        if len(fields) >= 2 and (not key or (len(key) == 1 and ord(key) > 0xFFFF)):
+            skipped.append(number)  # no key, or a rare ideograph (CJK extension B on): substitution keys are BMP
+            continue
         if len(key) != 1 or not is_han(key) or len(fields) < 2:
-            raise ValueError(f"{path}, line {number}: expected a character, {sep!r}, then candidates; got {line[:40]!r}")
+            raise ValueError(f"{path}, line {number}: expected a character, {sep!r}, then candidates; got {stripped[:40]!r}")
         for i, field in enumerate(fields[1:]):
             kind = types[min(i, len(types) - 1)]
             pairs.extend((key, c, kind) for c in field.strip() if c != key and not c.isspace())
+    if skipped:
+        logger.warning("%s: dropped %d rows without a key or with a key beyond the Basic Multilingual Plane (lines %s)",
+                       path, len(skipped), ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else ""))
     if not any(is_han(c) for _, c, _ in pairs):
         raise ValueError(f"{path}: no confusion pair found in the {format} layout")
     return pairs

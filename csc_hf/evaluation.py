@@ -56,10 +56,12 @@ def evaluate_model(
     max_train_samples: int | None = None,
     max_validation: int | None = None,
     predictions_dir: Path | None = None,
+    training_params: dict | None = None,
 ) -> list[dict]:
     """Correct every test split with the model in ``model_dir`` and score it; ``keep_bias`` is chosen on the
     validation split (best character-level correction F1) among ``keep_bias_grid``. With ``predictions_dir``, each
-    split's predictions are saved there as edits (see :func:`write_predictions`)."""
+    split's predictions are saved there as edits (see :func:`write_predictions`). Seen and unseen pairs are those of
+    the training data of ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``)."""
     from .pipeline import Corrector
 
     corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size)
@@ -75,7 +77,7 @@ def evaluate_model(
             validation_f1[bias] = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
         grid = [max(grid, key=lambda b: (validation_f1[b], -b))]  # ties: the smaller bias
     corrector.keep_bias = grid[0]
-    pairs = training_pairs(bench_params, max_train_samples)
+    pairs = training_pairs(training_params or bench_params, max_train_samples)
     records = []
     params = BenchParams(**bench_params)
     for name in tests:
@@ -138,15 +140,34 @@ def paired_comparisons(
              if model != baseline and (baseline, seed) in evaluations]
     results = []
     for model, seed, folder, base in tqdm(pairs, desc=f"paired tests against {baseline}", leave=False):
-        kept = folder / f"paired-{base.name}-{n_resamples}.json"
-        if kept.is_file():
-            found = json.loads(kept.read_text(encoding="utf-8"))
-        elif found := compare_predictions(bench_params, folder, base, n_resamples, seed):
-            partial = kept.with_suffix(f".{os.getpid()}.partial")  # two processes of one run may both write it
-            partial.write_text(json.dumps(found) + "\n", encoding="utf-8")
-            partial.replace(kept)
+        found = kept_comparisons(bench_params, folder, base, n_resamples, seed)
         results += [{"model": model, "baseline": baseline, "seed": seed, **entry} for entry in found]
     return results
+
+
+def augmentation_comparisons(
+    bench_params: dict, evaluations: Mapping[tuple[str, int], tuple[Path, Path]], n_resamples: int = 1000
+) -> list[dict]:
+    """Each model trained with an augmentation against the same model and seed trained without (``evaluations``:
+    ``{(variant, seed): (augmented evaluation folder, plain evaluation folder)}``), on every test split both saved
+    predictions for: ``delta`` is augmented minus plain."""
+    results = []
+    for (model, seed), (folder, base) in tqdm(evaluations.items(), desc="paired tests of the augmentation", leave=False):
+        results += [{"model": model, "seed": seed, **entry}
+                    for entry in kept_comparisons(bench_params, folder, base, n_resamples, seed)]
+    return results
+
+
+def kept_comparisons(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
+    """:func:`compare_predictions`, kept in ``folder`` (``paired-BASE-N.json``) so that a re-run reads them."""
+    kept = folder / f"paired-{base.name}-{n_resamples}.json"
+    if kept.is_file():
+        return json.loads(kept.read_text(encoding="utf-8"))
+    if found := compare_predictions(bench_params, folder, base, n_resamples, seed):
+        partial = kept.with_suffix(f".{os.getpid()}.partial")  # two processes of one run may both write it
+        partial.write_text(json.dumps(found) + "\n", encoding="utf-8")
+        partial.replace(kept)
+    return found
 
 
 def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:

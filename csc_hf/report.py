@@ -11,12 +11,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .results import (
+    CREDIBILITY_RULE,
     METRICS,
     PRIMARY,
     VERDICT_RULE,
+    AugmentationEffect,
     Cell,
     Comparison,
     Conclusion,
+    Credibility,
     RunAnalysis,
     analyze_results,
     load_results,
@@ -286,6 +289,58 @@ def _conclusion_section(number: int, conclusion: Conclusion) -> list[str]:
     return parts
 
 
+LEAKS = {"pairs": "pairs in the set", "removed_unseen_k": "removed: key of S_unseen^k",
+         "removed_unseen_v": "removed: pair of S_unseen^v", "kept": "kept", "kept_new": "kept and new to S_train"}
+
+
+def _effect_cell(effect: AugmentationEffect, metric: str, test_set: str) -> str | None:
+    """``31.2 → 45.0: **+13.8 (+9.1 to +18.2)**``: plain and augmented F1, and the paired difference (bold when
+    zero lies outside its interval)."""
+    difference = effect.differences[metric].get(test_set)
+    if difference is None:
+        return None
+    plain, augmented = effect.scores[metric][test_set]
+    text, (low, high) = _difference_text(difference, word=""), difference[1]
+    return f"{_pct(plain)} → {_pct(augmented)}: " + (f"**{text}**" if low > 0 or high < 0 else text)
+
+
+def _credibility_section(credibility: Credibility, warning: str | None) -> list[str]:
+    """SIGHAN's credibility: the augmentation, its leak filter, coverage, the paired differences and the verdict."""
+    c = credibility
+    counts = {o: sum(e.outcome == o for e in c.effects) for o in ("expected", "opposite", "none")}
+    leaks = "; ".join(f"{LEAKS.get(k, k)}: {v}" for k, v in c.leaks.items())
+    parts = [
+        *([warning] if warning else []),
+        f"The second half of the paper's fourth conclusion: {c.claim} **{c.verdict}**",
+        f"Each model is trained twice on the same training sentences: with S_train (the grid's model) and with S_train "
+        f"∪ the augmentation confusion set `{c.confusion}` (the move of adding Wang271K), less every pair that would "
+        f"leak into the unseen test sets ({leaks}). Both are evaluated on the same test sentences.",
+    ]
+    if c.coverage:
+        columns = [("S_train", "error_coverage"), ("S_train", "pair_coverage"), ("augmented", "error_coverage"),
+                   ("augmented", "pair_coverage")]
+        rows = [[t, *(_pct(refs.get(ref, {}).get(k)) for ref, k in columns)] for t, refs in c.coverage.items()]
+        parts += ["### Coverage", "The share of each test set's errors and distinct error pairs (right, wrong) that "
+                  "S_train and the augmented set (S_train ∪ the kept pairs) hold (%):",
+                  markdown_table(["test set", "S_train: errors", "S_train: pairs", "augmented: errors",
+                                  "augmented: pairs"], rows)]
+    parts += ["### Augmented minus plain",
+              f"F1 of the plain → the augmented model (%), and the paired difference in points (mean over seeds; the "
+              f"union of the seeds' paired bootstrap 95% intervals). **Bold**: zero lies outside the interval. "
+              f"Outcome: {CREDIBILITY_RULE}. Verdict: {VERDICT_RULE}."]
+    for metric in METRICS:
+        outcome = metric == PRIMARY
+        rows = [[e.model, *(_effect_cell(e, metric, t) for t in c.test_sets), *([e.outcome] if outcome else [])]
+                for e in c.effects]
+        header = ["model", *c.test_sets, *(["outcome"] if outcome else [])]
+        title = f"{_title(LEVELS[metric])}" + ("" if outcome else " (for reference, not counted)")
+        parts += [f"{title}:", markdown_table(header, rows)]
+    parts.append(f"Evidence: {c.basis}. Models compared: {len(c.effects)}; {counts['expected']} go the expected "
+                 f"way, {counts['opposite']} the opposite way, {counts['none']} show no difference that counts. "
+                 f"Verdict: **{c.verdict}**.")
+    return parts
+
+
 def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     """The report's text; ``plots`` maps a plot's name to its path relative to the report."""
     conclusions = analysis.conclusions
@@ -305,10 +360,14 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
         f"when the paired bootstrap interval of the difference excludes zero (models whose predictions the run "
         f"saved, every seed), else when the two intervals do not overlap. Conclusion 4 compares the spread of the two metrics by sign. "
         f"Verdict: {VERDICT_RULE}.",
-        markdown_table(["#", "conclusion", "verdict"], ([i, c.claim, c.verdict] for i, c in conclusions.items())),
+        markdown_table(["#", "conclusion", "verdict"], [
+            *([i, c.claim, c.verdict] for i, c in conclusions.items()),
+            *([["4b", analysis.credibility.claim, analysis.credibility.verdict]] if analysis.credibility else [])]),
     ]
     for number, conclusion in conclusions.items():
         parts += _conclusion_section(number, conclusion)
+    if analysis.credibility:
+        parts += ["## SIGHAN's credibility (conclusion 4b)", *_credibility_section(analysis.credibility, warning)]
     parts += ["## Models", markdown_table(["model", "fusion", "information"], families)]
     parts += ["## Results", *_results_tables(analysis)]
     if "test_sets" in plots:

@@ -3,8 +3,10 @@
 :func:`analyze_results` gives a :class:`RunAnalysis`: the models x test sets tables, the false-positive rate on the
 error-free test sets, the tuned decoding settings, the ranking of fusion strategies and information sources, F1
 against ``P_e``, the seen/unseen gaps, the metric stability, and the paper's four conclusions, each with the
-comparisons that decide its verdict (:data:`VERDICT_RULE`); it also says when the numbers mean nothing (a smoke run,
-or every score at the floor). :mod:`csc_hf.report` renders it.
+comparisons that decide its verdict (:data:`VERDICT_RULE`); with an augmentation stage, SIGHAN's credibility
+(:class:`Credibility`: the paper's claim that SIGHAN test sets cannot reflect a model's performance reliably, judged by
+:data:`CREDIBILITY_RULE`); it also says when the numbers mean nothing (a smoke run, or every score at the floor).
+:mod:`csc_hf.report` renders it.
 """
 
 from __future__ import annotations
@@ -40,22 +42,33 @@ def load_results(run_dir: str | Path) -> dict:
     records = results.get("records") if isinstance(results, dict) else None
     if not records or not isinstance(records, list):
         raise ValueError(f"{path}: expected an object with a non-empty 'records' list")
+    _check_records(path, records)
+    augmentation = results.get("augmentation")
+    if augmentation is not None:
+        if not isinstance(augmentation, dict) or not isinstance(augmentation.get("records"), list):
+            raise ValueError(f"{path}: 'augmentation' must be an object with a 'records' list")
+        _check_records(path, augmentation["records"], "augmentation ")
+    return results
+
+
+def _check_records(path: Path, records: list, where: str = "") -> None:
+    """Raise a ValueError naming ``path`` and the record unless every record has its fields and the report's metrics
+    and no two share model, seed and test set."""
     seen = set()
     for i, record in enumerate(records):
         fields = ("model", "seed", "config", "split", "scores")
         missing = [k for k in fields if not isinstance(record, dict) or k not in record]
         if missing:
-            raise ValueError(f"{path}: record {i} lacks {', '.join(missing)}")
+            raise ValueError(f"{path}: {where}record {i} lacks {', '.join(missing)}")
         if not isinstance(record["scores"], dict):
-            raise ValueError(f"{path}: record {i}: 'scores' is not an object")
+            raise ValueError(f"{path}: {where}record {i}: 'scores' is not an object")
         absent = [m for m in METRICS if not isinstance(record["scores"].get(m), (int, float))]
         if absent:
-            raise ValueError(f"{path}: record {i} has no score {', '.join(absent)}")
+            raise ValueError(f"{path}: {where}record {i} has no score {', '.join(absent)}")
         key = (record["model"], record["seed"], record["config"], record["split"])
         if key in seen:
-            raise ValueError(f"{path}: record {i} repeats model {key[0]}, seed {key[1]} on {split_name(*key[2:])}")
+            raise ValueError(f"{path}: {where}record {i} repeats model {key[0]}, seed {key[1]} on {split_name(*key[2:])}")
         seen.add(key)
-    return results
 
 
 @dataclass(frozen=True)
@@ -187,9 +200,13 @@ VERDICT_RULE = (
 
 def verdict(comparisons: Sequence[Comparison]) -> str:
     """``supported`` / ``not supported`` / ``inconclusive`` by :data:`VERDICT_RULE`."""
-    expected = sum(c.outcome == "expected" for c in comparisons)
-    opposite = sum(c.outcome == "opposite" for c in comparisons)
-    if comparisons and 2 * expected >= len(comparisons) and expected > opposite:
+    return outcome_verdict([c.outcome for c in comparisons])
+
+
+def outcome_verdict(outcomes: Sequence[str]) -> str:
+    """:data:`VERDICT_RULE` over outcomes (``expected``, ``opposite``, ``none``)."""
+    expected, opposite = outcomes.count("expected"), outcomes.count("opposite")
+    if outcomes and 2 * expected >= len(outcomes) and expected > opposite:
         return "supported"
     return "not supported" if opposite > expected else "inconclusive"
 
@@ -262,6 +279,7 @@ class RunAnalysis:
     keep_bias_grid: list[float] | None
     not_evidence: str | None
     conclusions: dict[int, Conclusion] = field(default_factory=dict)
+    credibility: Credibility | None = None  # None: the run has no augmentation stage
 
 
 def analyze_results(results: Mapping) -> RunAnalysis:
@@ -296,6 +314,7 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         keep_bias=_keep_bias(records),
         keep_bias_grid=params.get("keep_bias_grid"),
         not_evidence=_not_evidence(results.get("preset"), table[PRIMARY], with_errors),
+        credibility=credibility(results["augmentation"]) if results.get("augmentation") else None,
     )
     return replace(analysis, conclusions=_conclusions(analysis))
 
@@ -467,3 +486,102 @@ def _conclusions(analysis: RunAnalysis) -> dict[int, Conclusion]:
         result[number] = Conclusion(CLAIMS[number], basis, deciding, [c for metric, c in found if metric != PRIMARY],
                                     verdict(deciding))
     return result
+
+
+# ---- SIGHAN's credibility ------------------------------------------------------------------------------------------
+
+CREDIBILITY_CLAIM = "SIGHAN test sets cannot reflect a model's performance reliably."
+SIGHAN = "sighan15"
+CONTROLLED = ("test", "unseen_k", "unseen_v", "scontext")
+"""The controlled test sets whose rise (or not) under the augmentation tells a real gain from SIGHAN's inflation."""
+CREDIBILITY_RULE = (
+    "per model, the paired difference augmented minus plain on character-level correction F1 (every seed): the "
+    "expected way when SIGHAN-15 rises beyond its interval (the interval lies above zero) while no controlled test "
+    "set does; the opposite way when SIGHAN-15 and every controlled test set rise alike; no difference that counts "
+    "otherwise"
+)
+
+Difference = tuple[float, tuple[float, float]]  # mean paired difference over seeds, union of the seeds' intervals
+
+
+@dataclass(frozen=True)
+class AugmentationEffect:
+    """One model trained with and without the augmentation, on the same sentences: per metric and test set, the
+    paired difference augmented − plain (:data:`Difference`, only where every seed has one) and the two mean scores
+    ``(plain, augmented)``; ``outcome`` by :data:`CREDIBILITY_RULE`."""
+
+    model: str
+    seeds: list[int]
+    differences: dict[str, dict[str, Difference]]
+    scores: dict[str, dict[str, tuple[float, float]]]
+    outcome: str
+
+
+@dataclass(frozen=True)
+class Credibility:
+    """The paper's claim that SIGHAN test sets cannot reflect a model's performance reliably, tested with the
+    augmentation stage: the set (``confusion``), the pairs removed so nothing leaks into the unseen test sets
+    (``leaks``), how much of each test set S_train and the augmented set cover (``coverage``: ``{test set:
+    {"S_train" / "augmented": coverage}}``), each model's effect, and the verdict (:data:`CREDIBILITY_RULE`, then
+    :data:`VERDICT_RULE` over the models)."""
+
+    claim: str
+    confusion: str | None
+    leaks: dict[str, int]
+    coverage: dict[str, dict[str, dict[str, float | None]]]
+    test_sets: list[str]  # SIGHAN-15 then the controlled test sets, those the stage compared
+    effects: list[AugmentationEffect]
+    basis: str
+    verdict: str
+
+
+def rises(difference: Difference | None) -> bool:
+    """Whether a paired difference is above zero beyond its interval."""
+    return difference is not None and difference[1][0] > 0
+
+
+def effect_outcome(differences: Mapping[str, Difference]) -> str:
+    """:data:`CREDIBILITY_RULE` over one model's paired differences ``{test set: difference}`` on the primary
+    metric: ``expected``, ``opposite`` or ``none`` (also when SIGHAN-15 or every controlled test set is missing)."""
+    controlled = [differences[t] for t in CONTROLLED if t in differences]
+    if SIGHAN not in differences or not controlled or not rises(differences[SIGHAN]):
+        return "none"
+    if not any(map(rises, controlled)):
+        return "expected"
+    return "opposite" if all(map(rises, controlled)) else "none"
+
+
+def credibility(augmentation: Mapping) -> Credibility:
+    """SIGHAN's credibility from ``results.json``'s ``augmentation`` (see :meth:`csc_hf.study.Study.run`)."""
+    seeds_of: dict[str, set] = defaultdict(set)
+    for r in augmentation["records"]:
+        seeds_of[r["model"]].add(r["seed"])
+    groups: dict[tuple[str, str, str], list[Mapping]] = defaultdict(list)
+    for e in augmentation.get("paired", []):
+        groups[e["model"], e["metric"], split_name(e["config"], e["split"])].append(e)
+    order = [SIGHAN, *CONTROLLED]
+    test_sets = [t for t in order if any(key[2] == t for key in groups)]
+    effects = []
+    for model, seeds in seeds_of.items():
+        differences: dict[str, dict[str, Difference]] = {metric: {} for metric in METRICS}
+        scores: dict[str, dict[str, tuple[float, float]]] = {metric: {} for metric in METRICS}
+        for metric in METRICS:
+            for t in test_sets:
+                entries = groups.get((model, metric, t), [])
+                if entries and {e["seed"] for e in entries} == seeds:
+                    differences[metric][t] = paired_difference(entries)
+                    scores[metric][t] = (float(np.mean([e["b"] for e in entries])),
+                                         float(np.mean([e["a"] for e in entries])))
+        effects.append(AugmentationEffect(model, sorted(seeds), differences, scores,
+                                          effect_outcome(differences[PRIMARY])))
+    has_sighan = all(SIGHAN in e.differences[PRIMARY] for e in effects)
+    if not effects or not has_sighan or not any(t in CONTROLLED for t in test_sets):
+        basis = ("needs every model's paired differences on sighan15 and on at least one controlled test set "
+                 f"({', '.join(CONTROLLED)})")
+    else:
+        basis = (f"{', '.join(e.model for e in effects)} trained on the same sentences with and without the "
+                 f"augmentation, compared on {SIGHAN} and on {', '.join(t for t in test_sets if t != SIGHAN)}")
+    leaks = augmentation.get("leaks") or {}
+    return Credibility(CREDIBILITY_CLAIM, augmentation.get("confusion"), dict(leaks),
+                       dict(augmentation.get("coverage") or {}), test_sets, effects, basis,
+                       outcome_verdict([e.outcome for e in effects]))

@@ -1,7 +1,9 @@
 """`csc-bench run`: the paper's study end to end — build → pretrain → train the variant grid → evaluate every model on
 every test config → results (json, csv, markdown table, plots, report).
 
-A preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does. Each stage's output
+A preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does; its
+``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage: models trained once more with an
+augmentation confusion set, compared with the grid's on SIGHAN-15 and on the controlled test sets. Each stage's output
 lives in ``RUN_DIR/stages/STAGE-KEY`` where KEY hashes the stage's inputs (its configuration and the keys of the
 stages it reads), and a ``done.json`` marks it finished: a re-run skips finished stages, a changed preset redoes only
 what it changes, and an interrupted training resumes from its last checkpoint. A run may do a part of the grid
@@ -15,13 +17,14 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +33,43 @@ from tqdm.auto import tqdm
 
 from . import __version__, resources
 from .benchmark.builder import load_dataset
-from .benchmark.configs import CONFIGS
-from .benchmark.plan import BenchParams
-from .evaluation import PREDICTIONS, evaluate_model, paired_comparisons
+from .benchmark.configs import CONFIGS, splits_of
+from .benchmark.plan import PACKAGED_CONFUSION, BenchParams, input_files, load_augmentation, plan_for
+from .confusion import ConfusionSet
+from .dataset_stats import coverage, error_pairs, split_name
+from .evaluation import PREDICTIONS, augmentation_comparisons, evaluate_model, paired_comparisons
+from .results import CONTROLLED, SIGHAN
 
+logger = logging.getLogger(__name__)
 RECORDS = "records.json"  # an evaluation folder's result records
+AUGMENTATION = "augmentation.json"  # the augment stage's leak filter and coverage
 PRESET_KEYS = {
     "description", "bench_params", "variants", "seeds", "tests", "bootstrap", "keep_bias_grid", "launcher", "model",
-    "bart", "pretrain", "finetune", "eval_batch_size",
+    "bart", "pretrain", "finetune", "eval_batch_size", "augmentation",
 }
+
+
+@dataclass(frozen=True)
+class AugmentationStudy:
+    """The SIGHAN-credibility stage (a preset's ``augmentation``; empty: off): each of ``variants`` is trained, with
+    every seed, once more on the same training sentences corrupted with S_train ∪ the confusion set ``confusion``
+    (less its pairs that would leak into unseen_k / unseen_v: the benchmark parameter ``augmentation``), evaluated on
+    ``tests`` and compared with the grid's model of the same variant and seed."""
+
+    confusion: str = "sighan13"  # a name of csc_hf.benchmark.plan.PACKAGED_CONFUSION, or a confusion set file
+    variants: tuple[str, ...] = ("bert", "bart")
+    tests: tuple[str, ...] = (SIGHAN, *CONTROLLED)
+
+    @classmethod
+    def of(cls, data: Any, origin: Path | str) -> AugmentationStudy:
+        """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
+        known = [f.name for f in fields(cls)]
+        if not isinstance(data, dict):
+            raise ValueError(f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
+                             f"[bert, bart]}}, not {data!r}")
+        if unknown := sorted(set(data) - set(known)):
+            raise ValueError(f"{origin}: augmentation: unknown keys {unknown}; it has {known}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 @dataclass
@@ -59,6 +90,12 @@ class Preset:
     pretrain: dict = field(default_factory=dict)  # training-config keys of the masked-LM stage
     finetune: dict = field(default_factory=dict)  # training-config keys of every variant
     eval_batch_size: int = 64
+    augmentation: dict = field(default_factory=dict)  # the SIGHAN-credibility stage (AugmentationStudy); {}: off
+
+    @property
+    def augmentation_study(self) -> AugmentationStudy | None:
+        """The preset's :class:`AugmentationStudy`, or ``None`` when it has none."""
+        return AugmentationStudy.of(self.augmentation, self.name) if self.augmentation else None
 
     @classmethod
     def load(cls, name_or_path: str) -> Preset:
@@ -87,6 +124,27 @@ class Preset:
             if not found.is_file():
                 raise FileNotFoundError(f"{origin}: launcher config {self.launcher} does not exist")
             self.launcher = str(found.resolve())
+        if self.augmentation:
+            self._validate_augmentation(origin)
+
+    def _validate_augmentation(self, origin: Path | str) -> None:
+        """Check the augmentation stage, and read its confusion set (a bad file fails here, before any training,
+        with the errors of ``csc-bench confusion import``); a file's path is made absolute."""
+        study = AugmentationStudy.of(self.augmentation, origin)
+        check_variants(study.variants, f"{origin}: augmentation")
+        if bad := [t for t in study.tests if t not in self.tests]:
+            raise ValueError(f"{origin}: augmentation: tests {bad} are not among the preset's tests {self.tests}")
+        confusion = study.confusion
+        if not isinstance(confusion, str) or not confusion:
+            raise ValueError(f"{origin}: augmentation: confusion={confusion!r} must be one of "
+                             f"{', '.join(PACKAGED_CONFUSION)} or a confusion set file")
+        if confusion not in PACKAGED_CONFUSION:
+            confusion = str(Path(confusion).resolve())
+            self.augmentation = {**self.augmentation, "confusion": confusion}
+        try:
+            load_augmentation(confusion)
+        except (ValueError, FileNotFoundError) as err:
+            raise type(err)(f"{origin}: augmentation: {err}") from None
 
 
 def check_variants(variants: Sequence[str], origin: Path | str) -> None:
@@ -182,28 +240,38 @@ class Study:
         p = self.preset
         return "pretrain", {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
 
-    def _finetune_inputs(self, variant: str, seed: int, pretrained: Path) -> tuple[str, dict, str]:
+    def _augmented_params(self) -> dict:
+        """The benchmark parameters of the augmentation stage's training data."""
+        return {**self.preset.bench_params, "augmentation": self.preset.augmentation_study.confusion}
+
+    def _finetune_inputs(self, variant: str, seed: int, pretrained: Path, augmented: bool = False) -> tuple[str, dict, str]:
         """The name and inputs of a fine-tuning stage: its training config, and the pretrained stage's name (not its
-        path, so that a run folder can move)."""
+        path, so that a run folder can move); ``augmented``: the augmentation stage's training."""
         from .modeling import is_seq2seq
 
         p = self.preset
-        config = {"task": "correction", "variant": variant, "bench_params": p.bench_params, "seed": seed, **p.finetune}
+        bench_params = self._augmented_params() if augmented else p.bench_params
+        config = {"task": "correction", "variant": variant, "bench_params": bench_params, "seed": seed, **p.finetune}
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
-        return f"train-{variant}-seed{seed}".replace("+", "_"), config, pretrained.name
+        name = f"train-{variant}-seed{seed}" + ("-augmented" if augmented else "")
+        return name.replace("+", "_"), config, pretrained.name
 
-    def _evaluate_inputs(self, model_dir: Path, build: Path) -> tuple:
+    def _evaluate_inputs(self, model_dir: Path, build: Path, augmented: bool = False) -> tuple:
         """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""
         p = self.preset
+        if augmented:
+            tests = list(p.augmentation_study.tests)
+            return f"eval-{model_dir.name}", tests, p.bootstrap, p.keep_bias_grid, build.name, self._augmented_params()
         return f"eval-{model_dir.name}", p.tests, p.bootstrap, p.keep_bias_grid, build.name
 
-    def finetune(self, variant: str, seed: int, pretrained: Stage) -> Stage:
-        """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it)."""
-        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory)
+    def finetune(self, variant: str, seed: int, pretrained: Stage, augmented: bool = False) -> Stage:
+        """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it);
+        ``augmented``: on the augmentation stage's training data."""
+        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory, augmented)
         stage = self.stage(name, config, start_name)
         if self.pending(stage):
-            self.log(f"train {variant} (seed {seed}) → {stage.directory}")
+            self.log(f"train {variant} (seed {seed}{', augmented' if augmented else ''}) → {stage.directory}")
             start = str(pretrained.directory)
             self._train(stage, {**config, "tokenizer_path": start, "init_from": start})
         return stage
@@ -224,18 +292,21 @@ class Study:
             shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
         stage.finish({"config": config})
 
-    def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage) -> Stage:
+    def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage, augmented: bool = False) -> Stage:
         """Score one model on every test split (keep_bias tuned on validation) into the stage's ``records.json``, and
-        save its predictions (``predictions/``)."""
+        save its predictions (``predictions/``); ``augmented``: a model of the augmentation stage, on its tests, its
+        seen pairs those of its own training data."""
         p = self.preset
-        stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory))
+        stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented))
         if self.pending(stage):
-            self.log(f"evaluate {variant} (seed {seed})")
-            records = evaluate_model(model_stage.directory, p.tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
+            self.log(f"evaluate {variant} (seed {seed}{', augmented' if augmented else ''})")
+            tests = p.augmentation_study.tests if augmented else p.tests
+            records = evaluate_model(model_stage.directory, tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
                                      p.eval_batch_size, p.finetune.get("max_train_samples"),
-                                     p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS)
+                                     p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS,
+                                     training_params=self._augmented_params() if augmented else None)
             for r in records:
-                r.update(model=variant, seed=seed)
+                r.update(model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {}))
             (stage.directory / RECORDS).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",
                                                    encoding="utf-8")
             stage.finish({"records": len(records)})
@@ -259,11 +330,74 @@ class Study:
         variant_rank = (0, p.variants.index(variant)) if variant in p.variants else (1, list(VARIANTS).index(variant))
         return seed_rank, variant_rank
 
-    def folders(self, variant: str, seed: int) -> tuple[Path, Path]:
-        """The training and the evaluation stage folder of one variant and seed (whether or not they have run)."""
+    def folders(self, variant: str, seed: int, augmented: bool = False) -> tuple[Path, Path]:
+        """The training and the evaluation stage folder of one variant and seed (whether or not they have run);
+        ``augmented``: of the augmentation stage."""
         pretrained = self.directory(*self._pretrain_inputs())
-        model_dir = self.directory(*self._finetune_inputs(variant, seed, pretrained))
-        return model_dir, self.directory(*self._evaluate_inputs(model_dir, self.directory(*self._build_inputs())))
+        model_dir = self.directory(*self._finetune_inputs(variant, seed, pretrained, augmented))
+        build = self.directory(*self._build_inputs())
+        return model_dir, self.directory(*self._evaluate_inputs(model_dir, build, augmented))
+
+    def augment(self) -> Stage:
+        """The augmentation set's leak filter (how many pairs were removed) and the coverage of each of the stage's
+        test sets by S_train and by the augmented set, in the stage's ``augmentation.json``."""
+        p, study = self.preset, self.preset.augmentation_study
+        stage = self.stage(*self._augment_inputs())
+        if self.pending(stage):
+            augmented = plan_for(BenchParams(**p.bench_params)).augmented(study.confusion)
+            leaks = augmented.leaks
+            self.log(f"augmentation {study.confusion}: {leaks['pairs']} pairs; removed {leaks['removed_unseen_k']} "
+                     f"(keys of S_unseen^k) and {leaks['removed_unseen_v']} (pairs of S_unseen^v)")
+            train = plan_for(BenchParams(**p.bench_params)).division.train
+            summary = {"confusion": study.confusion, "leaks": leaks,
+                       "coverage": augmentation_coverage(p.bench_params, study.tests, train, augmented.confusion)}
+            (stage.directory / AUGMENTATION).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
+                                                        encoding="utf-8")
+            stage.finish({"leaks": leaks})
+        return stage
+
+    def _augment_inputs(self) -> tuple:
+        """The name and inputs of the augment stage: the set's name and its file's content (or package version)."""
+        p, study = self.preset, self.preset.augmentation_study
+        files = input_files(BenchParams(**self._augmented_params()))["augmentation"]
+        return "augment", p.bench_params, study.confusion, files, study.tests
+
+    def augmentation_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
+        """Run the augmentation stage for its variants with the seeds of ``grid`` (only the variants ``grid`` names
+        when it is a part of the preset's), then collect every finished one: the leak filter, coverage, records and
+        paired comparisons (augmented − plain) for ``results.json`` (``None`` without an augmentation stage or
+        before its first finished evaluation). The plain model is the grid's (the same stage: trained once)."""
+        p, study = self.preset, self.preset.augmentation_study
+        if study is None:
+            return None
+        try:
+            summary = json.loads((self.augment().directory / AUGMENTATION).read_text(encoding="utf-8"))
+        except Unfinished as missing:
+            self.log(f"skipping the augmentation stage: {missing}")
+            return None
+        requested = {v for v, _ in grid}
+        variants = [v for v in study.variants if v in requested or requested >= set(p.variants)]
+        for seed in dict.fromkeys(s for _, s in grid):
+            for variant in variants:
+                try:
+                    self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                    model = self.finetune(variant, seed, pretrained, augmented=True)
+                    self.evaluate(model, variant, seed, build, augmented=True)
+                except Unfinished as missing:
+                    self.log(f"skipping {variant} (seed {seed}, augmented): {missing}")
+        pairs = {}
+        for variant, seed in sorted({*((v, s) for v in study.variants for s in p.seeds), *grid}, key=self._order):
+            augmented, plain = self.folders(variant, seed, augmented=True)[1], self.folders(variant, seed)[1]
+            if variant in study.variants and Stage(augmented).done and Stage(plain).done:
+                pairs[variant, seed] = augmented, plain
+        if not pairs:
+            return None
+        records = [r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))]
+        paired = augmentation_comparisons(p.bench_params, pairs, n_resamples=p.bootstrap)
+        stages = [self.directory(*self._augment_inputs()),
+                  *(f for model in pairs for f in self.folders(*model, augmented=True))]
+        return {**summary, "records": records, "paired": paired,
+                "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages}}
 
     def finished(self, grid: Sequence[tuple[str, int]] = ()) -> dict[tuple[str, int], Path]:
         """Every finished evaluation of this preset's stages in the run folder, whichever process ran it (of
@@ -297,6 +431,7 @@ class Study:
                 self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
             except Unfinished as missing:
                 self.log(f"skipping {variant} (seed {seed}): {missing}")
+        augmentation = self.augmentation_results(pretrained, build, grid)
         evaluations = self.finished(grid)
         if not evaluations:
             raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
@@ -305,22 +440,47 @@ class Study:
         stages = [build.directory, pretrained.directory, *(f for model in evaluations for f in self.folders(*model))]
         timings = {folder.name: Stage(folder).seconds for folder in stages}
         paired = paired_comparisons(p.bench_params, evaluations, n_resamples=p.bootstrap)
-        return write_results(self.run_dir, p, records, timings, paired)
+        if augmentation:
+            timings.update(augmentation.pop("stage_seconds"))
+        return write_results(self.run_dir, p, records, timings, paired, augmentation)
 
 
 # ---- results -------------------------------------------------------------------------------------------------------
 
 
+def augmentation_coverage(
+    bench_params: dict, tests: Sequence[str], train: ConfusionSet, augmented: ConfusionSet
+) -> dict[str, dict[str, dict]]:
+    """``{test set: {"S_train" / "augmented": coverage}}``: how much of each test set's errors and distinct pairs the
+    confusion set ``train`` (S_train) and ``augmented`` (S_train ∪ the leak-free augmentation) hold
+    (:func:`csc_hf.dataset_stats.coverage`); test sets that cannot be built (sighan15 without its file) are left out."""
+    references = {name: {(right, wrong) for right, wrong, _ in s.pairs()}
+                  for name, s in (("S_train", train), ("augmented", augmented))}
+    result = {}
+    for name in tests:
+        for spec in splits_of(name, BenchParams(**bench_params).probs):
+            try:
+                data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
+            except FileNotFoundError as err:
+                logger.warning("coverage: skipping %s: %s", name, err)
+                continue
+            test_pairs = error_pairs(data["source"], data["target"])
+            result[split_name(name, spec.split)] = {ref: coverage(test_pairs, pairs) for ref, pairs in references.items()}
+    return result
+
+
 def write_results(
-    run_dir: Path, preset: Preset, records: list[dict], timings: dict[str, float | None], paired: list[dict] = ()
+    run_dir: Path, preset: Preset, records: list[dict], timings: dict[str, float | None], paired: list[dict] = (),
+    augmentation: dict | None = None,
 ) -> Path:
-    """``results.json`` (with each stage's wall time and the paired comparisons), ``results.csv`` and the report."""
+    """``results.json`` (with each stage's wall time, the paired comparisons and, with an augmentation stage, its
+    leak filter, coverage, records and paired comparisons), ``results.csv`` and the report."""
     from .report import write_report
 
     run_dir = Path(run_dir)
     path = run_dir / "results.json"
     payload = {"preset": preset.name, "params": preset.__dict__, "stage_seconds": timings, "records": records,
-               "paired": list(paired)}
+               "paired": list(paired), **({"augmentation": augmentation} if augmentation else {})}
     partial = path.with_suffix(f".{os.getpid()}.partial")  # whole or not at all: processes of one run share it
     partial.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     partial.replace(path)

@@ -146,7 +146,27 @@ def _preset(tmp: Path):
     return Preset.load(str(tmp / "p.yaml"))
 
 
+def _augmentation_preset(name: str, text: str):
+    """A preset whose augmentation set is the file ``name`` holding ``text``."""
+    def call(tmp: Path):
+        (tmp / name).write_text(text, encoding="utf-8")
+        (tmp / "p.yaml").write_text(f"augmentation: {{confusion: {tmp / name}, variants: [bert]}}\n", encoding="utf-8")
+        return _preset(tmp)
+
+    return call
+
+
 LIBRARY_STUDY: list[Bad] = [
+    Bad("preset: augmentation file with a bad line", _augmentation_preset("x_shape.txt", "天,夭\nabc\n"),
+        "x_shape.txt, line 2: expected a character"),
+    Bad("preset: augmentation file of an unknown layout", _augmentation_preset("aug.txt", "天,夭\n"),
+        "cannot tell the confusion set format from the name"),
+    Bad("preset: augmentation json with an emoji key", _augmentation_preset("s.json", '{"😀": {"添": "phonetic"}}'),
+        "key '😀' is not a Chinese"),
+    Bad("preset: augmentation file missing", _write("p.yaml", "augmentation: {confusion: /nowhere/s.json}\n", _preset),
+        "s.json does not exist"),
+    Bad("preset: augmentation unknown key", _write("p.yaml", "augmentation: {set: sighan13}\n", _preset),
+        "augmentation: unknown keys ['set']"),
     Bad("run: unknown variant in a part of the grid", _study(variants=["bertt"]), "--variants: unknown variants ['bertt']"),
     Bad("run: finished only, nothing finished", _study(finished_only=True), "has not finished"),
     Bad("preset: unknown key", _write("p.yaml", "variant: [bert]\n", _preset), "unknown keys ['variant']"),

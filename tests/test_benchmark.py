@@ -234,3 +234,32 @@ def test_installed_sighan15_has_1100_sentences():
 def test_probs_as_a_list_is_the_same_plan(small_params):
     as_list = plan_for(BenchParams(**{**small_params, "probs": [0.01, 0.2]}))
     assert as_list is plan_for(BenchParams(**{**small_params, "probs": (0.01, 0.2)}))
+
+
+def test_augmentation_changes_the_train_split_only_and_never_leaks(built, small_params, tmp_path):
+    """With ``augmentation``, every split but train/train has the same rows (the augmented model meets the same test
+    sentences); the train split holds augmentation pairs, and none whose key is unseen_k's or that is unseen_v's."""
+    plan = plan_for(BenchParams(**small_params))
+    division = plan.division
+    unseen_k_key = next(iter(division.unseen_k))
+    v_key = next(iter(division.unseen_v))
+    v_pair = (v_key, next(iter(division.unseen_v[v_key])))
+    frequent = sorted(plan.frequencies, key=plan.frequencies.get, reverse=True)
+    keys = [k for k in frequent if k in division.train and k != v_key][:30]
+    pairs = {unseen_k_key: {"鼋": "graphic"}, v_key: {v_pair[1]: "phonetic", "鼍": "graphic"},
+             **{k: {"鼋": "graphic"} for k in keys}}
+    path = tmp_path / "aug.json"
+    path.write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
+    augmented = {name: load_dataset("csc_bench", name, cache_dir=str(tmp_path / "c"), augmentation=str(path),
+                                    **small_params) for name in built}
+    for name, data in augmented.items():
+        for split, ds in data.items():
+            if (name, split) != ("train", "train"):
+                assert table_digest(ds) == table_digest(built[name][split]), (name, split)
+    train = augmented["train"]["train"]
+    assert train["target"] == built["train"]["train"]["target"] and train["source"] != built["train"]["train"]["source"]
+    found = {(e["right"], e["wrong"]) for row in train for e in row["errors"]}
+    assert {(k, "鼋") for k in keys} & found  # new pairs of known keys occur
+    assert not {r for r, _ in found} & set(division.unseen_k) and v_pair not in found  # nothing leaks
+    assert plan.augmented(str(path)).leaks == {"pairs": 33, "removed_unseen_k": 1, "removed_unseen_v": 1, "kept": 31,
+                                               "kept_new": 31}

