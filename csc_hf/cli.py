@@ -260,9 +260,13 @@ def cmd_correct(args: argparse.Namespace) -> None:
 def cmd_push(args: argparse.Namespace) -> None:
     from . import hub
 
+    hub.check_license(args.license)
+    if not hub.HUB_ID.fullmatch(args.repo) or "/" not in args.repo:
+        raise ValueError(f"repo {args.repo!r}: give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate")
     records = hub.load_records(args.results, args.model_name) if args.results else []
-    folder = hub.prepare(args.model, args.repo, args.folder or f"{args.model.rstrip('/')}-hub", records)
-    print(f"prepared {folder} ({len(records)} scored test sets in its card)")
+    folder = hub.prepare(args.model, args.repo, args.folder or f"{args.model.rstrip('/')}-hub", records, args.license)
+    print(f"prepared {folder} ({len(records)} scored test sets in its card)" if records else
+          f"prepared {folder} (no scores in its card yet: give --results, e.g. the output of csc-bench evaluate)")
     if args.token:
         print(f"pushed: {hub.push(folder, args.repo, args.token)}")
 
@@ -388,12 +392,17 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--threshold", type=float, default=0.0, help="keep an edit only above this probability")
 
     push = _command(sub, cmd_push, "prepare a Hub-ready model folder with a model card; push it with --token",
-                    "Copy the model with a card holding its scores; upload only when --token is given.")
+                    "Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the "
+                    "remote code of the model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with "
+                    "trust_remote_code=True, no csc_hf needed), without machine-local fields, and a card whose YAML "
+                    "holds the licence, base model, datasets and a model-index of the scores; upload only when --token "
+                    "is given.")
     push.add_argument("model", help="a saved model folder")
     push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
     push.add_argument("--model-name", help="with a run's results.json: which model's records")
     push.add_argument("--folder", help="where to prepare the folder (default: MODEL-hub)")
+    push.add_argument("--license", default="apache-2.0", help="the card's licence, a Hub licence id (default: apache-2.0)")
     push.add_argument("--token", help="a Hub write token (without it nothing is uploaded)")
 
     analyze = _command(sub, cmd_analyze, "dataset statistics, coverage and context overlap of any CSC data",
