@@ -192,6 +192,19 @@ def cmd_run(args: argparse.Namespace) -> None:
     print(f"results: {results}, {results.with_name('results.csv')}; report: {results.with_name('report.md')}")
 
 
+class _KeysHelp(argparse.Action):
+    """``csc-bench train --keys``: every key of a training config with its help (from the dataclasses), then exit."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .training import keys_help
+
+        print(keys_help())
+        parser.exit()
+
+
 def cmd_train(args: argparse.Namespace) -> None:
     from .training import load_config, train
 
@@ -353,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "and stays text where the key takes text: eval_strategy=no). The whole config is checked first.")
     train.add_argument("config")
     train.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
+    train.add_argument("--keys", action=_KeysHelp, help="list every key of a training config with its help and exit "
+                       "(train on your own pairs: train_files, validation_files, use_benchmark)")
 
     evaluate = _command(sub, cmd_evaluate, "score a saved model on test configs", "Correct every split of the given "
                         "configs and score them with bootstrap intervals.", bench=True)

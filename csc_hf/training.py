@@ -124,6 +124,21 @@ class DataArguments:
 ARGUMENTS = (ModelArguments, DataArguments, TrainingArguments)
 
 
+def keys_help() -> str:
+    """Every key of ModelArguments and DataArguments with its type, default and help, for ``--help``; the keys of
+    ``transformers.TrainingArguments`` are documented there."""
+    lines = []
+    for dc in ARGUMENTS[:2]:
+        hints = typing.get_type_hints(dc)
+        lines.append(f"{dc.__name__} ({dc.__doc__.strip()}):")
+        for f in fields(dc):
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            lines.append(f"  {f.name}: {type_name(hints[f.name])} (default: {default!r})\n      {f.metadata.get('help', '')}")
+    lines.append("TrainingArguments: every field of transformers.TrainingArguments (output_dir, max_steps, "
+                 "learning_rate, eval_strategy, ...)")
+    return "\n".join(lines)
+
+
 def field_types() -> dict[str, Any]:
     """The type of every config key: the init fields of ModelArguments, DataArguments and TrainingArguments."""
     types_ = {}

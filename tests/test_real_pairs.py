@@ -139,3 +139,18 @@ def test_a_pair_file_as_corpus_is_refused(tmp_path, small_corpus):
     ids = tmp_path / "ids.tsv"  # id<TAB>text lines are no pairs: read as text
     ids.write_text("".join(f"{i}\t{t}\n" for i, t in enumerate(texts)), encoding="utf-8")
     assert len(list(corpus_lines(str(ids)))) == 10
+
+
+def test_help_lists_the_data_keys(capsys):
+    from csc_hf.cli import main as cli_main
+    from csc_hf.train import main as train_main
+
+    with pytest.raises(SystemExit) as info:
+        cli_main(["train", "--keys"])
+    assert info.value.code == 0
+    keys = capsys.readouterr().out
+    assert train_main(["--help"]) == 0
+    assert keys in capsys.readouterr().out
+    for key in ("train_files: a list of str (default: [])", "validation_files:", "use_benchmark: bool (default: True)"):
+        assert key in keys
+    assert "wrong<TAB>correct .tsv" in keys and "datasets:PATH" in keys
