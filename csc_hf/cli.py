@@ -277,6 +277,10 @@ def cmd_push(args: argparse.Namespace) -> None:
     if not hub.HUB_ID.fullmatch(args.repo) or "/" not in args.repo:
         raise ValueError(f"repo {args.repo!r}: give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate")
     records = hub.load_records(args.results, args.model_name) if args.results else []
+    given = bench_params(args)  # the parameters the results were scored with, when the records do not say
+    if given and not records:
+        raise ValueError(f"benchmark options {sorted(given)} describe the scores of --results; give --results too")
+    records = [{**r, "bench_params": given} for r in records] if given else records
     folder = hub.prepare(args.model, args.repo, args.folder or f"{args.model.rstrip('/')}-hub", records, args.license)
     print(f"prepared {folder} ({len(records)} scored test sets in its card)" if records else
           f"prepared {folder} (no scores in its card yet: give --results, e.g. the output of csc-bench evaluate)")
@@ -411,7 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "remote code of the model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with "
                     "trust_remote_code=True, no csc_hf needed), without machine-local fields, and a card whose YAML "
                     "holds the licence, base model, datasets and a model-index of the scores; upload only when --token "
-                    "is given.")
+                    "is given. The benchmark options state the parameters the --results were scored with (default: "
+                    "those a run's results.json records, else the model's training parameters).", bench=True)
     push.add_argument("model", help="a saved model folder")
     push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")

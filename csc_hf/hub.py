@@ -53,7 +53,7 @@ LICENSES = (  # the licence ids the Hub's model card metadata accepts (huggingfa
 METRIC_NAMES = {  # CARD_KEYS in words (csc_hf.scoring)
     "char_cor_f1": "character-level correction F1", "char_det_f1": "character-level detection F1",
     "sent_cor_f1": "sentence-level correction F1", "sent_det_f1": "sentence-level detection F1",
-    "fpr": "false positive rate (sentences without errors that are changed)",
+    "fpr": "false positive rate",
 }
 TASK = {"type": "chinese-spelling-check", "name": "Chinese Spelling Check"}
 BENCHMARK = "csc_bench"  # the dataset name of the generated benchmark (csc_hf.load_dataset("csc_bench", CONFIG))
@@ -118,11 +118,23 @@ def scrub(value):
     their last part."""
     if isinstance(value, dict):
         return {k: scrub(v) for k, v in value.items() if k not in LOCAL_KEYS}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [scrub(v) for v in value]
     if isinstance(value, str) and is_machine_local(value):
         return Path(value).name
     return value
+
+
+def scored_with(record: dict, training: dict) -> dict | None:
+    """The benchmark parameters a record was scored with (those that differ from the defaults): its own
+    ``bench_params``, else the model's training parameters when it trained on the benchmark (the study scores with
+    them); None when unknown."""
+    if isinstance(record.get("bench_params"), dict):
+        return record["bench_params"]
+    if training and training.get("use_benchmark", True):
+        params = training.get("bench_params", {})
+        return params if isinstance(params, dict) else None
+    return None
 
 
 def card_metadata(name: str, records: list[dict], training: dict, license: str = "apache-2.0",
@@ -148,13 +160,14 @@ def card_metadata(name: str, records: list[dict], training: dict, license: str =
         meta["datasets"] = list(dict.fromkeys(dataset_ids))
     results = []
     for r in records:
-        params = r.get("bench_params", training.get("bench_params") or {})
+        params = scored_with(r, training)
         dataset = {"type": BENCHMARK, "name": f"{BENCHMARK} {r['config']}/{r['split']}", "config": r["config"],
                    "split": r["split"]}
         if params:
             dataset["args"] = scrub(dict(params))
         convention = r["scores"].get("convention", "strict")
-        metrics = [{"type": key, "name": f"{METRIC_NAMES[key]} ({convention} convention)", "value": float(r["scores"][key]),
+        metrics = [{"type": key, "name": f"{METRIC_NAMES[key]} ({convention} convention)",
+                    "value": round(float(r["scores"][key]), 4),
                     "args": {"convention": convention, **({"keep_bias": r["keep_bias"]} if "keep_bias" in r else {})}}
                    for key in CARD_KEYS]
         results.append({"task": dict(TASK), "dataset": dataset, "metrics": metrics})
@@ -197,8 +210,13 @@ def model_card(name: str, records: list[dict], training: dict | None = None, dec
             rows.append(f"| {r['config']}/{r['split']} | {r.get('keep_bias', '-')} | " + " | ".join(cells) + " |")
         header = f"| test set | keep_bias | {' | '.join(CARD_KEYS)} |"
         table = "\n".join([header, "|---" * (len(CARD_KEYS) + 2) + "|", *rows])
+        params = {json.dumps(scrub(p), ensure_ascii=False, sort_keys=True) if p is not None else None
+                  for p in (scored_with(r, training) for r in records)}
+        said = ("not recorded (push with --results of a run, or with the benchmark options the scores were computed "
+                "with)" if None in params else "the defaults" if params == {"{}"} else " / ".join(sorted(params)))
         parts.append("## Scores on the csc_bench test sets\n\nBootstrap 95% intervals in brackets (csc_hf.scoring, "
-                     f"{records[0]['scores'].get('convention', 'strict')} convention).\n\n{table}")
+                     f"{records[0]['scores'].get('convention', 'strict')} convention); csc_bench parameters: {said}."
+                     f"\n\n{table}")
     else:
         parts.append("## Scores\n\nNo scores yet. Score the model with `csc-bench evaluate MODEL --configs test "
                      "unseen_k --output results.json` and prepare the card again with `csc-bench push MODEL "

@@ -173,3 +173,21 @@ def test_pushed_folder_loads_without_csc_hf(trained, tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "remote ok" in result.stdout
+
+
+def test_benchmark_parameters_of_the_scores(trained, tmp_path, capsys):
+    """An evaluation json does not say its parameters: the benchmark options say them; without them the card says
+    they are not recorded (this model trained on a file alone, so its training parameters say nothing)."""
+    records = [{"config": "unseen_k", "split": "test", "keep_bias": 0.0, "scores": SCORES}]
+    (tmp_path / "eval.json").write_text(json.dumps(records))
+    push = ["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub"), "--results", str(tmp_path / "eval.json")]
+    assert main(push) == 0
+    card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    assert "csc_bench parameters: not recorded" in card
+    assert "args" not in front_matter(card)["model-index"][0]["results"][0]["dataset"]
+    assert main([*push, "--seed", "3", "--probs", "0.1", "0.2"]) == 0
+    meta = front_matter((tmp_path / "hub" / "README.md").read_text(encoding="utf-8"))
+    assert meta["model-index"][0]["results"][0]["dataset"]["args"] == {"seed": 3, "probs": [0.1, 0.2]}
+    capsys.readouterr()
+    assert main(["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub2"), "--seed", "3"]) == 2
+    assert "give --results too" in capsys.readouterr().err
