@@ -1,5 +1,6 @@
-"""Hub-ready model folders (the saved model and tokenizer with a model card that holds its scores per test set), and
-what tells a local model folder from a Hub id."""
+"""Hub model repositories from saved model folders (:func:`prepare`: the weights, configs, the model's and the
+tokenizer's remote code, no pickles or machine-local fields, and a card whose YAML holds the licence, base model,
+datasets and a model-index of the scores per test set), and what tells a local model folder from a Hub id."""
 
 from __future__ import annotations
 
