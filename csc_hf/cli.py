@@ -192,6 +192,19 @@ def cmd_run(args: argparse.Namespace) -> None:
     print(f"results: {results}, {results.with_name('results.csv')}; report: {results.with_name('report.md')}")
 
 
+class _KeysHelp(argparse.Action):
+    """``csc-bench train --keys``: every key of a training config with its help (from the dataclasses), then exit."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .training import keys_help
+
+        print(keys_help())
+        parser.exit()
+
+
 def cmd_train(args: argparse.Namespace) -> None:
     from .training import load_config, train
 
@@ -260,9 +273,17 @@ def cmd_correct(args: argparse.Namespace) -> None:
 def cmd_push(args: argparse.Namespace) -> None:
     from . import hub
 
+    hub.check_license(args.license)
+    if not hub.HUB_ID.fullmatch(args.repo) or "/" not in args.repo:
+        raise ValueError(f"repo {args.repo!r}: give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate")
     records = hub.load_records(args.results, args.model_name) if args.results else []
-    folder = hub.prepare(args.model, args.repo, args.folder or f"{args.model.rstrip('/')}-hub", records)
-    print(f"prepared {folder} ({len(records)} scored test sets in its card)")
+    given = bench_params(args)  # the parameters the results were scored with, when the records do not say
+    if given and not records:
+        raise ValueError(f"benchmark options {sorted(given)} describe the scores of --results; give --results too")
+    records = [{**r, "bench_params": given} for r in records] if given else records
+    folder = hub.prepare(args.model, args.repo, args.folder or f"{args.model.rstrip('/')}-hub", records, args.license)
+    print(f"prepared {folder} ({len(records)} scored test sets in its card)" if records else
+          f"prepared {folder} (no scores in its card yet: give --results, e.g. the output of csc-bench evaluate)")
     if args.token:
         print(f"pushed: {hub.push(folder, args.repo, args.token)}")
 
@@ -349,6 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "and stays text where the key takes text: eval_strategy=no). The whole config is checked first.")
     train.add_argument("config")
     train.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
+    train.add_argument("--keys", action=_KeysHelp, help="list every key of a training config with its help and exit "
+                       "(train on your own pairs: train_files, validation_files, use_benchmark)")
 
     evaluate = _command(sub, cmd_evaluate, "score a saved model on test configs", "Correct every split of the given "
                         "configs and score them with bootstrap intervals.", bench=True)
@@ -388,12 +411,18 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--threshold", type=float, default=0.0, help="keep an edit only above this probability")
 
     push = _command(sub, cmd_push, "prepare a Hub-ready model folder with a model card; push it with --token",
-                    "Copy the model with a card holding its scores; upload only when --token is given.")
+                    "Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the "
+                    "remote code of the model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with "
+                    "trust_remote_code=True, no csc_hf needed), without machine-local fields, and a card whose YAML "
+                    "holds the licence, base model, datasets and a model-index of the scores; upload only when --token "
+                    "is given. The benchmark options state the parameters the --results were scored with (default: "
+                    "those a run's results.json records, else the model's training parameters).", bench=True)
     push.add_argument("model", help="a saved model folder")
     push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
     push.add_argument("--model-name", help="with a run's results.json: which model's records")
     push.add_argument("--folder", help="where to prepare the folder (default: MODEL-hub)")
+    push.add_argument("--license", default="apache-2.0", help="the card's licence, a Hub licence id (default: apache-2.0)")
     push.add_argument("--token", help="a Hub write token (without it nothing is uploaded)")
 
     analyze = _command(sub, cmd_analyze, "dataset statistics, coverage and context overlap of any CSC data",

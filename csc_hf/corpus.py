@@ -63,7 +63,8 @@ def review_lines() -> Iterator[Line]:
 
 
 def read_text_lines(paths: Sequence[str | Path]) -> Iterator[Line]:
-    """Lines of UTF-8 text files; a folder stands for its ``*.txt`` files in sorted order."""
+    """Lines of UTF-8 text files; a folder stands for its ``*.txt`` files in sorted order. A file of sentence pairs
+    (see :func:`check_not_pairs`) is refused before its first line."""
     files: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
@@ -76,6 +77,7 @@ def read_text_lines(paths: Sequence[str | Path]) -> Iterator[Line]:
         else:
             raise FileNotFoundError(f"corpus file {path} does not exist")
     for file in files:
+        check_not_pairs(file)
         with open(file, "rb") as handle:
             for number, raw in enumerate(handle, 1):
                 try:
@@ -105,16 +107,64 @@ def corpus_lines(corpus: str, column: str = "text", split: str = "train") -> Ite
     if corpus == "peoples_daily+reviews":
         return _chain(peoples_daily_lines(), review_lines())
     if corpus.startswith("datasets:"):
-        import datasets
-
-        name = corpus.removeprefix("datasets:")
-        if Path(name).is_dir() and (Path(name) / "dataset_info.json").is_file():
-            data = datasets.load_from_disk(name)
-            data = data[split] if isinstance(data, datasets.DatasetDict) else data
-        else:
-            data = datasets.load_dataset(name, split=split)
-        return dataset_lines(data, column, origin=corpus)
+        return dataset_lines(open_dataset(corpus.removeprefix("datasets:"), split), column, origin=corpus)
     return read_text_lines([corpus])
+
+
+def is_saved_dataset(path: str | Path) -> bool:
+    """Whether ``path`` is a folder that `datasets`' ``save_to_disk`` wrote (a Dataset or a DatasetDict)."""
+    folder = Path(path)
+    return folder.is_dir() and any((folder / name).is_file() for name in ("dataset_dict.json", "state.json"))
+
+
+def open_dataset(name: str, split: str | None = None):
+    """A `datasets` dataset: a folder that ``save_to_disk`` wrote (``load_from_disk``), else whatever
+    ``datasets.load_dataset(name)`` reads (a Hub id, a folder of data files); with ``split``, that split, else every
+    split (a DatasetDict, or the Dataset a single saved one is)."""
+    import datasets
+
+    if is_saved_dataset(name):
+        data = datasets.load_from_disk(name)
+        if split is None or not isinstance(data, datasets.DatasetDict):
+            return data
+        if split not in data:
+            raise ValueError(f"datasets:{name} has no split {split!r} (splits: {', '.join(data)})")
+        return data[split]
+    return datasets.load_dataset(name, split=split)
+
+
+PAIR_SAMPLE = 200  # the lines of a corpus file that tell whether it holds sentence pairs
+
+
+def is_pair_line(text: str) -> bool:
+    """Whether a line reads as a ``wrong<TAB>correct`` sentence pair: one TAB between two halves of mostly Chinese
+    text (an ``id<TAB>text`` line is no pair)."""
+    halves = text.split("\t")
+    return len(halves) == 2 and all(han_ratio(half.strip()) >= 0.5 for half in halves)
+
+
+def check_not_pairs(path: str | Path) -> None:
+    """Refuse a corpus file whose lines are mostly sentence pairs (:func:`is_pair_line`, over its first
+    ``PAIR_SAMPLE`` non-empty lines): a corpus is clean text that the benchmark corrupts, and the wrong half of a
+    pair would be taken for correct text. The error names the key that takes pairs."""
+    sample = []
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as handle:
+            for raw in handle:
+                if raw.strip():
+                    sample.append(raw.rstrip("\r\n"))
+                if len(sample) == PAIR_SAMPLE:
+                    break
+    except OSError:
+        return  # reading the file reports it
+    pairs = sum(map(is_pair_line, sample))
+    if sample and pairs * 2 > len(sample):
+        raise ValueError(
+            f"corpus file {path} holds wrong<TAB>correct sentence pairs ({pairs} of its first {len(sample)} lines), "
+            "not clean text: a corpus is corrupted by the benchmark, so its misspellings would be kept as targets. "
+            f"Train on the pairs with the training config key train_files (`csc-bench train CONFIG "
+            f"train_files=[{path}]`, optionally use_benchmark=false); score or analyse them as --references / DATA"
+        )
 
 
 def _chain(*iterators: Iterator[Line]) -> Iterator[Line]:

@@ -22,8 +22,8 @@ import numpy as np
 
 from .chars.pinyin import is_han
 from .confusion import ConfusionSet, pair_type
-from .corpus import read_lines, t2s_converter
-from .corruption import ERROR_TYPES, NO_ERROR, Corruption, PackedText, pack, pair_counts, unpack
+from .corpus import is_saved_dataset, open_dataset, read_lines, t2s_converter
+from .corruption import ERROR_TYPES, NO_ERROR, Corruption, PackedText, pack, pair_counts
 
 Pairs = tuple[list[str], list[str]]  # (sources, targets)
 CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_train_phonetic", "S_train_graphic")
@@ -56,6 +56,13 @@ def judge_pair(right: str, wrong: str) -> str:
 
 def _pack_pairs(sources: Sequence[str], targets: Sequence[str]) -> tuple[PackedText, PackedText]:
     """Sources and targets packed, after checking they are non-empty, aligned strings."""
+    _check_pairs(sources, targets)
+    return pack(sources), pack(targets)
+
+
+def _check_pairs(sources: Sequence[str], targets: Sequence[str], equal_lengths: bool = True) -> None:
+    """Check that ``sources`` and ``targets`` are as many strings, each target non-empty and (with ``equal_lengths``)
+    as long as its source."""
     if len(sources) != len(targets):
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
     if not targets:
@@ -63,9 +70,8 @@ def _pack_pairs(sources: Sequence[str], targets: Sequence[str]) -> tuple[PackedT
     for i, (source, target) in enumerate(zip(sources, targets)):
         if not isinstance(source, str) or not isinstance(target, str):
             raise ValueError(f"sentence {i}: source and target must be strings")
-        if not target or len(source) != len(target):
+        if not target or (equal_lengths and len(source) != len(target)):
             raise ValueError(f"sentence {i}: source has {len(source)} characters, target {len(target)}")
-    return pack(sources), pack(targets)
 
 
 def _pair_counts(source: PackedText, target: PackedText) -> Counter[tuple[str, str]]:
@@ -184,8 +190,9 @@ def split_name(base: str, split: str) -> str:
     return base if split == "test" else f"{base}/{split}"
 
 
-def read_jsonl(path: str | Path) -> Pairs:
-    """Read a jsonl file of objects with ``source`` and ``target``; errors name the file and line."""
+def read_jsonl(path: str | Path, equal_lengths: bool = True) -> Pairs:
+    """Read a jsonl file of objects with ``source`` and ``target``; errors name the file and line. Each target must
+    be non-empty and, with ``equal_lengths``, as long as its source."""
     sources, targets = [], []
     for number, line in enumerate(read_lines(path), 1):
         if not line.strip():
@@ -197,48 +204,77 @@ def read_jsonl(path: str | Path) -> Pairs:
         source, target = (row.get("source"), row.get("target")) if isinstance(row, dict) else (None, None)
         if not isinstance(source, str) or not isinstance(target, str):
             raise ValueError(f"{path}, line {number}: expected an object with string 'source' and 'target'")
-        if not target or len(source) != len(target):
-            raise ValueError(f"{path}, line {number}: source has {len(source)} characters, target {len(target)}")
-        sources.append(source)
-        targets.append(target)
+        _append_pair(sources, targets, source, target, f"{path}, line {number}", equal_lengths)
+    return _nonempty(path, sources, targets)
+
+
+def read_tsv(path: str | Path, equal_lengths: bool = True) -> Pairs:
+    """Read a ``wrong<TAB>correct`` file (blank lines skipped); errors name the file and line. Each target must be
+    non-empty and, with ``equal_lengths``, as long as its source."""
+    sources, targets = [], []
+    for number, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            continue
+        fields_ = line.split("\t")
+        if len(fields_) != 2:
+            raise ValueError(f"{path}, line {number}: expected 'wrong<TAB>correct', got {len(fields_)} fields")
+        _append_pair(sources, targets, *fields_, f"{path}, line {number}", equal_lengths)
+    return _nonempty(path, sources, targets)
+
+
+def _append_pair(sources: list[str], targets: list[str], source: str, target: str, where: str,
+                 equal_lengths: bool) -> None:
+    if not target or (equal_lengths and len(source) != len(target)):
+        raise ValueError(f"{where}: source has {len(source)} characters, target {len(target)}")
+    sources.append(source)
+    targets.append(target)
+
+
+def _nonempty(path: str | Path, sources: list[str], targets: list[str]) -> Pairs:
     if not targets:
         raise ValueError(f"{path}: no sentence pair")
     return sources, targets
 
 
-def _read_file(path: Path) -> Pairs:
-    from .benchmark.plan import read_pair_file
-
+def _read_file(path: Path, equal_lengths: bool = True) -> Pairs:
     if path.suffix in (".jsonl", ".json"):
-        return read_jsonl(path)
-    target, source, _ = read_pair_file(path)
-    return unpack(source), unpack(target)
+        return read_jsonl(path, equal_lengths)
+    return read_tsv(path, equal_lengths)
 
 
-def _columns(name: str, data: datasets.Dataset) -> Pairs:
+def _columns(name: str, data: datasets.Dataset, equal_lengths: bool = True) -> Pairs:
     """The ``source`` and ``target`` columns of a `datasets.Dataset`, checked."""
     missing = [c for c in ("source", "target") if c not in data.column_names]
     if missing:
         raise ValueError(f"{name}: no column {', '.join(missing)} (has {', '.join(data.column_names)})")
     sources, targets = data["source"], data["target"]
     try:
-        _pack_pairs(sources, targets)
+        _check_pairs(sources, targets, equal_lengths)
     except ValueError as err:
         raise ValueError(f"{name}: {err}") from None
     return list(sources), list(targets)
 
 
-def load_pairs(spec: str, params: Mapping | None = None, cache_dir: str | None = None) -> dict[str, Pairs]:
+def load_pairs(
+    spec: str, params: Mapping | None = None, cache_dir: str | None = None, equal_lengths: bool = True
+) -> dict[str, Pairs]:
     """``(sources, targets)`` of each split of ``spec``, named as in tables.
 
     ``spec``: a ``wrong<TAB>correct`` TSV, a ``.jsonl`` with ``source``/``target``, an exported folder (every
-    config) or ``FOLDER:CONFIG``, or a csc_bench config built with the benchmark parameters ``params``.
+    config) or ``FOLDER:CONFIG``, a `datasets` dataset with ``source``/``target`` columns (a folder that
+    ``save_to_disk`` wrote, or ``datasets:PATH``: any name ``datasets.load_dataset`` takes), or a csc_bench config
+    built with the benchmark parameters ``params``. Each target must be non-empty and, with ``equal_lengths``
+    (the default: every statistic compares aligned characters), as long as its source.
     """
     from .benchmark import CONFIGS, load_dataset
 
     path = Path(spec)
     if path.is_file():
-        return {spec: _read_file(path)}
+        return {spec: _read_file(path, equal_lengths)}
+    if spec.startswith("datasets:") or is_saved_dataset(spec):
+        data = open_dataset(spec.removeprefix("datasets:"))
+        splits = data.items() if isinstance(data, datasets.DatasetDict) else [("test", data)]
+        return {split_name(spec, split): _columns(split_name(spec, split), ds, equal_lengths) for split, ds in splits}
     folder, _, config = spec.rpartition(":")
     if folder and Path(folder).is_dir():
         configs = [config]
@@ -246,7 +282,7 @@ def load_pairs(spec: str, params: Mapping | None = None, cache_dir: str | None =
         folder, configs = spec, datasets.get_dataset_config_names(spec)
     elif spec in CONFIGS:
         data = load_dataset("csc_bench", spec, cache_dir=cache_dir, **(params or {}))
-        return {split_name(spec, split): _columns(split_name(spec, split), ds) for split, ds in data.items()}
+        return {split_name(spec, split): _columns(split_name(spec, split), ds, equal_lengths) for split, ds in data.items()}
     else:
         raise FileNotFoundError(
             f"{spec}: not a file, a folder, FOLDER:CONFIG or a csc_bench config ({', '.join(CONFIGS)})"
@@ -255,7 +291,7 @@ def load_pairs(spec: str, params: Mapping | None = None, cache_dir: str | None =
     for config in configs:
         for split, ds in load_dataset(folder, config).items():
             name = split_name(f"{folder}:{config}", split)
-            result[name] = _columns(name, ds)
+            result[name] = _columns(name, ds, equal_lengths)
     return result
 
 

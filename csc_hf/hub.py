@@ -1,5 +1,6 @@
-"""Hub-ready model folders (the saved model and tokenizer with a model card that holds its scores per test set), and
-what tells a local model folder from a Hub id."""
+"""Hub model repositories from saved model folders (:func:`prepare`: the weights, configs, the model's and the
+tokenizer's remote code, no pickles or machine-local fields, and a card whose YAML holds the licence, base model,
+datasets and a model-index of the scores per test set), and what tells a local model folder from a Hub id."""
 
 from __future__ import annotations
 
@@ -39,38 +40,248 @@ def check_model_folder(path: str | Path, what: str = "model folder", tokenizer: 
                                 "save the tokenizer there too (tokenizer.save_pretrained)")
 
 
-def model_card(name: str, records: list[dict]) -> str:
-    """A model card (YAML header + markdown) listing each test split's scores, with intervals where present."""
-    rows = []
+LICENSES = (  # the licence ids the Hub's model card metadata accepts (huggingface.co/docs/hub/repositories-licenses)
+    "apache-2.0", "mit", "openrail", "bigscience-openrail-m", "creativeml-openrail-m", "bigscience-bloom-rail-1.0",
+    "bigcode-openrail-m", "afl-3.0", "artistic-2.0", "bsl-1.0", "bsd", "bsd-2-clause", "bsd-3-clause",
+    "bsd-3-clause-clear", "c-uda", "cc", "cc0-1.0", "cc-by-2.0", "cc-by-2.5", "cc-by-3.0", "cc-by-4.0", "cc-by-sa-3.0",
+    "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nd-4.0", "cc-by-nc-nd-3.0",
+    "cc-by-nc-nd-4.0", "cc-by-nc-sa-2.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0", "cdla-sharing-1.0",
+    "cdla-permissive-1.0", "cdla-permissive-2.0", "wtfpl", "ecl-2.0", "epl-1.0", "epl-2.0", "etalab-2.0", "eupl-1.1",
+    "eupl-1.2", "agpl-3.0", "gfdl", "gpl", "gpl-2.0", "gpl-3.0", "lgpl", "lgpl-2.1", "lgpl-3.0", "isc",
+    "lppl-1.3c", "ms-pl", "mpl-2.0", "odc-by", "odbl", "openrail++", "osl-3.0", "postgresql", "ofl-1.1", "ncsa",
+    "unlicense", "zlib", "pddl", "lgpl-lr", "unknown", "other",
+)
+METRIC_NAMES = {  # CARD_KEYS in words (csc_hf.scoring)
+    "char_cor_f1": "character-level correction F1", "char_det_f1": "character-level detection F1",
+    "sent_cor_f1": "sentence-level correction F1", "sent_det_f1": "sentence-level detection F1",
+    "fpr": "false positive rate",
+}
+TASK = {"type": "chinese-spelling-check", "name": "Chinese Spelling Check"}
+BENCHMARK = "csc_bench"  # the dataset name of the generated benchmark (csc_hf.load_dataset("csc_bench", CONFIG))
+DECODING_KEYS = ("keep_bias", "threshold")  # the decoding settings a model folder's json may hold
+DROPPED_FILES = ("done.json", "records.json", "trainer_state.json")  # run bookkeeping, not part of a model
+COPIED_SUFFIXES = (".json", ".safetensors", ".py", ".txt", ".model")  # weights, configs, remote code, vocabularies
+VERBATIM = ("tokenizer.json",)  # serialized tokenizers: tokens, no paths; copied as they are
+LOCAL_KEYS = ("is_local", "local_files_only", "_name_or_path", "name_or_path", "cache_dir", "_commit_hash")
+REMOTE_TOKENIZER = Path(__file__).resolve().parent / "modeling" / "tokenization_csc.py"
+
+
+def check_license(license: str) -> str:
+    """``license`` if the Hub accepts it as a model card licence id, else a ValueError naming some."""
+    if license not in LICENSES:
+        raise ValueError(f"--license {license!r} is not a Hub licence id; use one of apache-2.0, mit, cc-by-4.0, "
+                         "cc-by-nc-4.0, gpl-3.0, ... or other (huggingface.co/docs/hub/repositories-licenses)")
+    return license
+
+
+def _read_json(path: Path) -> dict:
+    """A json object file, or {} when it is missing, does not parse or is no object (a card is written anyway)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def training_record(model_dir: str | Path) -> dict:
+    """What a model folder says about its training: ``csc_training.json`` (``csc-bench train``) under the study's
+    ``train_config.yaml``; {} when neither is there or readable."""
+    import yaml
+
+    folder = Path(model_dir)
+    try:
+        config = yaml.safe_load((folder / "train_config.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        config = None
+    record = _read_json(folder / "csc_training.json")
+    return {**(config if isinstance(config, dict) else {}), **{k: v for k, v in record.items() if k != "log_history"}}
+
+
+def decoding_settings(model_dir: str | Path) -> dict:
+    """The decoding settings (``keep_bias``, ``threshold``) of any json object file in the model folder that holds
+    them (numbers only); {} when none does."""
+    found = {}
+    for path in sorted(Path(model_dir).glob("*.json")):
+        data = _read_json(path)
+        found.update({k: data[k] for k in DECODING_KEYS
+                      if isinstance(data.get(k), (int, float)) and not isinstance(data.get(k), bool)})
+    return found
+
+
+def is_machine_local(text: str) -> bool:
+    """Whether ``text`` is an absolute path of this machine (``/x...``, ``~/x...``, ``C:\\x...``; a lone ``/`` is
+    no path)."""
+    return bool(re.match(r"(/|~/|[A-Za-z]:[\\/])[^\s/\\]", text))
+
+
+def scrub(value):
+    """``value`` (json data) without machine-local fields: the keys of ``LOCAL_KEYS`` dropped, absolute paths cut to
+    their last part."""
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items() if k not in LOCAL_KEYS}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v) for v in value]
+    if isinstance(value, str) and is_machine_local(value):
+        return Path(value).name
+    return value
+
+
+def scored_with(record: dict, training: dict) -> dict | None:
+    """The benchmark parameters a record was scored with (those that differ from the defaults): its own
+    ``bench_params``, else the model's training parameters when it trained on the benchmark (the study scores with
+    them); None when unknown."""
+    if isinstance(record.get("bench_params"), dict):
+        return record["bench_params"]
+    if training and training.get("use_benchmark", True):
+        params = training.get("bench_params", {})
+        return params if isinstance(params, dict) else None
+    return None
+
+
+def card_metadata(name: str, records: list[dict], training: dict, license: str = "apache-2.0",
+                  model_type: str | None = None) -> dict:
+    """The card's YAML front matter: licence, base model (a Hub ``init_from``), datasets, pipeline tag, tags, and a
+    ``model-index`` with one result per scored test split (the csc_bench config and its parameters, the metrics
+    under their names and convention)."""
+    init_from = training.get("init_from")
+    dataset_ids = [BENCHMARK] if training.get("use_benchmark", True) else []
+    dataset_ids += [spec.removeprefix("datasets:") for spec in training.get("train_files") or []
+                    if isinstance(spec, str) and spec.startswith("datasets:") and not is_local(spec.removeprefix("datasets:"))]
+    variant = training.get("variant")
+    meta = {
+        "language": ["zh"],
+        "license": check_license(license),
+        "library_name": "transformers",
+        "pipeline_tag": "text2text-generation" if model_type == "bart" else "fill-mask",
+        "tags": ["chinese-spelling-check", "spelling-correction", "csc_hf", *([variant] if isinstance(variant, str) else [])],
+    }
+    if isinstance(init_from, str) and not is_local(init_from):
+        meta["base_model"] = init_from
+    if dataset_ids:
+        meta["datasets"] = list(dict.fromkeys(dataset_ids))
+    results = []
     for r in records:
-        s = r["scores"]
-        cells = []
-        for key in CARD_KEYS:
-            low, high = s.get(f"{key}_ci_low"), s.get(f"{key}_ci_high")
-            cells.append(f"{s[key]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else ""))
-        rows.append(f"| {r['config']}/{r['split']} | " + " | ".join(cells) + " |")
-    table = "\n".join([f"| test set | {' | '.join(CARD_KEYS)} |", "|---" * (len(CARD_KEYS) + 1) + "|", *rows])
-    return (
-        "---\nlanguage: [zh]\nlibrary_name: transformers\ntags: [chinese-spelling-check, csc_hf]\n"
-        "pipeline_tag: fill-mask\n---\n"
-        f"# {name}\n\nA Chinese Spelling Check model trained with csc_hf. Load it with\n\n"
+        params = scored_with(r, training)
+        dataset = {"type": BENCHMARK, "name": f"{BENCHMARK} {r['config']}/{r['split']}", "config": r["config"],
+                   "split": r["split"]}
+        if params:
+            dataset["args"] = scrub(dict(params))
+        convention = r["scores"].get("convention", "strict")
+        metrics = [{"type": key, "name": f"{METRIC_NAMES[key]} ({convention} convention)",
+                    "value": round(float(r["scores"][key]), 4),
+                    "args": {"convention": convention, **({"keep_bias": r["keep_bias"]} if "keep_bias" in r else {})}}
+                   for key in CARD_KEYS]
+        results.append({"task": dict(TASK), "dataset": dataset, "metrics": metrics})
+    if results:
+        meta["model-index"] = [{"name": name.rsplit("/", 1)[-1], "results": results}]
+    return meta
+
+
+def model_card(name: str, records: list[dict], training: dict | None = None, decoding: dict | None = None,
+               license: str = "apache-2.0", model_type: str | None = None) -> str:
+    """A model card: YAML front matter (:func:`card_metadata`) and markdown with how to load the model, its decoding
+    settings, what it was trained on, and each test split's scores with intervals where present (or a line saying it
+    has no scores yet)."""
+    import yaml
+
+    training, decoding = training or {}, decoding or {}
+    meta = card_metadata(name, records, training, license, model_type)
+    parts = [
+        f"# {name}\n\nA Chinese Spelling Check model"
+        + (f" (variant `{training['variant']}`)" if isinstance(training.get("variant"), str) else "")
+        + " trained with [csc_hf](https://pypi.org/project/csc_hf/). Load it with\n\n"
         "```python\nfrom transformers import AutoModelForMaskedLM, AutoTokenizer\n"
         f"model = AutoModelForMaskedLM.from_pretrained({name!r}, trust_remote_code=True)\n"
-        f"tokenizer = AutoTokenizer.from_pretrained({name!r}, trust_remote_code=True)\n```\n\n"
-        "or, with csc_hf installed, `csc_hf.pipeline.Corrector.from_pretrained(...)`.\n\n"
-        "## Scores on the csc_bench test sets\n\nBootstrap 95% intervals in brackets (csc_hf.scoring, strict convention).\n\n"
-        f"{table}\n"
-    )
+        f"tokenizer = AutoTokenizer.from_pretrained({name!r}, trust_remote_code=True)  # a CSCTokenizer\n```\n\n"
+        f"or, with csc_hf installed, `csc_hf.pipeline.Corrector.from_pretrained({name!r})` "
+        f"(`csc-bench correct {name} TEXT`), which applies the decoding settings below.",
+        "## Decoding\n\n" + (", ".join(f"`{k}` = {v}" for k, v in decoding.items()) + " (saved with the model)."
+                              if decoding else "No decoding settings are saved with the model: the corrector's "
+                              "defaults apply (`keep_bias` 0, `threshold` 0)."),
+        "## Training data\n\n" + _training_data(training),
+    ]
+    if records:
+        rows = []
+        for r in records:
+            s = r["scores"]
+            cells = []
+            for key in CARD_KEYS:
+                low, high = s.get(f"{key}_ci_low"), s.get(f"{key}_ci_high")
+                cells.append(f"{s[key]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else ""))
+            rows.append(f"| {r['config']}/{r['split']} | {r.get('keep_bias', '-')} | " + " | ".join(cells) + " |")
+        header = f"| test set | keep_bias | {' | '.join(CARD_KEYS)} |"
+        table = "\n".join([header, "|---" * (len(CARD_KEYS) + 2) + "|", *rows])
+        params = {json.dumps(scrub(p), ensure_ascii=False, sort_keys=True) if p is not None else None
+                  for p in (scored_with(r, training) for r in records)}
+        said = ("not recorded (push with --results of a run, or with the benchmark options the scores were computed "
+                "with)" if None in params else "the defaults" if params == {"{}"} else " / ".join(sorted(params)))
+        parts.append("## Scores on the csc_bench test sets\n\nBootstrap 95% intervals in brackets (csc_hf.scoring, "
+                     f"{records[0]['scores'].get('convention', 'strict')} convention); csc_bench parameters: {said}."
+                     f"\n\n{table}")
+    else:
+        parts.append("## Scores\n\nNo scores yet. Score the model with `csc-bench evaluate MODEL --configs test "
+                     "unseen_k --output results.json` and prepare the card again with `csc-bench push MODEL "
+                     f"{name} --results results.json`.")
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False)
+    return f"---\n{front}---\n" + "\n\n".join(parts) + "\n"
 
 
-def prepare(model_dir: str | Path, repo_id: str, folder: str | Path, records: list[dict]) -> Path:
-    """Copy the model folder (without checkpoints or training state) to ``folder`` and write its card."""
+def _training_data(training: dict) -> str:
+    """What the model was trained on, in words (file names without their folders)."""
+    if not training:
+        return "Not recorded with the model."
+    lines = []
+    if training.get("use_benchmark", True):
+        params = scrub(dict(training.get("bench_params") or {}))
+        lines.append(f"- the `{BENCHMARK}` `train` config" + (f" with {json.dumps(params, ensure_ascii=False)}" if params
+                                                               else " with the default parameters"))
+    for key in ("train_files", "validation_files"):
+        specs = [scrub(s) for s in training.get(key) or [] if isinstance(s, str)]
+        if specs:
+            lines.append(f"- {key}: " + ", ".join(f"`{s}`" for s in specs))
+    if isinstance(training.get("init_from"), str):
+        lines.append(f"- started from `{scrub(training['init_from'])}`")
+    return "\n".join(lines) or "Not recorded with the model."
+
+
+def prepare(model_dir: str | Path, repo_id: str, folder: str | Path, records: list[dict],
+            license: str = "apache-2.0") -> Path:
+    """Write a complete Hub model repository for the model in ``model_dir`` to ``folder``: its weights
+    (safetensors), configs, remote code and tokenizer; no pickles (``training_args.bin``, optimizer, scheduler and
+    random states), checkpoints or run bookkeeping; every json without machine-local fields (:func:`scrub`); the
+    tokenizer's code with an ``auto_map``, so ``AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`` is a
+    ``CSCTokenizer`` without csc_hf; and the card (:func:`model_card`)."""
     source, target = Path(model_dir), Path(folder)
     check_model_folder(source)
+    check_license(license)
+    if not any(source.glob("*.safetensors")):
+        raise FileNotFoundError(f"model folder {source} has no safetensors weights (a pickled pytorch_model.bin is not "
+                                "pushed); save the model again with save_pretrained (safetensors is its default)")
+    if target.resolve() == source.resolve():
+        raise ValueError(f"--folder {target} is the model folder itself; give another folder")
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("checkpoint-*", "done.json", "train_config.yaml", "records.json"))
-    (target / "README.md").write_text(model_card(repo_id, records), encoding="utf-8")
+    target.mkdir(parents=True)
+    for path in sorted(source.iterdir()):
+        if not path.is_file() or path.suffix not in COPIED_SUFFIXES or path.name in DROPPED_FILES:
+            continue
+        if path.suffix == ".json" and path.name not in VERBATIM:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as err:
+                raise ValueError(f"{path}: not JSON ({err}); repair or remove it before pushing") from None
+            (target / path.name).write_text(json.dumps(scrub(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        else:
+            shutil.copy2(path, target / path.name)
+    tokenizer_config = _read_json(target / "tokenizer_config.json")
+    if tokenizer_config.get("tokenizer_class") == "CSCTokenizer":
+        shutil.copy2(REMOTE_TOKENIZER, target / REMOTE_TOKENIZER.name)
+        tokenizer_config["auto_map"] = {"AutoTokenizer": [None, f"{REMOTE_TOKENIZER.stem}.CSCTokenizer"]}
+        (target / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n",
+                                                      encoding="utf-8")
+    model_type = _read_json(source / "config.json").get("model_type")
+    card = model_card(repo_id, records, training_record(source), decoding_settings(source), license, model_type)
+    (target / "README.md").write_text(card, encoding="utf-8")
     return target
 
 
@@ -84,8 +295,9 @@ def push(folder: str | Path, repo_id: str, token: str) -> str:
 
 
 def load_records(path: str | Path, model: str | None = None) -> list[dict]:
-    """Result records from an evaluation json (a list) or a run's results.json (filtered by ``model``). A file of
-    another shape is a ValueError that names the file and what is wrong."""
+    """Result records from an evaluation json (a list) or a run's results.json (filtered by ``model``; each record
+    gets the run's ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the
+    file and what is wrong."""
     from .corpus import read_text
 
     try:
@@ -100,6 +312,10 @@ def load_records(path: str | Path, model: str | None = None) -> list[dict]:
         problem = _record_problem(r)
         if problem:
             raise ValueError(f"results file {path}: record {i} {problem}")
+    params = data.get("params") if isinstance(data, dict) else None
+    bench_params = params.get("bench_params") if isinstance(params, dict) else None
+    if isinstance(bench_params, dict):
+        records = [{"bench_params": bench_params, **r} for r in records]
     return [r for r in records if model is None or r.get("model") == model]
 
 

@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):
         print(training.__doc__)
-        print("keys: the fields of ModelArguments, DataArguments and transformers.TrainingArguments")
+        print(training.keys_help())
         return 0 if args else 2
 
     def run() -> None:

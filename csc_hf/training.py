@@ -5,7 +5,9 @@
     csc-bench train CONFIG.yaml
 
 ``task: mlm`` pretrains the semantic encoder (a `BertForMaskedLM` over the character vocabulary) on the training
-targets; ``task: correction`` fine-tunes a model of `csc_hf.modeling.VARIANTS` on the ``train`` config of csc_bench.
+targets; ``task: correction`` fine-tunes a model of `csc_hf.modeling.VARIANTS` on the ``train`` config of csc_bench,
+on real pairs (``train_files`` / ``validation_files``: a ``wrong<TAB>correct`` TSV, a jsonl with ``source``/``target``,
+an exported folder, a `datasets` dataset) or on both (``use_benchmark: false``: the files alone).
 ``base: FILE`` takes the keys of another YAML (a path relative to this one) under this file's keys: the variant
 configs are their variant and output folder over ``trainer_configs/finetune.yaml``. The whole config (every key's
 type, the values, the local folders it starts from) is checked before any work.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import datasets
 import torch
 import yaml
 from transformers import (
@@ -43,6 +46,8 @@ from transformers import (
 from . import hub, resources
 from .benchmark.builder import load_dataset
 from .benchmark.plan import BenchParams, plan_for
+from .corpus import check_not_pairs
+from .dataset_stats import Pairs, load_pairs, training_part
 from .modeling import VARIANTS, CSCTokenizer, build_model, is_seq2seq
 from .scoring import make_compute_metrics, preprocess_logits_for_metrics
 
@@ -50,6 +55,8 @@ logger = logging.getLogger(__name__)
 TASKS = ("correction", "mlm")
 CONFIGS_DIR = Path(__file__).resolve().parents[1] / "trainer_configs"
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
+DATA_KINDS = ("each a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or "
+              "FOLDER:CONFIG, a save_to_disk folder or datasets:PATH with source/target columns")
 
 
 @dataclass
@@ -61,7 +68,8 @@ class ModelArguments:
     model_overrides: dict = field(default_factory=dict, metadata={"help": "CSCConfig / BartConfig / BertConfig fields"})
     init_from: str | None = field(default=None, metadata={"help": "a BERT (or BART) checkpoint folder or Hub name"})
     tokenizer_path: str | None = field(default=None, metadata={"help": "a saved CSCTokenizer (default: build one)"})
-    vocab_min_freq: int = field(default=1, metadata={"help": "characters seen fewer times stay out of a new vocabulary"})
+    vocab_min_freq: int = field(default=1, metadata={"help": "characters seen fewer times in the training targets stay "
+                                "out of a new vocabulary (the confusion set's and the pair files' characters are in)"})
     fonts: list[str] | None = field(default=None, metadata={"help": "font files for glyphs (file.ttc#2 for a face)"})
 
     def __post_init__(self):
@@ -76,13 +84,28 @@ class DataArguments:
     """Which data, and how it is fed."""
 
     bench_params: dict = field(default_factory=dict, metadata={"help": "csc_bench parameters (BenchParams fields)"})
+    use_benchmark: bool = field(default=True, metadata={"help": "train (and validate) on the generated benchmark's "
+                                "train config; false: on train_files (and validation_files) alone"})
+    train_files: list[str] = field(default_factory=list, metadata={"help": "training pairs, added to the benchmark's "
+                                   f"(or instead of it: use_benchmark: false): {DATA_KINDS}; of a folder or dataset "
+                                   "with a train split, that split"})
+    validation_files: list[str] = field(default_factory=list, metadata={"help": "validation pairs, added to the "
+                                        f"benchmark's validation split (or instead of it): {DATA_KINDS}; of a folder "
+                                        "or dataset with a validation split, that split"})
     max_length: int = field(default=128, metadata={"help": "longest input in characters (longer ones are cut)"})
-    max_train_samples: int | None = field(default=None, metadata={"help": "use the first N training sentences"})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "use the first N validation sentences"})
+    max_train_samples: int | None = field(default=None, metadata={"help": "use the first N training pairs "
+                                          "(train_files' in order, then the benchmark's)"})
+    max_eval_samples: int | None = field(default=None, metadata={"help": "use the first N validation pairs "
+                                         "(validation_files' in order, then the benchmark's)"})
     mask_rate: float = field(default=0.0, metadata={"help": "masked fine-tuning: share of correct characters masked"})
     mlm_probability: float = field(default=0.15, metadata={"help": "masking rate of the mlm task"})
 
     def __post_init__(self):
+        if not self.use_benchmark and not self.train_files:
+            raise ValueError("use_benchmark=false needs train_files: the training pairs")
+        if not self.use_benchmark and self.bench_params:
+            raise ValueError(f"bench_params={self.bench_params}: the benchmark is not used (use_benchmark=false); "
+                             "drop bench_params or set use_benchmark: true")
         unknown = set(self.bench_params) - {f.name for f in fields(BenchParams)}
         if unknown:
             raise ValueError(f"bench_params: unknown keys {sorted(unknown)}")
@@ -93,9 +116,27 @@ class DataArguments:
         for name in ("mask_rate", "mlm_probability"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} must be in [0, 1)")
+        corpus = BenchParams(**self.bench_params).corpus
+        if self.use_benchmark and Path(corpus).is_file():
+            check_not_pairs(corpus)  # a pair file given as the corpus: refused with a pointer to train_files
 
 
 ARGUMENTS = (ModelArguments, DataArguments, TrainingArguments)
+
+
+def keys_help() -> str:
+    """Every key of ModelArguments and DataArguments with its type, default and help, for ``--help``; the keys of
+    ``transformers.TrainingArguments`` are documented there."""
+    lines = []
+    for dc in ARGUMENTS[:2]:
+        hints = typing.get_type_hints(dc)
+        lines.append(f"{dc.__name__} ({dc.__doc__.strip()}):")
+        for f in fields(dc):
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            lines.append(f"  {f.name}: {type_name(hints[f.name])} (default: {default!r})\n      {f.metadata.get('help', '')}")
+    lines.append("TrainingArguments: every field of transformers.TrainingArguments (output_dir, max_steps, "
+                 "learning_rate, eval_strategy, ...)")
+    return "\n".join(lines)
 
 
 def field_types() -> dict[str, Any]:
@@ -237,6 +278,7 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArgum
         key = re.match(r"\w*", str(err)).group()
         raise ValueError(f"{origins.get(key, path)}: {err}") from None
     check_start_folders(model_args, origins)
+    check_data(model_args, data_args, training_args, origins)
     return model_args, data_args, training_args
 
 
@@ -271,6 +313,51 @@ def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> 
             raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds {what}")
 
 
+def pairs_equal_length(model_args: ModelArguments) -> bool:
+    """Whether the training pairs must have a target as long as its source: a tagging model's output is aligned with
+    its input; a seq2seq model (``bart``) generates its target, and the ``mlm`` task reads only targets."""
+    return model_args.task == "correction" and not is_seq2seq(model_args.variant)
+
+
+def read_pairs(specs: list[str], split: str, equal_lengths: bool) -> Pairs:
+    """The pairs of ``train_files`` (``split="train"``) or ``validation_files`` (``"validation"``), in order: of a spec
+    with splits of that name, those splits; else all of it (see :func:`csc_hf.dataset_stats.load_pairs`)."""
+    sources, targets = [], []
+    for spec in specs:
+        splits = load_pairs(spec, equal_lengths=equal_lengths)
+        if split == "train":
+            part = training_part(splits)
+        else:
+            chosen = [pairs for name, pairs in splits.items() if name.endswith(f"/{split}")] or list(splits.values())
+            part = [s for src, _ in chosen for s in src], [t for _, tgt in chosen for t in tgt]
+        sources += part[0]
+        targets += part[1]
+    return sources, targets
+
+
+def check_data(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments,
+               origins: dict[str, str]) -> None:
+    """Read ``train_files`` and ``validation_files`` once before any work: each must exist and hold pairs, of equal
+    lengths unless the model is seq2seq (an error names the file and line and which variants take other pairs); and a
+    run that evaluates must have validation data."""
+    equal = pairs_equal_length(model_args)
+    for key, split in (("train_files", "train"), ("validation_files", "validation")):
+        for spec in getattr(data_args, key):
+            try:
+                read_pairs([spec], split, equal)
+            except (ValueError, OSError) as err:
+                hint = ""
+                if equal and "characters, target" in str(err):
+                    hint = (f"; the {model_args.variant} variant corrects character by character, so a target must be "
+                            "as long as its source (only bart, a seq2seq model, trains on pairs of other lengths)")
+                raise type(err)(f"{origins.get(key, 'config')}: {key}: {err}{hint}") from None
+    evaluates = training_args.eval_strategy != "no" or training_args.load_best_model_at_end
+    if evaluates and not data_args.use_benchmark and not data_args.validation_files:
+        raise ValueError(f"{origins.get('use_benchmark', 'config')}: eval_strategy={training_args.eval_strategy.value} "
+                         "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
+                         "eval_strategy: 'no'")
+
+
 def build_tokenizer(targets: list[str], extra_chars: str, min_freq: int = 1) -> CSCTokenizer:
     """A character vocabulary over the training targets plus the confusion set's characters."""
     return CSCTokenizer.from_texts(targets, min_freq=min_freq, extra_chars=[extra_chars])
@@ -280,15 +367,17 @@ def encode_pairs(
     tokenizer: CSCTokenizer, sources: list[str], targets: list[str], max_length: int, seq2seq: bool = False
 ) -> dict[str, list]:
     """Input ids of the sources and label ids of the targets, one per character: ``-100`` on ``[CLS]``/``[SEP]`` for
-    a tagging model; kept for a ``seq2seq`` one, whose decoder reads the labels shifted right (``[SEP] [CLS] ...``,
-    the start of its generation) and must learn to end with ``[SEP]``."""
+    a tagging model, whose source and target must have equal length; kept for a ``seq2seq`` one, whose decoder reads
+    the labels shifted right (``[SEP] [CLS] ...``, the start of its generation) and must learn to end with ``[SEP]``,
+    and whose target may be longer or shorter than its source."""
     inputs = tokenizer(sources, truncation=True, max_length=max_length)["input_ids"]
     labels = tokenizer(targets, truncation=True, max_length=max_length)["input_ids"]
     for source, label in zip(inputs, labels):
+        if seq2seq:
+            continue
         if len(source) != len(label):
             raise ValueError("a source and its target tokenize to different lengths; they must have equal length")
-        if not seq2seq:
-            label[0] = label[-1] = -100
+        label[0] = label[-1] = -100
     return {"input_ids": inputs, "labels": labels, "length": [len(x) for x in inputs]}
 
 
@@ -309,7 +398,7 @@ class CorrectionCollator:
         return torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        width = max(len(e["input_ids"]) for e in examples)
+        width = max(len(e[key]) for e in examples for key in ("input_ids", "labels"))  # a seq2seq target may be longer
         pad = self.tokenizer.pad_token_id
         input_ids = torch.full((len(examples), width), pad, dtype=torch.long)
         labels = torch.full((len(examples), width), -100, dtype=torch.long)
@@ -326,6 +415,27 @@ class CorrectionCollator:
 
 def _select(dataset, n: int | None):
     return dataset.select(range(min(n, len(dataset)))) if n else dataset
+
+
+def training_data(data_args: DataArguments, equal_lengths: bool = True) -> tuple[datasets.Dataset, datasets.Dataset, str]:
+    """The training and validation pairs (``source``/``target``): ``train_files`` / ``validation_files`` in order,
+    then the benchmark's train config (with ``use_benchmark``), each cut to ``max_train_samples`` /
+    ``max_eval_samples``; and every character of the files' pairs (for the vocabulary)."""
+    train_pairs = read_pairs(data_args.train_files, "train", equal_lengths)
+    eval_pairs = read_pairs(data_args.validation_files, "validation", equal_lengths)
+    parts: dict[str, list[datasets.Dataset]] = {"train": [], "validation": []}
+    for split, (sources, targets) in (("train", train_pairs), ("validation", eval_pairs)):
+        if targets:
+            parts[split].append(datasets.Dataset.from_dict({"source": sources, "target": targets}))
+    if data_args.use_benchmark:
+        bench = load_dataset("csc_bench", "train", **data_args.bench_params)
+        for split in parts:
+            parts[split].append(bench[split].select_columns(["source", "target"]))
+    empty = datasets.Dataset.from_dict({"source": [], "target": []})
+    train_set, eval_set = (datasets.concatenate_datasets(parts[s]) if parts[s] else empty for s in ("train", "validation"))
+    chars = {c for texts in (*train_pairs, *eval_pairs) for text in texts for c in text}
+    return (_select(train_set, data_args.max_train_samples), _select(eval_set, data_args.max_eval_samples),
+            "".join(sorted(chars)))
 
 
 def checkpoint_problem(checkpoint: Path) -> str | None:
@@ -390,14 +500,18 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     holds a checkpoint resumes from the last one."""
     out = Path(training_args.output_dir)
     set_seed(training_args.seed)  # before the model is built: its initialisation is part of the run
-    data = load_dataset("csc_bench", "train", **data_args.bench_params)
-    train_set = _select(data["train"], data_args.max_train_samples)
-    eval_set = _select(data["validation"], data_args.max_eval_samples)
+    train_set, eval_set, pair_chars = training_data(data_args, pairs_equal_length(model_args))
     if model_args.tokenizer_path:
         tokenizer = CSCTokenizer.from_pretrained(model_args.tokenizer_path)
+        unknown = sorted(set(pair_chars) - set(tokenizer.get_vocab()))
+        if unknown:
+            logger.warning("%d characters of train_files / validation_files are not in the tokenizer %s and become "
+                           "[UNK]: %s", len(unknown), model_args.tokenizer_path, "".join(unknown[:50]))
     else:
-        confusion = plan_for(BenchParams(**data_args.bench_params)).confusion
-        extra = "".join(sorted({c for k, cands in confusion.items() for c in (k, *cands)}))
+        extra = pair_chars
+        if data_args.use_benchmark:
+            confusion = plan_for(BenchParams(**data_args.bench_params)).confusion
+            extra += "".join(sorted({c for k, cands in confusion.items() for c in (k, *cands)}))
         tokenizer = build_tokenizer(train_set["target"], extra, model_args.vocab_min_freq)
     tokenizer.model_max_length = data_args.max_length
 
@@ -422,14 +536,17 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         eval_set = eval_set.map(encode, batched=True, remove_columns=columns, desc="tokenize validation")
     if "length" not in train_set.column_names:
         train_set = train_set.map(lambda b: {"length": [len(x) for x in b["input_ids"]]}, batched=True)
-    trainer = Trainer(model=model, args=training_args, train_dataset=train_set, eval_dataset=eval_set,
+    trainer = Trainer(model=model, args=training_args, train_dataset=train_set, eval_dataset=eval_set or None,
                       data_collator=collator, processing_class=tokenizer, callbacks=_callbacks(), **extra_args)
     last = last_complete_checkpoint(out, remove_incomplete=trainer.is_world_process_zero()) if out.is_dir() else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint or last)
     trainer.save_model(str(out))
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(out))
-        record = {"task": model_args.task, "variant": model_args.variant, "log_history": trainer.state.log_history}
+        record = {"task": model_args.task, "variant": model_args.variant, "init_from": model_args.init_from,
+                  "use_benchmark": data_args.use_benchmark, "bench_params": data_args.bench_params,
+                  "train_files": data_args.train_files, "validation_files": data_args.validation_files,
+                  "log_history": trainer.state.log_history}
         (out / "csc_training.json").write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
     return out
 

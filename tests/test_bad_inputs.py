@@ -251,6 +251,19 @@ CLI: list[BadCli] = [
            {"c.yaml": "base: base.yaml\n" + TRAIN_YAML}),
     BadCli("train: a bad bench_params value", ("train", "{tmp}/c.yaml", "bench_params={error_prob: 2}"),
            "bench_params: error_prob=2", {"c.yaml": TRAIN_YAML}),
+    BadCli("train: use_benchmark=false without train_files", ("train", "{tmp}/c.yaml", "use_benchmark=false"),
+           "use_benchmark=false needs train_files", {"c.yaml": TRAIN_YAML}),
+    BadCli("train: train_files with unequal lengths for bert",
+           ("train", "{tmp}/c.yaml", "task=correction", "train_files=[{tmp}/pairs.tsv]"),
+           "train_files: {tmp}/pairs.tsv, line 2: source has 3 characters, target 2; the bert variant",
+           {"c.yaml": TRAIN_YAML, "pairs.tsv": "我门\t我们\n我门了\t我们\n"}),
+    BadCli("train: a pair file as the corpus", ("train", "{tmp}/c.yaml", "bench_params={corpus: {tmp}/pairs.tsv}"),
+           "holds wrong<TAB>correct sentence pairs", {"c.yaml": TRAIN_YAML, "pairs.tsv": "我门去学校\t我们去学校\n"}),
+    BadCli("build: a pair file as --corpus", ("build", "test", "--corpus", "{tmp}/pairs.tsv"),
+           "train_files=[{tmp}/pairs.tsv]", {"pairs.tsv": "我门去学校\t我们去学校\n他门在家\t他们在家\n"}),
+    BadCli("push: an unknown --license", ("push", "{tmp}/model", "user/x", "--license", "apache"),
+           "--license 'apache' is not a Hub licence id"),
+    BadCli("push: a repo id without owner", ("push", "{tmp}/model", "csc-tiny"), "give a Hub repository id OWNER/NAME"),
 ]
 
 

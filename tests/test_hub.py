@@ -1,0 +1,193 @@
+"""`csc-bench push` writes a complete Hub model repository (issue 16 item 3): a card whose YAML holds the licence, base
+model, datasets, pipeline tag, tags and a model-index; the decoding settings; the tokenizer's remote code; no pickles
+and no machine-local fields. The folder loads in a clean interpreter without csc_hf."""
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from csc_hf import hub
+from csc_hf.cli import main
+
+TEXTS = ["我门今天去学校上课。", "他们在家里看书"]
+SCORES = {"char_cor_f1": 0.5, "char_det_f1": 0.6, "sent_cor_f1": 0.4, "sent_det_f1": 0.45, "fpr": 0.1,
+          "char_cor_f1_ci_low": 0.4, "char_cor_f1_ci_high": 0.6, "convention": "strict"}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, small_corpus):
+    """A tiny bert trained a few steps on a TSV, as csc-bench train leaves it, plus what a run and a resume leave
+    (a checkpoint, pickled states, done.json) and a re-saved tokenizer (``"is_local": true``)."""
+    from csc_hf.modeling import CSCTokenizer
+    from csc_hf.training import load_config, train
+
+    tmp = tmp_path_factory.mktemp("hub")
+    texts = small_corpus.read_text(encoding="utf-8").splitlines()[:24]
+    (tmp / "pairs.tsv").write_text("".join(f"{t[:2]}门{t[3:]}\t{t}\n" for t in texts), encoding="utf-8")
+    config = {"task": "correction", "variant": "bert", "use_benchmark": False, "train_files": [str(tmp / "pairs.tsv")],
+              "model_overrides": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                  "intermediate_size": 64}, "max_steps": 2, "per_device_train_batch_size": 8,
+              "use_cpu": True, "report_to": "none", "save_strategy": "no", "eval_strategy": "no", "disable_tqdm": True,
+              "output_dir": str(tmp / "model")}
+    (tmp / "c.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    model = train(*load_config(tmp / "c.yaml"))
+    CSCTokenizer.from_pretrained(model).save_pretrained(model)
+    assert json.loads((model / "tokenizer_config.json").read_text())["is_local"] is True  # the case to clean
+    assert (model / "training_args.bin").is_file()
+    (model / "checkpoint-2").mkdir()
+    (model / "checkpoint-2" / "optimizer.pt").write_bytes(b"pickle")
+    for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
+        (model / name).write_bytes(b"pickle")
+    (model / "done.json").write_text("{}")
+    (model / "csc_decoding.json").write_text(json.dumps({"keep_bias": 2.0, "threshold": 0.1}))
+    return model
+
+
+def front_matter(card: str) -> dict:
+    assert card.startswith("---\n")
+    return yaml.safe_load(card.split("---\n", 2)[1])
+
+
+def records_file(tmp_path: Path) -> Path:
+    records = [{"model": "bert", "config": "test", "split": "test", "keep_bias": 2.0, "scores": SCORES},
+               {"model": "bert", "config": "probs", "split": "pe10", "keep_bias": 2.0, "scores": SCORES},
+               {"model": "plome", "config": "test", "split": "test", "keep_bias": 0.0, "scores": SCORES}]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"params": {"bench_params": {"seed": 7, "corpus": "/home/me/corpus.txt"}},
+                                "records": records}))
+    return path
+
+
+def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
+    folder = tmp_path / "hub"
+    assert main(["push", str(trained), "user/csc-tiny", "--folder", str(folder), "--results", str(records_file(tmp_path)),
+                 "--model-name", "bert", "--license", "mit"]) == 0
+    assert "2 scored test sets" in capsys.readouterr().out
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["README.md", "config.json", "configuration_csc.py", "csc_decoding.json", "csc_training.json",
+                     "model.safetensors", "modeling_csc.py", "tokenization_csc.py", "tokenizer.json",
+                     "tokenizer_config.json"]  # no pickles, checkpoints or run bookkeeping
+    for path in folder.glob("*.json"):
+        text = path.read_text(encoding="utf-8")
+        assert str(trained.parent) not in text and '"is_local"' not in text and "local_files_only" not in text, path.name
+    tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
+    assert tokenizer_config["auto_map"] == {"AutoTokenizer": [None, "tokenization_csc.CSCTokenizer"]}
+    assert json.loads((folder / "csc_training.json").read_text())["train_files"] == ["pairs.tsv"]
+
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    meta = front_matter(card)
+    assert meta["license"] == "mit" and meta["library_name"] == "transformers" and meta["pipeline_tag"] == "fill-mask"
+    assert {"chinese-spelling-check", "csc_hf", "bert"} <= set(meta["tags"]) and "base_model" not in meta
+    assert "datasets" not in meta  # trained on a local file alone: no Hub dataset to name
+    (result, probs), = [entry["results"] for entry in meta["model-index"]]
+    assert meta["model-index"][0]["name"] == "csc-tiny"
+    assert result["task"]["type"] == "chinese-spelling-check"
+    assert result["dataset"] == {"type": "csc_bench", "name": "csc_bench test/test", "config": "test", "split": "test",
+                                 "args": {"seed": 7, "corpus": "corpus.txt"}}  # the run's parameters, no local path
+    assert probs["dataset"]["split"] == "pe10"
+    metrics = {m["type"]: m for m in result["metrics"]}
+    assert set(metrics) == set(hub.CARD_KEYS) and metrics["char_cor_f1"]["value"] == 0.5
+    assert metrics["fpr"]["name"].endswith("(strict convention)") and metrics["fpr"]["args"]["keep_bias"] == 2.0
+    assert "`keep_bias` = 2.0, `threshold` = 0.1 (saved with the model)" in card
+    assert "| test/test | 2.0 | 0.500 [0.400, 0.600] | 0.600 |" in card
+
+
+def test_card_without_results_says_there_are_no_scores(trained, tmp_path, capsys):
+    assert main(["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub")]) == 0
+    assert "no scores in its card yet" in capsys.readouterr().out
+    card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    meta = front_matter(card)
+    assert meta["license"] == "apache-2.0" and "model-index" not in meta
+    assert "No scores yet" in card and "| test set |" not in card
+
+
+def test_card_metadata_names_a_hub_base_model_and_hub_datasets():
+    training = {"init_from": "bert-base-chinese", "variant": "bart", "use_benchmark": True,
+                "train_files": ["datasets:user/real-pairs", "/data/mine.tsv"]}
+    meta = hub.card_metadata("user/m", [], training, model_type="bart")
+    assert meta["base_model"] == "bert-base-chinese" and meta["datasets"] == ["csc_bench", "user/real-pairs"]
+    assert meta["pipeline_tag"] == "text2text-generation"
+    assert "base_model" not in hub.card_metadata("user/m", [], {"init_from": "runs/pretrain_mlm"})
+    with pytest.raises(ValueError, match="--license 'apache' is not a Hub licence id"):
+        hub.card_metadata("user/m", [], {}, license="apache")
+
+
+def test_remote_tokenizer_file_is_self_contained():
+    tree = ast.parse(hub.REMOTE_TOKENIZER.read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 0}
+    assert imported <= {"os", "collections", "tokenizers", "transformers"}, imported
+    assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
+
+
+REMOTE_CHECK = """
+import sys, torch
+try:
+    import csc_hf
+except ImportError:
+    pass
+else:
+    raise SystemExit("csc_hf is importable")
+from transformers import AutoModelForMaskedLM, AutoTokenizer
+folder, expected = sys.argv[1], torch.load(sys.argv[2])
+tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+assert type(tokenizer).__name__ == "CSCTokenizer", type(tokenizer)
+assert type(tokenizer).__module__.startswith("transformers_modules"), type(tokenizer).__module__
+inputs = tokenizer(expected["texts"], padding=True, return_tensors="pt")
+assert inputs["input_ids"].tolist() == expected["input_ids"].tolist()
+assert len(tokenizer.decode_correction("我门", inputs["input_ids"][0].tolist())) == 2
+model = AutoModelForMaskedLM.from_pretrained(folder, trust_remote_code=True).eval()
+with torch.no_grad():
+    logits = model(**inputs).logits
+torch.testing.assert_close(logits, expected["logits"], rtol=0, atol=1e-6)
+assert "csc_hf" not in sys.modules
+print("remote ok")
+"""
+
+
+def test_pushed_folder_loads_without_csc_hf(trained, tmp_path):
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    folder = hub.prepare(trained, "user/csc-tiny", tmp_path / "hub", [])
+    tokenizer = AutoTokenizer.from_pretrained(trained)
+    model = AutoModelForMaskedLM.from_pretrained(trained).eval()
+    inputs = tokenizer(TEXTS, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**inputs).logits
+    torch.save({"texts": TEXTS, "input_ids": inputs["input_ids"], "logits": logits}, tmp_path / "expected.pt")
+    # -I -S: no PYTHONPATH, no working directory, no site (so no editable-install hook); site-packages by hand.
+    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    prelude = f"import sys; sys.path += {site!r}; sys.argv[1:] = sys.argv[2:]\n"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", prelude + REMOTE_CHECK, "-", str(folder), str(tmp_path / "expected.pt")],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "remote ok" in result.stdout
+
+
+def test_benchmark_parameters_of_the_scores(trained, tmp_path, capsys):
+    """An evaluation json does not say its parameters: the benchmark options say them; without them the card says
+    they are not recorded (this model trained on a file alone, so its training parameters say nothing)."""
+    records = [{"config": "unseen_k", "split": "test", "keep_bias": 0.0, "scores": SCORES}]
+    (tmp_path / "eval.json").write_text(json.dumps(records))
+    push = ["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub"), "--results", str(tmp_path / "eval.json")]
+    assert main(push) == 0
+    card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
+    assert "csc_bench parameters: not recorded" in card
+    assert "args" not in front_matter(card)["model-index"][0]["results"][0]["dataset"]
+    assert main([*push, "--seed", "3", "--probs", "0.1", "0.2"]) == 0
+    meta = front_matter((tmp_path / "hub" / "README.md").read_text(encoding="utf-8"))
+    assert meta["model-index"][0]["results"][0]["dataset"]["args"] == {"seed": 3, "probs": [0.1, 0.2]}
+    capsys.readouterr()
+    assert main(["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub2"), "--seed", "3"]) == 2
+    assert "give --results too" in capsys.readouterr().err
