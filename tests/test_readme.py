@@ -21,7 +21,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_every_subcommand_has_help():
-    for sub in ("build", "export", "confusion", "analyze", "report", "run", "train", "evaluate", "correct", "push"):
+    for sub in ("build", "export", "confusion", "analyze", "report", "run", "train", "evaluate", "correct", "push", "score"):
         out = subprocess.run([sys.executable, "-m", "csc_hf", sub, "--help"], capture_output=True, text=True, check=True)
         assert "usage: csc-bench " + sub in out.stdout
 
@@ -52,3 +52,12 @@ def test_readme_training_commands_load(tmp_path, monkeypatch):
         for item in overrides:
             key, value = item.split("=")
             assert str(getattr(training, key)) == value
+
+
+def test_readme_score_example_runs_as_written(tmp_path):
+    """The README's `csc-bench score` example, run as written (csc-bench = this interpreter's csc_hf)."""
+    (line,) = [line for block in readme_commands() for line in block.splitlines() if "csc-bench score" in line]
+    command = line.replace("csc-bench", f"{sys.executable} -m csc_hf")
+    out = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "character correction F1" in out.stdout and "Length changes: 1 prediction" in out.stdout, out.stdout
