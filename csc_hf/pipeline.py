@@ -22,8 +22,9 @@ ships in their folder and is not installed; csc_hf's own models load without it)
 - csc_hf's BART baseline (`BartForConditionalGeneration` + `CSCTokenizer`) generates with
   `csc_hf.modeling.bart_correct` and is read position by position.
 - Any other seq2seq model (`AutoModelForSeq2SeqLM`: BART, T5, ... with any tokenizer) generates with the model's own
-  generation settings; its output is aligned to the source (`csc_hf.scoring.align`, whitespace ignored on both
-  sides) and only substitutions at a source position are kept.
+  generation settings; its output is aligned to the source (`aligned_substitutions`: shared characters matched
+  first, the rest by `csc_hf.scoring.align`, whitespace ignored on both sides) and only substitutions at a source
+  position are kept. Its windows are sized in characters from each text's tokens per character.
 Seq2seq models give no probabilities (`probability` is None), so `threshold` and `keep_bias` must stay 0.
 
 Rules, for every model:
@@ -51,6 +52,7 @@ import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -168,12 +170,21 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
 
 
 def aligned_substitutions(source: str, prediction: str) -> list[tuple[int, str]]:
-    """The characters of `prediction` that replace one of `source` at the same position: `(position, character)` of a
-    minimum-edit alignment (`csc_hf.scoring.align`) with whitespace left out on both sides, so that a decoder's
-    spaces between characters ("我 们 去") neither shift nor hide a substitution. Insertions and deletions are dropped."""
+    """The characters of `prediction` that replace one of `source` at the same position, as `(position, character)`.
+
+    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
+    hide a substitution. The characters both texts share are matched first (`difflib`'s matching blocks), so a
+    character that moved is never read as a chain of substitutions ("，去" -> "去了" is a deletion, a match and an
+    insertion); what lies between matches is aligned by minimum edits (`csc_hf.scoring.align`). Insertions and
+    deletions are dropped."""
     kept = [i for i, char in enumerate(source) if not char.isspace()]
-    substitutions, _ = align([source[i] for i in kept], [char for char in prediction if not char.isspace()])
-    return [(kept[i], char) for i, char in substitutions]
+    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
+    found = []
+    for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "replace":
+            substitutions, _ = align(a[a_start:a_end], b[b_start:b_end])
+            found += [(kept[a_start + i], char) for i, char in substitutions]
+    return found
 
 
 @torch.no_grad()
@@ -370,7 +381,7 @@ class Corrector:
         plan = [
             (i, *window)
             for i, text in enumerate(texts)
-            for window in plan_windows(len(text), self.window, self.overlap)
+            for window in plan_windows(len(text), *self._window_of(text))
         ]
         plan.sort(key=lambda window: window[2] - window[1], reverse=True)
         self.model.eval()
@@ -388,6 +399,16 @@ class Corrector:
                 edits[i] = [edit for edit in edits[i] if edit[0] not in protected]
             edits[i].sort()
         return edits
+
+    def _window_of(self, text: str) -> tuple[int, int]:
+        """The window and overlap, in characters, for `text`: `window` and `overlap` for a model that reads one token
+        per character; for another tokenizer, both scaled by the text's characters per token (at most 1), so that a
+        window's tokens fit the model (a window that still does not is cut: its tail keeps its characters)."""
+        if self.per_character or not text:
+            return self.window, self.overlap
+        tokens = len(self.tokenizer(_SURROGATE.sub("\ufffd", text), add_special_tokens=False)["input_ids"])
+        size = max(1, min(self.window, self.window * len(text) // max(tokens, 1)))
+        return size, min(self.overlap * size // self.window, size - 1)
 
     def _char_id(self, char: str) -> int:
         """The vocabulary id of one character: its own token, else the token the tokenizer's normalizer makes of it

@@ -225,15 +225,16 @@ class Study:
         stage.finish({"config": config})
 
     def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage) -> Stage:
-        """Score one model on every test split (keep_bias tuned on validation) into the stage's ``records.json``, and
-        save its predictions (``predictions/``)."""
+        """Score one model on every test split (keep_bias tuned on validation) into the stage's ``records.json``, save
+        its predictions (``predictions/``), and save the tuned decoding with the model (its ``csc_decoding.json``)."""
         p = self.preset
         stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory))
         if self.pending(stage):
             self.log(f"evaluate {variant} (seed {seed})")
             records = evaluate_model(model_stage.directory, p.tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
                                      p.eval_batch_size, p.finetune.get("max_train_samples"),
-                                     p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS)
+                                     p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS,
+                                     save_decoding=True)  # the tuned keep_bias: the model's default decoding
             for r in records:
                 r.update(model=variant, seed=seed)
             (stage.directory / RECORDS).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",
