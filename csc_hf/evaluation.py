@@ -49,7 +49,8 @@ def training_pairs(
 
 def tune_keep_bias(corrector, validation, grid: Sequence[float]) -> tuple[float, dict[float, float]]:
     """The ``keep_bias`` of ``grid`` with the best character-level correction F1 on ``validation`` (ties: the
-    smaller bias), and each value's F1. A seq2seq model has no source logit: it keeps 0 untried."""
+    smaller bias), and each value's F1 (none tried for a one-value grid). A seq2seq model has no source logit: it
+    keeps 0 untried."""
     if corrector.seq2seq:
         return 0.0, {}
     if len(grid) == 1:
@@ -87,15 +88,18 @@ def evaluate_model(
     corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code)
     tuning = None
     if keep_bias_grid is not None:
-        grid = sorted(set(keep_bias_grid)) or [0.0]
-        validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
-        if max_validation:
-            validation = validation.select(range(min(max_validation, len(validation))))
+        grid, validation = sorted(set(keep_bias_grid)) or [0.0], None
+        if len(grid) > 1 and not corrector.seq2seq:
+            validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
+            if max_validation:
+                validation = validation.select(range(min(max_validation, len(validation))))
         bias, validation_f1 = tune_keep_bias(corrector, validation, grid)
         corrector.keep_bias = bias
-        tuning = {"split": "train/validation", "sentences": len(validation), "metric": "char_cor_f1",
-                  "grid": grid, "scores": {str(b): f1 for b, f1 in validation_f1.items()}}  # fmt: skip
-        logger.info("%s: keep_bias %g (validation char_cor_f1 by keep_bias: %s)", model_dir, bias, validation_f1)
+        tuning = {"grid": grid}
+        if validation is not None:
+            tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1",
+                          scores={str(b): f1 for b, f1 in validation_f1.items()})  # fmt: skip
+            logger.info("%s: keep_bias %g (validation char_cor_f1 by keep_bias: %s)", model_dir, bias, validation_f1)
     if save_decoding:
         if hub.is_local(model_dir):
             saved = write_decoding(model_dir, {"keep_bias": corrector.keep_bias, "threshold": corrector.threshold}, tuning)

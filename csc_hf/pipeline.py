@@ -323,7 +323,8 @@ class Corrector:
         self.protected_chars = protected_chars
         self.protected_terms = tuple(term for term in protected_terms if term)
         self._editable = self._han.clone()  # source ids that may change: Han, not protected ([UNK] never is)
-        self._editable[[self._char_id(char) for char in sorted(protected_chars)]] = False
+        protected_ids = [self._char_id(char) for char in sorted(protected_chars)]
+        self._editable[[i for i in protected_ids if i is not None]] = False  # None: a tokenizer without [UNK]
 
     def with_options(self, **options: Any) -> "Corrector":
         """A copy with other `threshold`, `keep_bias`, `protected_chars` or `protected_terms`; shares the model."""
