@@ -221,7 +221,7 @@ def _check_model(model: str) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap {args.bootstrap}: give a number of resamples >= 0 (0: no intervals)")
-    if not all(math.isfinite(bias) for bias in args.keep_bias):
+    if args.keep_bias is not None and not all(math.isfinite(bias) for bias in args.keep_bias):
         raise ValueError(f"--keep-bias {' '.join(map(str, args.keep_bias))}: give finite numbers")
     unknown = [name for name in args.configs if name not in CONFIGS]
     if unknown:
@@ -230,10 +230,13 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     _check_model(args.model)
     from .evaluation import evaluate_model
 
-    records = evaluate_model(args.model, args.configs, bench_params(args), args.bootstrap, args.keep_bias)
+    tuned = args.keep_bias is not None and len(set(args.keep_bias)) > 1
+    records = evaluate_model(args.model, args.configs, bench_params(args), args.bootstrap, args.keep_bias,
+                             save_decoding=tuned, trust_remote_code=args.trust_remote_code)
     rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in ("char_cor_f1", "char_det_f1",
             "sent_cor_f1", "sent_det_f1", "fpr")} for r in records}
-    _print_table(f"{args.model} (keep_bias {records[0]['keep_bias'] if records else '-'})", rows)
+    decoding = f"keep_bias {records[0]['keep_bias']:g}, threshold {records[0]['threshold']:g}" if records else "-"
+    _print_table(f"{args.model} ({decoding}{'; tuned and saved with the model' if tuned else ''})", rows)
     if args.output:
         write_atomic(args.output, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.output}")
@@ -257,12 +260,13 @@ def cmd_correct(args: argparse.Namespace) -> None:
     if bool(args.texts) == bool(args.file):
         raise ValueError("give TEXT arguments or --file, not both")
     for name, value in (("--keep-bias", args.keep_bias), ("--threshold", args.threshold)):
-        if not math.isfinite(value):
+        if value is not None and not math.isfinite(value):
             raise ValueError(f"{name} {value}: give a finite number")
     check_output(args.output)
     texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
     _check_model(args.model)
-    corrector = Corrector.from_pretrained(args.model, keep_bias=args.keep_bias, threshold=args.threshold)
+    given = {name: getattr(args, name) for name in ("keep_bias", "threshold") if getattr(args, name) is not None}
+    corrector = Corrector.from_pretrained(args.model, trust_remote_code=args.trust_remote_code, **given)
     lines = corrector.correct(texts)
     if args.output:
         write_atomic(args.output, "".join(line + "\n" for line in lines))
@@ -374,12 +378,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "(train on your own pairs: train_files, validation_files, use_benchmark)")
 
     evaluate = _command(sub, cmd_evaluate, "score a saved model on test configs", "Correct every split of the given "
-                        "configs and score them with bootstrap intervals.", bench=True)
-    evaluate.add_argument("model", help="a saved model folder")
+                        "configs and score them with bootstrap intervals. The model is any checkpoint folder or Hub "
+                        "id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any "
+                        "seq2seq model (generated, then aligned to the source).", bench=True)
+    evaluate.add_argument("model", help="a model folder or Hub id")
     evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
     evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000; 0: none)")
-    evaluate.add_argument("--keep-bias", type=float, nargs="+", default=[0.0],
-                          help="source-logit bias; several values: tuned on the validation split")
+    evaluate.add_argument("--keep-bias", type=float, nargs="+", metavar="BIAS",
+                          help="source-logit bias; several values: tuned on the validation split and saved with the "
+                          "model (csc_decoding.json), the default of later loads (default: the saved value, else 0)")
+    evaluate.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder "
+                          "(models whose classes transformers and csc_hf lack)")
     evaluate.add_argument("--output", help="write the result records (json)")
 
     score = _command(sub, cmd_score, "score any system's predictions file against a benchmark split or any CSC data",
@@ -403,12 +412,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     correct = _command(sub, cmd_correct, "correct sentences with a saved model", "Correct TEXT arguments, or a file "
                        "with one sentence a line (lines end at \\n; output line i answers input line i).")
-    correct.add_argument("model")
+    correct.add_argument("model", help="a model folder or Hub id (as for evaluate)")
     correct.add_argument("texts", nargs="*", metavar="TEXT")
     correct.add_argument("--file", help="input file (UTF-8), one sentence a line")
     correct.add_argument("--output", help="output file (default: stdout)")
-    correct.add_argument("--keep-bias", type=float, default=0.0, help="bias added to the source character's logit")
-    correct.add_argument("--threshold", type=float, default=0.0, help="keep an edit only above this probability")
+    correct.add_argument("--keep-bias", type=float, help="bias added to the source character's logit (default: the "
+                         "model's saved decoding, csc_decoding.json, else 0)")
+    correct.add_argument("--threshold", type=float, help="keep an edit only above this probability (default: the "
+                         "model's saved decoding, else 0)")
+    correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
 
     push = _command(sub, cmd_push, "prepare a Hub-ready model folder with a model card; push it with --token",
                     "Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the "

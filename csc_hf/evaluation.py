@@ -1,7 +1,7 @@
 """Evaluation of saved models, shared by ``csc-bench evaluate`` and ``csc-bench run``: correct every split of the test
-configs with a model (``keep_bias`` tuned on the validation split) and score it (:func:`evaluate_model`); save each
-split's predictions as edits (:func:`write_predictions`, :func:`read_predictions`); and compare two models' saved
-predictions on the same sentences (:func:`paired_comparisons`).
+configs with a model (``keep_bias`` tuned on the validation split, or the decoding saved with the model) and score it
+(:func:`evaluate_model`); save each split's predictions as edits (:func:`write_predictions`,
+:func:`read_predictions`); and compare two models' saved predictions on the same sentences (:func:`paired_comparisons`).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -46,55 +47,91 @@ def training_pairs(
     return set(error_pairs(train["source"], train["target"]))
 
 
+def tune_keep_bias(corrector, validation, grid: Sequence[float]) -> tuple[float, dict[float, float]]:
+    """The ``keep_bias`` of ``grid`` with the best character-level correction F1 on ``validation`` (ties: the
+    smaller bias), and each value's F1 (none tried for a one-value grid). A seq2seq model has no source logit: it
+    keeps 0 untried."""
+    if corrector.seq2seq:
+        return 0.0, {}
+    if len(grid) == 1:
+        return grid[0], {}
+    validation_f1 = {}
+    for bias in grid:
+        predictions = corrector.with_options(keep_bias=bias).correct(validation["source"])
+        validation_f1[bias] = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
+    return max(grid, key=lambda b: (validation_f1[b], -b)), validation_f1
+
+
 def evaluate_model(
     model_dir: str | Path,
     tests: Iterable[str],
     bench_params: dict,
     bootstrap: int,
-    keep_bias_grid: Iterable[float] = (0.0,),
+    keep_bias_grid: Iterable[float] | None = None,
     batch_size: int = 64,
     max_train_samples: int | None = None,
     max_validation: int | None = None,
     predictions_dir: Path | None = None,
+    save_decoding: bool = False,
+    trust_remote_code: bool = False,
     training_params: dict | None = None,
 ) -> list[dict]:
-    """Correct every test split with the model in ``model_dir`` and score it; ``keep_bias`` is chosen on the
-    validation split (best character-level correction F1) among ``keep_bias_grid``. With ``predictions_dir``, each
-    split's predictions are saved there as edits (see :func:`write_predictions`). Seen and unseen pairs are those of
+    """Correct every test split with the model in ``model_dir`` (a folder or a Hub id: any checkpoint
+    ``csc_hf.pipeline.Corrector`` loads) and score it. ``keep_bias`` is chosen on the validation split (best
+    character-level correction F1) among ``keep_bias_grid``; without a grid it is the decoding saved with the model
+    (``csc_decoding.json``; 0 without one). With ``save_decoding``, the decoding used is saved in the model folder
+    with how it was chosen, so that every way of loading the model decodes as it was scored. With
+    ``predictions_dir``, each split's predictions are saved there as edits (see :func:`write_predictions`). Each
+    split logs its size, score and time, and a progress bar runs over the splits. Seen and unseen pairs are those of
     the training data of ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``)."""
-    from .pipeline import Corrector
+    from . import hub
+    from .pipeline import Corrector, save_decoding as write_decoding
 
-    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size)
-    validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
-    if max_validation:
-        validation = validation.select(range(min(max_validation, len(validation))))
-    grid = [0.0] if corrector.seq2seq else list(keep_bias_grid) or [0.0]  # a seq2seq model has no source logit
-    if len(grid) > 1:
-        validation_f1 = {}
-        for bias in grid:
-            corrector.keep_bias = bias
-            predictions = corrector.correct(validation["source"])
-            validation_f1[bias] = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
-        grid = [max(grid, key=lambda b: (validation_f1[b], -b))]  # ties: the smaller bias
-    corrector.keep_bias = grid[0]
+    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code)
+    tuning = None
+    if keep_bias_grid is not None:
+        grid, validation = sorted(set(keep_bias_grid)) or [0.0], None
+        if len(grid) > 1 and not corrector.seq2seq:
+            validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
+            if max_validation:
+                validation = validation.select(range(min(max_validation, len(validation))))
+        bias, validation_f1 = tune_keep_bias(corrector, validation, grid)
+        corrector.keep_bias = bias
+        tuning = {"grid": grid}
+        if validation is not None:
+            tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1",
+                          scores={str(b): f1 for b, f1 in validation_f1.items()})  # fmt: skip
+            logger.info("%s: keep_bias %g (validation char_cor_f1 by keep_bias: %s)", model_dir, bias, validation_f1)
+    if save_decoding:
+        if hub.is_local(model_dir):
+            saved = write_decoding(model_dir, {"keep_bias": corrector.keep_bias, "threshold": corrector.threshold}, tuning)
+            logger.info("saved the decoding in %s", saved)
+        else:
+            logger.warning("%s is not a local folder: its decoding is not saved", model_dir)
     pairs = training_pairs(training_params or bench_params, max_train_samples)
     records = []
     params = BenchParams(**bench_params)
-    for name in tests:
-        for spec in splits_of(name, params.probs):
-            try:
-                data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
-            except FileNotFoundError as err:  # sighan15 without its file
-                logger.warning("skipping %s: %s", name, err)
-                continue
-            predictions = corrector.correct(data["source"])
-            if predictions_dir is not None:
-                write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
-            scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
-                           bootstrap=bootstrap)
-            known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
-            records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec) if known else None,
-                            "keep_bias": corrector.keep_bias, "scores": scores})
+    splits = [(name, spec) for name in tests for spec in splits_of(name, params.probs)]
+    progress = tqdm(splits, desc=f"evaluate {Path(str(model_dir)).name}", unit="split")
+    for name, spec in progress:
+        progress.set_postfix_str(f"{name}/{spec.split}")
+        started = time.monotonic()
+        try:
+            data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
+        except FileNotFoundError as err:  # sighan15 without its file
+            logger.warning("skipping %s: %s", name, err)
+            continue
+        predictions = corrector.correct(data["source"])
+        if predictions_dir is not None:
+            write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
+        scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
+                       bootstrap=bootstrap)
+        known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
+        records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec) if known else None,
+                        "keep_bias": corrector.keep_bias, "threshold": corrector.threshold, "scores": scores})
+        changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
+        logger.info("%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s", name, spec.split, len(predictions),
+                    changed, scores["char_cor_f1"], time.monotonic() - started)
     return records
 
 

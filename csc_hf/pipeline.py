@@ -1,6 +1,7 @@
-"""Inference: the `Corrector` and the `chinese-spelling-check` transformers pipeline task.
+"""Inference: the `Corrector` and the `chinese-spelling-check` transformers pipeline task, for csc_hf's models and any
+other Hugging Face checkpoint.
 
-    corrector = Corrector.from_pretrained("path/to/model", keep_bias=1.0, protected_terms=["微软"])
+    corrector = Corrector.from_pretrained("path/to/model", protected_terms=["微软"])   # or a Hub id
     corrector("我门去北京。")
     # {"source": "我门去北京。", "prediction": "我们去北京。",
     #  "edits": [{"position": 1, "wrong": "门", "right": "们", "probability": 0.93}]}
@@ -10,26 +11,49 @@
     checker = pipeline("chinese-spelling-check", model="path/to/model")
     checker(["我门去北京。", "..."], threshold=0.5)
 
+Models (`Corrector.from_pretrained` picks the route from the config; `trust_remote_code=True` for models whose code
+ships in their folder and is not installed; csc_hf's own models load without it):
+- Tagging models: `CSCForCorrection` or any masked LM (a plain `BertForMaskedLM` such as the public CSC checkpoints,
+  with bert-base-chinese's WordPiece vocabulary) whose logits are aligned with its input. The text is never given to
+  the tokenizer: each character is looked up in the tokenizer's vocabulary as its own token (or, failing that, as
+  the tokenizer's normalizer writes it: `A` as `a` for an uncased BERT), and characters it lacks become `[UNK]`, so
+  `[CLS]`, one id per character and `[SEP]` go in and one prediction per character comes out, whatever WordPiece
+  would have merged ("720", "iPhone"). A `CSCTokenizer` gives the same ids itself.
+- csc_hf's BART baseline (`BartForConditionalGeneration` + `CSCTokenizer`) generates with
+  `csc_hf.modeling.bart_correct` and is read position by position.
+- Any other seq2seq model (`AutoModelForSeq2SeqLM`: BART, T5, ... with any tokenizer) generates with the model's own
+  generation settings; its output is aligned to the source (`aligned_substitutions`: shared characters matched
+  first, the rest by `csc_hf.scoring.align`, whitespace ignored on both sides) and only substitutions at a source
+  position are kept. Its windows are sized in characters from each text's tokens per character.
+Seq2seq models give no probabilities (`probability` is None), so `threshold` and `keep_bias` must stay 0.
+
 Rules, for every model:
 - Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters; everything else (Latin, digits,
   spaces, emoji, characters outside the BMP or the vocabulary) is kept, so a prediction always has its source's length.
 - `protected_chars` never change, nor any character inside an occurrence of one of `protected_terms`.
-- Tagging models (`CSCForCorrection`, any masked LM over a one-token-per-character tokenizer): `keep_bias` is added
-  to the source character's logit before the argmax; an edit is kept when the predicted character's probability
-  (the model's softmax, without the bias) is at least `threshold`.
-- The BART baseline (`BartForConditionalGeneration` + `CSCTokenizer`) generates with `csc_hf.modeling.bart_correct`;
-  it gives no probabilities (`probability` is None), so `threshold` and `keep_bias` must stay 0.
-- Texts longer than the model's maximum length run in overlapping windows; each character is predicted once, by the
-  window where it is most central (`plan_windows`).
+- Tagging models: `keep_bias` is added to the source character's logit before the argmax; an edit is kept when the
+  predicted character's probability (the model's softmax, without the bias) is at least `threshold`.
+- Texts longer than the model's maximum length run in overlapping windows of characters; each character is predicted
+  once, by the window where it is most central (`plan_windows`).
 - Texts are corrected in batches of similar length; results come back in input order.
+
+The decoding a model was evaluated with (`keep_bias`, `threshold`) is saved next to it in `csc_decoding.json`
+(`save_decoding`; `csc-bench evaluate` with a `--keep-bias` grid and the study write it) and is the default of
+`Corrector.from_pretrained`, the pipeline task, `csc-bench correct` and `csc-bench evaluate`; an explicit argument
+wins.
 """
 
 import copy
+import json
+import logging
 import math
 import numbers
 import os
 import re
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from difflib import SequenceMatcher
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -43,11 +67,19 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 from transformers.pipelines import PIPELINE_REGISTRY
+from transformers.utils import cached_file
 
+from csc_hf import hub
 from csc_hf.chars.pinyin import is_han
-from csc_hf.modeling import bart_correct
+from csc_hf.modeling import CSCTokenizer, bart_correct
+from csc_hf.scoring import align
 
+logger = logging.getLogger(__name__)
 TASK = "chinese-spelling-check"
+DECODING_FILE = "csc_decoding.json"  # in a model folder: the decoding it was evaluated with (`save_decoding`)
+DECODING_KEYS = ("keep_bias", "threshold")  # the Corrector options it holds; "tuning" records how they were chosen
+UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no limit" (transformers' huge default)
+DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
 Edit = tuple[int, str, float | None]
 """A kept correction: position in the text, the right character, its probability (None for BART)."""
 _SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded; they stand in as U+FFFD (unknown)
@@ -137,12 +169,87 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     return "".join(chars)
 
 
+def aligned_substitutions(source: str, prediction: str) -> list[tuple[int, str]]:
+    """The characters of `prediction` that replace one of `source` at the same position, as `(position, character)`.
+
+    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
+    hide a substitution. The characters both texts share are matched first (`difflib`'s matching blocks), so a
+    character that moved is never read as a chain of substitutions ("，去" -> "去了" is a deletion, a match and an
+    insertion); what lies between matches is aligned by minimum edits (`csc_hf.scoring.align`). Insertions and
+    deletions are dropped."""
+    kept = [i for i, char in enumerate(source) if not char.isspace()]
+    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
+    found = []
+    for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "replace":
+            substitutions, _ = align(a[a_start:a_end], b[b_start:b_end])
+            found += [(kept[a_start + i], char) for i, char in substitutions]
+    return found
+
+
+@torch.no_grad()
+def generate_corrections(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int
+) -> list[str]:
+    """Each text as a seq2seq model rewrites it (`generate` with the model's generation settings, at most twice the
+    input's tokens), decoded without special tokens; inputs longer than `max_length` tokens are cut."""
+    if tokenizer.pad_token is None and len(texts) > 1:  # nothing to pad with: one text at a time
+        return [prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)]
+    inputs = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt",
+                       return_token_type_ids=False).to(model.device)  # fmt: skip
+    outputs = model.generate(**inputs, max_new_tokens=2 * inputs["input_ids"].shape[1] + 8)
+    return tokenizer.batch_decode(outputs, skip_special_tokens=True)
+
+
+def load_decoding(path: str | os.PathLike) -> dict[str, float]:
+    """The decoding saved with the model at `path` (a folder or a Hub id): `{"keep_bias": ..., "threshold": ...}`
+    from its `csc_decoding.json`, or `{}` when it has none. A malformed file is a ValueError naming it."""
+    if hub.is_local(path) and not Path(path).expanduser().is_dir():  # a model built in memory, or its folder is gone
+        return {}
+    found = cached_file(os.path.expanduser(str(path)), DECODING_FILE, _raise_exceptions_for_missing_entries=False,
+                        _raise_exceptions_for_connection_errors=False)  # fmt: skip
+    if found is None:
+        return {}
+    try:
+        data = json.loads(Path(found).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
+    if not isinstance(data, dict) or (unknown := sorted(set(data) - {*DECODING_KEYS, "tuning"})):
+        raise ValueError(f"{found}: expected a JSON object with {' and '.join(DECODING_KEYS)}"
+                         + (f", got the unknown keys {unknown}" if isinstance(data, dict) else ""))
+    decoding = {name: check_number(f"{found}: {name}", data[name]) for name in DECODING_KEYS if name in data}
+    if not 0.0 <= decoding.get("threshold", 0.0) <= 1.0:
+        raise ValueError(f"{found}: threshold must be in [0, 1], got {decoding['threshold']}")
+    return decoding
+
+
+def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
+    """Write `decoding` (`keep_bias`, `threshold`) and how it was chosen (`tuning`: split, metric, grid, scores) to the
+    model folder's `csc_decoding.json`, whole or not at all; returns its path."""
+    if unknown := sorted(set(decoding) - set(DECODING_KEYS)):
+        raise ValueError(f"unknown decoding settings {unknown}; choose from {list(DECODING_KEYS)}")
+    data = {name: check_number(name, value) for name, value in decoding.items()}
+    if tuning:
+        data["tuning"] = dict(tuning)
+    target = Path(folder) / DECODING_FILE
+    handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{DECODING_FILE}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        os.replace(partial, target)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    return target
+
+
 class Corrector:
-    """Corrects raw strings with a CSC model and its one-token-per-character tokenizer (see the module docstring).
+    """Corrects raw strings with a CSC model, a masked LM or a seq2seq model (see the module docstring).
 
     Args:
-        model: a tagging model (logits aligned with the input) or the BART baseline; set to eval mode on each call.
-        tokenizer: a `CSCTokenizer` (one token per character between `[CLS]` and `[SEP]`).
+        model: a tagging model (logits aligned with the input) or a seq2seq model; set to eval mode on each call.
+        tokenizer: the model's tokenizer: a `CSCTokenizer` or any other (a tagging model reads only its vocabulary,
+            one token per character, and its `[CLS]`, `[SEP]`, `[UNK]` and `[PAD]` tokens).
         batch_size: windows per forward pass.
         threshold: minimum probability of a kept edit, in [0, 1].
         keep_bias: added to the source character's logit before the argmax (larger: fewer edits); finite.
@@ -176,14 +283,24 @@ class Corrector:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.seq2seq = bool(model.config.is_encoder_decoder)
-        limit = min(getattr(model.config, "max_position_embeddings", tokenizer.model_max_length),
-                    tokenizer.model_max_length)  # fmt: skip
-        self.window = limit - (3 if self.seq2seq else 2)  # [CLS] [SEP]; BART's decoder also starts with [SEP]
+        self.per_character = isinstance(tokenizer, CSCTokenizer) or not self.seq2seq  # else: generate, then align
+        positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
+        limit = min(positions or UNBOUNDED, tokenizer.model_max_length or UNBOUNDED)
+        self.max_length = DEFAULT_LENGTH if limit >= UNBOUNDED else limit
+        # [CLS] [SEP]; csc_hf's BART decoder also starts with [SEP]
+        self.window = self.max_length - (3 if self.seq2seq and self.per_character else 2)
         self.overlap = self.window // 4 if overlap is None else overlap
         plan_windows(0, self.window, self.overlap)  # validates
         self._tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
         self._han = torch.zeros(model.config.vocab_size, dtype=torch.bool)
         self._han[: len(self._tokens)] = torch.tensor([is_han(token) for token in self._tokens])
+        self._special = {name: getattr(tokenizer, f"{name}_token_id") for name in ("cls", "sep", "unk", "pad")}
+        if not self.seq2seq and (missing := [name for name in ("cls", "sep", "unk") if self._special[name] is None]):
+            raise ValueError(f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
+                             "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]")
+        self._char_ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1}
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        self._normalizer = getattr(backend, "normalizer", None)
         self._set_options(threshold, keep_bias, protected_chars, protected_terms)
 
     def _set_options(
@@ -206,7 +323,8 @@ class Corrector:
         self.protected_chars = protected_chars
         self.protected_terms = tuple(term for term in protected_terms if term)
         self._editable = self._han.clone()  # source ids that may change: Han, not protected ([UNK] never is)
-        self._editable[self.tokenizer.convert_tokens_to_ids(sorted(protected_chars))] = False
+        protected_ids = [self._char_id(char) for char in sorted(protected_chars)]
+        self._editable[[i for i in protected_ids if i is not None]] = False  # None: a tokenizer without [UNK]
 
     def with_options(self, **options: Any) -> "Corrector":
         """A copy with other `threshold`, `keep_bias`, `protected_chars` or `protected_terms`; shares the model."""
@@ -219,15 +337,21 @@ class Corrector:
         return corrector
 
     @classmethod
-    def from_pretrained(cls, path: str, **kwargs: Any) -> "Corrector":
-        """A corrector for the model and tokenizer saved at `path` (a folder or a Hub id): CSC models load as
-        `AutoModelForMaskedLM`, the BART baseline as `AutoModelForSeq2SeqLM`; `kwargs` go to `Corrector`."""
-        local = os.path.isabs(path) or path.startswith(".") or path.count("/") > 1
-        if local and not os.path.isdir(path):
-            raise FileNotFoundError(f"model folder {path} does not exist")
-        config = AutoConfig.from_pretrained(path)
+    def from_pretrained(cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any) -> "Corrector":
+        """A corrector for the model and tokenizer saved at `path`: a local folder (`csc_hf.hub.is_local`: one that
+        exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never tried)
+        or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as `AutoModelForMaskedLM`;
+        `trust_remote_code` runs the model's own code from its folder. The decoding saved with the model
+        (`load_decoding`) gives the defaults of `keep_bias` and `threshold`; `kwargs` go to `Corrector` and win."""
+        path = str(path)
+        if hub.is_local(path):
+            path = os.path.expanduser(path)
+            hub.check_model_folder(path)
+        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
-        return cls(auto.from_pretrained(path, config=config), AutoTokenizer.from_pretrained(path), **kwargs)
+        model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        return cls(model, tokenizer, **{**load_decoding(path), **kwargs})
 
     def __call__(self, texts: str | Iterable[str]) -> dict[str, Any] | list[dict[str, Any]]:
         """`{"source", "prediction", "edits": [{"position", "wrong", "right", "probability"}]}` for a str, a list
@@ -258,7 +382,7 @@ class Corrector:
         plan = [
             (i, *window)
             for i, text in enumerate(texts)
-            for window in plan_windows(len(text), self.window, self.overlap)
+            for window in plan_windows(len(text), *self._window_of(text))
         ]
         plan.sort(key=lambda window: window[2] - window[1], reverse=True)
         self.model.eval()
@@ -277,22 +401,57 @@ class Corrector:
             edits[i].sort()
         return edits
 
+    def _window_of(self, text: str) -> tuple[int, int]:
+        """The window and overlap, in characters, for `text`: `window` and `overlap` for a model that reads one token
+        per character; for another tokenizer, both scaled by the text's characters per token (at most 1), so that a
+        window's tokens fit the model (a window that still does not is cut: its tail keeps its characters)."""
+        if self.per_character or not text:
+            return self.window, self.overlap
+        tokens = len(self.tokenizer(_SURROGATE.sub("\ufffd", text), add_special_tokens=False)["input_ids"])
+        size = max(1, min(self.window, self.window * len(text) // max(tokens, 1)))
+        return size, min(self.overlap * size // self.window, size - 1)
+
+    def _char_id(self, char: str) -> int:
+        """The vocabulary id of one character: its own token, else the token the tokenizer's normalizer makes of it
+        (`A` -> `a` for an uncased BERT), else `[UNK]`. Remembered per character."""
+        found = self._char_ids.get(char)
+        if found is None:
+            normalized = self._normalizer.normalize_str(char).strip() if self._normalizer is not None else char
+            found = self._char_ids.get(normalized, self._special["unk"])
+            self._char_ids[char] = found
+        return found
+
+    def _encode(self, chunks: list[str]) -> dict[str, torch.Tensor]:
+        """`input_ids` (`[CLS]`, one id per character, `[SEP]`, padding) and `attention_mask` of a batch."""
+        width = max(map(len, chunks)) + 2
+        pad = self._special["pad"] if self._special["pad"] is not None else self._special["unk"]
+        input_ids = torch.full((len(chunks), width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(chunks), width), dtype=torch.long)
+        cls_id, sep_id = self._special["cls"], self._special["sep"]
+        for row, chunk in enumerate(chunks):
+            input_ids[row, : len(chunk) + 2] = torch.tensor([cls_id, *map(self._char_id, chunk), sep_id])
+            attention_mask[row, : len(chunk) + 2] = 1
+        device = self.model.device
+        return {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
+
     def _predict(self, chunks: list[str]) -> list[tuple[int, int, str, float | None]]:
         """Candidate edits `(row, column, right, probability)` of a batch of texts that fit the model."""
         chunks = [_SURROGATE.sub("\ufffd", chunk) for chunk in chunks]
         if self.seq2seq:
-            predictions = bart_correct(self.model, self.tokenizer, chunks, batch_size=len(chunks))
+            if self.per_character:  # csc_hf's BART: its output is read position by position
+                predictions = bart_correct(self.model, self.tokenizer, chunks, batch_size=len(chunks))
+                changes = [list(enumerate(prediction)) for prediction in predictions]
+            else:
+                predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
+                changes = [aligned_substitutions(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
             return [
                 (row, column, right, None)
-                for row, (chunk, prediction) in enumerate(zip(chunks, predictions))
-                for column, (wrong, right) in enumerate(zip(chunk, prediction))
-                if wrong != right and is_han(wrong) and is_han(right) and wrong not in self.protected_chars
+                for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
+                for column, right in substitutions
+                if (wrong := chunk[column]) != right and is_han(wrong) and is_han(right) and wrong not in self.protected_chars
             ]
         device = self.model.device
-        encoding = self.tokenizer(chunks, padding=True, return_tensors="pt", return_token_type_ids=False).to(device)
-        lengths = torch.tensor([len(chunk) + 2 for chunk in chunks], device=device)
-        if not torch.equal(encoding["attention_mask"].sum(1), lengths):
-            raise ValueError("the tokenizer must give one token per character between [CLS] and [SEP] (CSCTokenizer)")
+        encoding = self._encode(chunks)
         logits = self.model(**encoding).logits
         input_ids = encoding["input_ids"]
         editable = self._editable.to(device)[input_ids]
@@ -306,7 +465,9 @@ class ChineseSpellingCheckPipeline(Pipeline):
     """The `chinese-spelling-check` task: `pipeline("chinese-spelling-check", model=..., tokenizer=...)` with model
     objects, a saved folder or a Hub id. Each text gives the `Corrector`'s dict.
 
-    Options, at construction or per call: `threshold`, `keep_bias`, `protected_chars`, `protected_terms`.
+    Options, at construction or per call: `threshold`, `keep_bias`, `protected_chars`, `protected_terms`. The
+    defaults of `threshold` and `keep_bias` are the decoding saved with the model (`load_decoding` of its
+    `name_or_path`: the folder or Hub id it was loaded from), else 0.
     `batch_size` (default 32) is the number of texts per forward step; a list is corrected in length-sorted batches
     and returned in input order; a dataset or generator streams.
     """
@@ -320,7 +481,9 @@ class ChineseSpellingCheckPipeline(Pipeline):
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("batch_size", 32)
         super().__init__(*args, **kwargs)
-        self.corrector = Corrector(self.model, self.tokenizer, batch_size=self._batch_size, **self._forward_params)
+        saved = load_decoding(self.model.name_or_path) if self.model.name_or_path else {}
+        self.corrector = Corrector(self.model, self.tokenizer, batch_size=self._batch_size,
+                                   **{**saved, **self._forward_params})  # fmt: skip
 
     def _sanitize_parameters(
         self,
@@ -360,6 +523,7 @@ PIPELINE_REGISTRY.register_pipeline(
 )
 
 __all__ = [
-    "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit", "check_number", "check_texts", "decode_edits",
-    "plan_windows",
+    "DECODING_FILE", "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit", "aligned_substitutions",
+    "check_number", "check_texts", "decode_edits", "generate_corrections", "load_decoding", "plan_windows",
+    "save_decoding",
 ]  # fmt: skip

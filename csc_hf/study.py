@@ -293,9 +293,9 @@ class Study:
         stage.finish({"config": config})
 
     def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage, augmented: bool = False) -> Stage:
-        """Score one model on every test split (keep_bias tuned on validation) into the stage's ``records.json``, and
-        save its predictions (``predictions/``); ``augmented``: a model of the augmentation stage, on its tests, its
-        seen pairs those of its own training data."""
+        """Score one model on every test split (keep_bias tuned on validation) into the stage's ``records.json``, save
+        its predictions (``predictions/``), and save the tuned decoding with the model (its ``csc_decoding.json``);
+        ``augmented``: a model of the augmentation stage, on its tests, its seen pairs those of its own training data."""
         p = self.preset
         stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented))
         if self.pending(stage):
@@ -304,7 +304,8 @@ class Study:
             records = evaluate_model(model_stage.directory, tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
                                      p.eval_batch_size, p.finetune.get("max_train_samples"),
                                      p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS,
-                                     training_params=self._augmented_params() if augmented else None)
+                                     training_params=self._augmented_params() if augmented else None,
+                                     save_decoding=True)  # the tuned keep_bias: the model's default decoding
             for r in records:
                 r.update(model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {}))
             (stage.directory / RECORDS).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",

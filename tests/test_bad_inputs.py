@@ -96,7 +96,54 @@ def _corrector(call: str = "", **options):
     return run
 
 
+def _saved_corrector(tokenizer: bool = True, decoding: str | None = None):
+    """``Corrector.from_pretrained`` of a tiny model saved in ``tmp/m`` (with its tokenizer, and ``decoding`` as its
+    csc_decoding.json)."""
+
+    def run(tmp):
+        from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
+        from csc_hf.pipeline import DECODING_FILE, Corrector
+
+        characters = CSCTokenizer.from_texts(["我们去北京"])
+        sizes = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
+                     max_position_embeddings=16)  # fmt: skip
+        CSCForCorrection(CSCConfig(vocab_size=len(characters), **sizes)).save_pretrained(tmp / "m")
+        if tokenizer:
+            characters.save_pretrained(tmp / "m")
+        if decoding is not None:
+            (tmp / "m" / DECODING_FILE).write_text(decoding, encoding="utf-8")
+        return Corrector.from_pretrained(tmp / "m")
+
+    return run
+
+
+def _save_decoding(**decoding):
+    def run(tmp):
+        from csc_hf.pipeline import save_decoding
+
+        return save_decoding(tmp, decoding)
+
+    return run
+
+
+def _missing_runs_model(tmp):
+    from csc_hf.pipeline import Corrector
+
+    return Corrector.from_pretrained("runs/no-such-model-of-csc-hf")
+
+
 LIBRARY_MODELS: list[Bad] = [
+    Bad("Corrector.from_pretrained: a missing runs/ folder, never the Hub", _missing_runs_model,
+        "model folder runs/no-such-model-of-csc-hf does not exist"),
+    Bad("Corrector.from_pretrained: no tokenizer files", _saved_corrector(tokenizer=False), "no tokenizer files"),
+    Bad("csc_decoding.json not JSON", _saved_corrector(decoding="keep_bias: 2"), "csc_decoding.json: not a JSON file"),
+    Bad("csc_decoding.json a list", _saved_corrector(decoding="[2.0]"), "expected a JSON object with keep_bias"),
+    Bad("csc_decoding.json unknown key", _saved_corrector(decoding='{"keep-bias": 2}'), "unknown keys ['keep-bias']"),
+    Bad("csc_decoding.json keep_bias NaN", _saved_corrector(decoding='{"keep_bias": NaN}'),
+        "keep_bias must be a finite number"),
+    Bad("csc_decoding.json keep_bias a str", _saved_corrector(decoding='{"keep_bias": "2"}'), "keep_bias must be a number"),
+    Bad("csc_decoding.json threshold above 1", _saved_corrector(decoding='{"threshold": 2}'), "threshold must be in [0, 1]"),
+    Bad("save_decoding: an unknown setting", _save_decoding(keepbias=1.0), "unknown decoding settings ['keepbias']"),
     Bad("Corrector keep_bias nan", _corrector(keep_bias=float("nan")), "keep_bias must be a finite number"),
     Bad("Corrector keep_bias inf", _corrector(keep_bias=float("inf")), "keep_bias must be a finite number"),
     Bad("Corrector keep_bias a str", _corrector(keep_bias="1.0"), "keep_bias must be a number"),

@@ -223,11 +223,14 @@ def test_bad_inputs_name_the_index(model, tokenizer):
         corrector.with_options(treshold=0.5)
 
 
-def test_tokenizer_must_give_one_token_per_character(model, tokenizer, tmp_path):
+def test_a_wordpiece_tokenizer_over_the_same_vocabulary_gives_the_same_corrections(model, tokenizer, tmp_path):
+    """The corrector reads only the vocabulary: each character is its own token, whatever WordPiece would merge."""
     (tmp_path / "vocab.txt").write_text("\n".join(tokenizer.convert_ids_to_tokens(range(len(tokenizer)))) + "\n")
-    wordpiece = BertTokenizerFast(vocab_file=str(tmp_path / "vocab.txt"))
-    with pytest.raises(ValueError, match="one token per character"):
-        Corrector(model, wordpiece).correct(["我们 abc abc"])
+    wordpiece = BertTokenizerFast(vocab=str(tmp_path / "vocab.txt"))
+    texts = ["我们 abc abc", "北京1111，他们", "[mask]我们😀", ""]  # no capitals: BERT would lower-case them
+    assert len(wordpiece.tokenize(texts[0])) < len(texts[0])  # WordPiece drops the spaces
+    to_ta = biased(model, tokenizer, {"他": 10.0})
+    assert Corrector(to_ta, wordpiece)(texts) == Corrector(to_ta, tokenizer)(texts)
 
 
 def test_pipeline_task_with_objects_and_saved_folder(trained, tokenizer, tmp_path):

@@ -1,0 +1,131 @@
+"""The decoding a model was evaluated with travels with it: the study and `csc-bench evaluate` save the tuned
+`keep_bias` in the model folder (`csc_decoding.json`), and every way of loading the model decodes with it unless an
+explicit argument says otherwise."""
+
+import dataclasses
+import json
+import shutil
+
+import pytest
+import torch
+from transformers import pipeline
+
+from csc_hf import load_dataset
+from csc_hf.cli import main
+from csc_hf.evaluation import PREDICTIONS, evaluate_model, read_predictions
+from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
+from csc_hf.pipeline import DECODING_FILE, Corrector, load_decoding, save_decoding
+from csc_hf.study import RECORDS, Preset, Study
+
+GRID = [1.0, 3.0]  # no 0: a route that fell back to keep_bias 0 would give other predictions
+
+
+@pytest.fixture(scope="module")
+def studied(tmp_path_factory):
+    """The smoke preset's bert, trained and evaluated by the study on the test config (keep_bias tuned over GRID):
+    ``(preset, model folder, evaluation folder)``."""
+    preset = dataclasses.replace(Preset.load("smoke"), variants=["bert"], tests=["test"], bootstrap=0,
+                                 keep_bias_grid=GRID)  # fmt: skip
+    study = Study(preset, tmp_path_factory.mktemp("runs") / "decoding", log=lambda line: None)
+    build, pretrained = study.build(), study.pretrain()
+    model = study.finetune("bert", 0, pretrained)
+    evaluation = study.evaluate(model, "bert", 0, build)
+    return preset, model.directory, evaluation.directory
+
+
+@pytest.fixture(scope="module")
+def split(studied):
+    """The test split's sources and the study's predictions for them."""
+    preset, _, evaluation = studied
+    sources = list(load_dataset("csc_bench", "test", split="test", **preset.bench_params)["source"])
+    return sources, read_predictions(evaluation / PREDICTIONS / "test.test.txt", sources)
+
+
+def bench_args(params: dict) -> list[str]:
+    return [arg for name, value in params.items() for arg in (f"--{name.replace('_', '-')}", str(value))]
+
+
+def test_the_study_saves_the_tuned_decoding_with_the_model(studied):
+    _, model_dir, evaluation = studied
+    records = json.loads((evaluation / RECORDS).read_text(encoding="utf-8"))
+    saved = json.loads((model_dir / DECODING_FILE).read_text(encoding="utf-8"))
+    assert saved["keep_bias"] == records[0]["keep_bias"] in GRID and saved["threshold"] == 0.0
+    assert saved["tuning"]["grid"] == GRID and set(saved["tuning"]["scores"]) == {str(b) for b in GRID}
+    assert load_decoding(model_dir) == {"keep_bias": saved["keep_bias"], "threshold": 0.0}
+
+
+def test_every_route_reproduces_the_studys_predictions_without_arguments(studied, split, tmp_path, capsys):
+    preset, model_dir, evaluation = studied
+    sources, expected = split
+    corrector = Corrector.from_pretrained(model_dir)
+    assert corrector.keep_bias in GRID and corrector.correct(sources) == expected
+    assert Corrector.from_pretrained(model_dir, keep_bias=0.0).correct(sources) != expected  # an argument wins
+    checker = pipeline("chinese-spelling-check", model=str(model_dir))
+    assert [r["prediction"] for r in checker(sources)] == expected
+    assert [r["prediction"] for r in checker(sources, keep_bias=0.0)] != expected
+
+    (tmp_path / "in.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    assert main(["correct", str(model_dir), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt")]) == 0
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == expected
+
+    before = (model_dir / DECODING_FILE).read_bytes()
+    assert main(["evaluate", str(model_dir), "--configs", "test", "--bootstrap", "0", "--output",
+                 str(tmp_path / "e.json"), *bench_args(preset.bench_params)]) == 0
+    assert f"keep_bias {corrector.keep_bias:g}" in capsys.readouterr().out
+    scores = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["scores"]
+    study_scores = json.loads((evaluation / RECORDS).read_text(encoding="utf-8"))[0]["scores"]
+    overall = {k: v for k, v in scores.items() if "seen" not in k}  # the study's training pairs are a sample of all
+    assert overall == {k: v for k, v in study_scores.items() if "seen" not in k} and "char_cor_f1" in overall
+    assert (model_dir / DECODING_FILE).read_bytes() == before  # no grid: nothing tuned, nothing saved
+
+
+def test_evaluate_with_a_grid_tunes_and_saves_the_chosen_value(studied, tmp_path, capsys):
+    preset, model_dir, _ = studied
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy)
+    (copy / DECODING_FILE).unlink()
+    assert Corrector.from_pretrained(copy).keep_bias == 0.0  # nothing saved: 0
+    assert main(["evaluate", str(copy), "--configs", "test", "--bootstrap", "0", "--keep-bias", "0", "1000",
+                 "--output", str(tmp_path / "e.json"), *bench_args(preset.bench_params)]) == 0
+    assert "tuned and saved" in capsys.readouterr().out
+    chosen = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["keep_bias"]
+    assert load_decoding(copy)["keep_bias"] == chosen == Corrector.from_pretrained(copy).keep_bias
+    assert json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))["tuning"]["grid"] == [0.0, 1000.0]
+
+
+# ---- the file itself, on a tiny random model -------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def tiny_dir(tmp_path):
+    tokenizer = CSCTokenizer.from_texts(["我们去北京天安门他"])
+    torch.manual_seed(0)
+    model = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), hidden_size=8, num_hidden_layers=1,
+                                       num_attention_heads=1, intermediate_size=8, max_position_embeddings=16))  # fmt: skip
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    return tmp_path / "m"
+
+
+def test_saved_decoding_is_the_default_of_every_loader_and_arguments_win(tiny_dir):
+    save_decoding(tiny_dir, {"keep_bias": 1e4, "threshold": 0.25}, {"split": "validation"})
+    assert [p.name for p in tiny_dir.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+    corrector = Corrector.from_pretrained(tiny_dir)
+    assert (corrector.keep_bias, corrector.threshold) == (1e4, 0.25)
+    assert Corrector.from_pretrained(tiny_dir, keep_bias=0.5).keep_bias == 0.5
+    model = CSCForCorrection.from_pretrained(tiny_dir)  # a model object remembers its folder
+    checker = pipeline("chinese-spelling-check", model=model, tokenizer=CSCTokenizer.from_pretrained(tiny_dir))
+    assert (checker.corrector.keep_bias, checker.corrector.threshold) == (1e4, 0.25)
+    checker = pipeline("chinese-spelling-check", model=str(tiny_dir), keep_bias=0.5)
+    assert (checker.corrector.keep_bias, checker.corrector.threshold) == (0.5, 0.25)
+
+
+def test_evaluate_model_of_a_hub_id_does_not_save(monkeypatch, tiny_dir, small_params, caplog):
+    from csc_hf import pipeline as pipeline_module
+
+    real = Corrector.from_pretrained.__func__
+    monkeypatch.setattr(pipeline_module.Corrector, "from_pretrained",
+                        classmethod(lambda cls, path, **kwargs: real(cls, tiny_dir, **kwargs)))
+    records = evaluate_model("user/some-model", ["test"], small_params, bootstrap=0, keep_bias_grid=[0.0],
+                             save_decoding=True)
+    assert records and not (tiny_dir / DECODING_FILE).exists() and "not a local folder" in caplog.text
