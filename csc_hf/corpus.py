@@ -146,8 +146,11 @@ def _json(path: Path) -> Any:
 
 def _json_texts(path: Path, source: Source) -> Iterator[Line]:
     """``{category: {"texts": [...]}}``."""
+    categories = _json(path)
+    if not isinstance(categories, dict):
+        raise ValueError(f"{path}: expected a JSON mapping of categories to {{\"texts\": [...]}}")
     number = 0
-    for category, entry in _json(path).items():
+    for category, entry in categories.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("texts"), list):
             raise ValueError(f"{path}: category {category!r} has no list 'texts'")
         for text in entry["texts"]:

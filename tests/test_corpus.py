@@ -149,6 +149,9 @@ def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch)
     assert [s for v in by_source.values() for s in v] == clean_sentences(corpus_lines("mix"), min_len=5)
     with pytest.raises(ValueError, match=r"pairs.tsv, line 1: no column 5"):
         list(READERS["tsv"](fake_site / "assets" / "pairs.tsv", replace(SOURCES["tsv"], column="5")))
+    (fake_site / "fakecorpus" / "list.json").write_text("[1]", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"list.json: expected a JSON mapping of categories"):
+        list(READERS["json_texts"](fake_site / "fakecorpus" / "list.json", SOURCES["texts"]))
     with pytest.raises(ValueError, match=r"records.json, record 1: no text field 'pinyin'"):
         list(READERS["json_records"](fake_site / "fakecorpus" / "records.json", replace(SOURCES["records"], column="pinyin")))
 
