@@ -61,3 +61,14 @@ def test_readme_score_example_runs_as_written(tmp_path):
     out = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "character correction F1" in out.stdout and "Length changes: 1 prediction" in out.stdout, out.stdout
+
+
+def test_readme_outside_checkpoint_example_runs_as_written(tmp_path):
+    """The README's outside-checkpoint example: a plain BertForMaskedLM with a WordPiece vocabulary corrects text with
+    digits and Latin letters without misaligning it."""
+    blocks = re.findall(r"```python\n(.+?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    (code,) = [block for block in blocks if 'Corrector.from_pretrained("outside")' in block]
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 and all(line.endswith(" True") for line in lines) and "720" in lines[0] and "iPhone" in lines[1]
