@@ -11,7 +11,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import traceback
 import typing
 from collections.abc import Callable
@@ -21,6 +20,8 @@ from pathlib import Path
 from .benchmark.configs import CONFIGS, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
+from .files import check_output, write_atomic
+
 
 def _none_or(kind):
     def parse(text: str):
@@ -88,30 +89,6 @@ def run_guarded(prog: str, command: Callable[[], int | None], debug: bool = Fals
             traceback.print_exc()
         print(f"{prog}: error: {error_line(err)}", file=sys.stderr)
         return 2
-
-
-def check_output(path: str | None, option: str = "--output") -> None:
-    """Fail before any work when an output file cannot be written: a folder, or a file in a missing folder."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise IsADirectoryError(f"{option} {target} is a folder; give a file path")
-    if not target.parent.is_dir():
-        raise FileNotFoundError(f"{option} {target}: folder {target.parent} does not exist")
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write a UTF-8 file whole or not at all: a temporary file next to it, then renamed over it."""
-    target = Path(path)
-    handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _print_table(title: str, rows: dict[str, dict]) -> None:
@@ -254,7 +231,7 @@ def cmd_score(args: argparse.Namespace) -> None:
 
 
 def cmd_correct(args: argparse.Namespace) -> None:
-    from .corpus import read_lines
+    from .files import read_lines
     from .pipeline import Corrector
 
     if bool(args.texts) == bool(args.file):

@@ -20,8 +20,8 @@ import numpy as np
 from .chars.glyphs import glyph_features, glyph_similarity, render_glyphs
 from .chars.pinyin import char_readings, is_han, sentence_pinyin, similar_syllables
 from .chars.strokes import stroke_distance, stroke_distances, stroke_sequence
-from .corpus import read_text
 from .corruption import PAIR_TYPES, CandidateTable
+from .files import read_text, write_atomic
 
 logger = logging.getLogger(__name__)
 FORMATS = ("json", "sighan13-pronunciation", "sighan13-shape", "pycorrector-pinyin", "pycorrector-stroke")
@@ -115,7 +115,7 @@ class ConfusionSet(Mapping[str, Mapping[str, str]]):
     def save(self, path: str | Path, format: str = "json") -> None:
         """Write the set in one of ``FORMATS`` (the text layouts hold the part of the set they can express)."""
         text = self.to_json() + "\n" if format == "json" else _write_layout(self, format)
-        _atomic_write(Path(path), text)
+        write_atomic(path, text, make_parents=True)
 
     @classmethod
     def load(cls, path: str | Path, format: str | None = None) -> ConfusionSet:
@@ -130,13 +130,6 @@ class ConfusionSet(Mapping[str, Mapping[str, str]]):
             return cls(_han_candidates(path, pairs))
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 # Each text layout: how a line splits into fields, and the pair type of each field after the key.

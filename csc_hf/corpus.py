@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .chars.pinyin import HAN_RANGES
+from .files import read_text
 
 DEFAULT_CORPUS = "peoples_daily"
 SENTENCE_END = "。！？；…"
@@ -411,29 +412,6 @@ def t2s_converter(purpose: str = "to_simplified=True") -> Callable[[str], str]:
     except ImportError:
         raise ImportError(f"{purpose} needs OpenCC: pip install opencc-python-reimplemented") from None
     return opencc.OpenCC("t2s").convert
-
-
-def read_text(path: str | Path, what: str = "") -> str:
-    """A UTF-8 text file (a BOM is dropped); a missing file or another encoding is an error that names the file."""
-    label = f"{what} {path}" if what else str(path)
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{label} does not exist") from None
-    except IsADirectoryError:
-        raise IsADirectoryError(f"{label} is a folder, not a file") from None
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{label}: not UTF-8 ({err.reason} at byte {err.start})") from None
-
-
-def read_lines(path: str | Path, what: str = "") -> list[str]:
-    """The lines of a UTF-8 text file, split at ``\n`` (and ``\r\n``) only: a U+2028, U+0085 or form feed inside a
-    line stays in it, so line i of an output can always answer line i of the input."""
-    text = read_text(path, what)
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def split_sizes(n_sentences: int, n_validation: int | None, n_test: int | None) -> tuple[int, int]:

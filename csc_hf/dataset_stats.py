@@ -10,7 +10,6 @@ so the benchmark can import this module.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -22,8 +21,9 @@ import numpy as np
 
 from .chars.pinyin import is_han
 from .confusion import ConfusionSet, pair_type
-from .corpus import is_saved_dataset, open_dataset, read_lines, t2s_converter
+from .corpus import is_saved_dataset, open_dataset, t2s_converter
 from .corruption import ERROR_TYPES, NO_ERROR, Corruption, PackedText, pack, pair_counts
+from .files import iter_jsonl, read_lines
 
 Pairs = tuple[list[str], list[str]]  # (sources, targets)
 CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_train_phonetic", "S_train_graphic")
@@ -194,13 +194,7 @@ def read_jsonl(path: str | Path, equal_lengths: bool = True) -> Pairs:
     """Read a jsonl file of objects with ``source`` and ``target``; errors name the file and line. Each target must
     be non-empty and, with ``equal_lengths``, as long as its source."""
     sources, targets = [], []
-    for number, line in enumerate(read_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
+    for number, row in iter_jsonl(path):
         source, target = (row.get("source"), row.get("target")) if isinstance(row, dict) else (None, None)
         if not isinstance(source, str) or not isinstance(target, str):
             raise ValueError(f"{path}, line {number}: expected an object with string 'source' and 'target'")

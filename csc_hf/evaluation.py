@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -18,9 +17,9 @@ from tqdm.auto import tqdm
 from .benchmark.builder import load_dataset
 from .benchmark.configs import splits_of
 from .benchmark.plan import BenchParams
-from .corpus import read_lines
 from .corruption import ERROR_TYPES
 from .dataset_stats import error_pairs
+from .files import read_lines, write_atomic
 from .scoring import compare, score
 
 logger = logging.getLogger(__name__)
@@ -85,7 +84,8 @@ def evaluate_model(
     split logs its size, score and time, and a progress bar runs over the splits. Seen and unseen pairs are those of
     the training data of ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``)."""
     from . import hub
-    from .pipeline import Corrector, save_decoding as write_decoding
+    from .pipeline import Corrector
+    from .pipeline import save_decoding as write_decoding
 
     corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code)
     tuning = None
@@ -146,8 +146,7 @@ def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[
         if len(prediction) != len(source):
             raise ValueError(f"{path}: prediction {i} has {len(prediction)} characters, its source {len(source)}")
         lines.append(" ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    write_atomic(path, "".join(line + "\n" for line in lines), make_parents=True)
 
 
 def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
@@ -201,9 +200,7 @@ def kept_comparisons(bench_params: dict, folder: Path, base: Path, n_resamples: 
     if kept.is_file():
         return json.loads(kept.read_text(encoding="utf-8"))
     if found := compare_predictions(bench_params, folder, base, n_resamples, seed):
-        partial = kept.with_suffix(f".{os.getpid()}.partial")  # two processes of one run may both write it
-        partial.write_text(json.dumps(found) + "\n", encoding="utf-8")
-        partial.replace(kept)
+        write_atomic(kept, json.dumps(found) + "\n")  # two processes of one run may both write it: each whole
     return found
 
 

@@ -298,7 +298,7 @@ def load_records(path: str | Path, model: str | None = None) -> list[dict]:
     """Result records from an evaluation json (a list) or a run's results.json (filtered by ``model``; each record
     gets the run's ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the
     file and what is wrong."""
-    from .corpus import read_text
+    from .files import read_text
 
     try:
         data = json.loads(read_text(path, "results file"))

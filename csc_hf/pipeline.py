@@ -50,7 +50,6 @@ import math
 import numbers
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
 from pathlib import Path
@@ -71,6 +70,7 @@ from transformers.utils import cached_file
 
 from csc_hf import hub
 from csc_hf.chars.pinyin import is_han
+from csc_hf.files import write_atomic
 from csc_hf.modeling import CSCTokenizer, bart_correct
 from csc_hf.scoring import align
 
@@ -231,16 +231,7 @@ def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuni
     data = {name: check_number(name, value) for name, value in decoding.items()}
     if tuning:
         data["tuning"] = dict(tuning)
-    target = Path(folder) / DECODING_FILE
-    handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{DECODING_FILE}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as f:
-            f.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-        os.replace(partial, target)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(Path(folder) / DECODING_FILE, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 class Corrector:

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from .benchmark.configs import CONFIGS
-from .corpus import read_text
 from .dataset_stats import split_name
 from .evaluation import METRICS
+from .files import read_text
 
 PRIMARY = "char_cor_f1"  # the metric that decides verdicts (the paper's advice: the more stable one)
 FALSE_POSITIVES = "fpr"  # the score of the error-free test sets: the share of their sentences a model changes

@@ -30,14 +30,23 @@ from typing import Any
 
 import datasets
 
-from .dataset_stats import error_pairs, judge_pair, load_pairs, split_name, training_part
 from .benchmark import BenchParams, load_dataset
 from .benchmark.configs import CONFIGS, splits_of
-from .corpus import read_lines
 from .corruption import ERROR_TYPES
+from .dataset_stats import (
+    error_pairs,
+    judge_pair,
+    load_pairs,
+    split_name,
+    training_part,
+)
+from .evaluation import (  # the study's saved edits and its benchmark training pairs
+    read_predictions,
+    training_pairs,
+)
+from .files import check_output, iter_jsonl, read_lines, write_atomic
 from .report import markdown_table
 from .scoring import CONVENTIONS, align, compare, score
-from .evaluation import read_predictions, training_pairs  # the study's saved edits and its benchmark training pairs
 
 __all__ = [
     "PREDICTION_FORMATS",
@@ -223,13 +232,7 @@ def _jsonl_predictions(path: str | Path, lines: Sequence[str], references: Refer
     keys = references.ids if references.ids is not None else [str(i) for i in range(len(references.sources))]
     index = {key: i for i, key in enumerate(keys)}
     records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
+    for number, row in iter_jsonl(path, lines):
         if not isinstance(row, dict) or "id" not in row or not isinstance(row.get("prediction"), str):
             raise ValueError(f"{path}, line {number}: expected an object with 'id' and a string 'prediction'")
         records.append((number, row["id"], row["prediction"]))
@@ -388,23 +391,6 @@ def report_markdown(report: Mapping[str, Any]) -> str:
 # ---- the shell: files in, report out -------------------------------------------------------------------------------
 
 
-def _check_output(output: str | Path | None) -> None:
-    if output is None:
-        return
-    path = Path(output)
-    if path.is_dir():
-        raise IsADirectoryError(f"--output {path} is a folder; give a .json file name")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"--output {path}: folder {path.parent} does not exist")
-
-
-def _write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Write ``data`` atomically: a reader never sees a half-written file."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    partial.replace(path)
-
-
 def score_files(
     predictions: str | Path,
     references: str,
@@ -425,7 +411,7 @@ def score_files(
         if value is not None and value not in PREDICTION_FORMATS:
             raise ValueError(f"{option} {value!r} is not a predictions format; choose {', '.join(PREDICTION_FORMATS)}")
     _check_bootstrap(bootstrap, baseline is not None)
-    _check_output(output)
+    check_output(output)
     lines = read_lines(predictions, "predictions")
     baseline_lines = read_lines(baseline, "baseline") if baseline is not None else None
     refs = load_references(references, params, cache_dir)
@@ -438,5 +424,5 @@ def score_files(
     if base is not None:
         report["baseline"] = {"predictions": str(baseline), "format": base[1], **report["baseline"]}
     if output is not None:
-        _write_json(Path(output), report)
+        write_atomic(output, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     return report

@@ -464,21 +464,9 @@ def read_pair_file(path: Path) -> tuple[PackedText, PackedText, np.ndarray]:
 
     Error types are judged by character knowledge (:func:`csc_hf.confusion.pair_type`).
     """
-    targets, sources = [], []
-    lines = corpus_mod.read_lines(path)
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        fields_ = line.split("\t")
-        if len(fields_) != 2:
-            raise ValueError(f"{path}, line {number}: expected 'wrong<TAB>correct', got {len(fields_)} fields")
-        wrong, right = fields_
-        if len(wrong) != len(right):
-            raise ValueError(f"{path}, line {number}: source has {len(wrong)} characters, target {len(right)}")
-        sources.append(wrong)
-        targets.append(right)
-    if not targets:
-        raise ValueError(f"{path}: no sentence pair")
+    from ..dataset_stats import read_tsv
+
+    sources, targets = read_tsv(path)
     target, source = pack(targets), pack(sources)
     types = np.full(len(target.codes), NO_ERROR, dtype=np.int8)
     for pos in np.flatnonzero(target.codes != source.codes):
