@@ -254,7 +254,7 @@ def _jsonl_predictions(path: str | Path, lines: Sequence[str], references: Refer
 def parse_predictions(
     path: str | Path, lines: Sequence[str], references: References, fmt: str | None = None
 ) -> tuple[list[str], str]:
-    """The predictions in ``lines`` (of the file ``path``, see :func:`csc_hf.corpus.read_lines`), in the references'
+    """The predictions in ``lines`` (of the file ``path``, see :func:`csc_hf.files.read_lines`), in the references'
     order, and their format
     (``fmt``, or detected: :func:`detect_format`). A count that differs from the references' is an error. Edits are
     applied by the study's reader (:func:`csc_hf.evaluation.read_predictions`, which reads ``path``)."""

@@ -21,7 +21,7 @@ from transformers import (
 
 from csc_hf.chars.pinyin import is_han
 from csc_hf.cli import main
-from csc_hf.corpus import read_lines
+from csc_hf.files import read_lines
 from csc_hf.evaluation import evaluate_model, read_predictions
 from csc_hf.pipeline import Corrector, aligned_substitutions
 
