@@ -21,7 +21,6 @@ training pairs, by seen/unseen pair; the length changes of predictions that :fun
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from .corruption import ERROR_TYPES
 from .report import markdown_table
 from .scoring import CONVENTIONS, align, compare, score
 from .evaluation import read_predictions, training_pairs  # the study's saved edits and its benchmark training pairs
+from .logging import get_logger
 
 __all__ = [
     "PREDICTION_FORMATS",
@@ -51,7 +51,7 @@ __all__ = [
     "score_report",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 PREDICTION_FORMATS = ("text", "jsonl", "edits")
 CONFIDENCE = 0.95
