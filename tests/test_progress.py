@@ -297,3 +297,12 @@ def test_transformers_output_is_plain_during_a_run(mlm_checkpoint, transformers_
     BertModel.from_pretrained(folder, add_pooling_layer=False)
     assert "\x1b[1mBertModel LOAD REPORT" in transformers_stream.getvalue()  # transformers' own output, outside a run
     assert "Loading weights" in capsys.readouterr().err
+
+
+def test_a_bad_verbosity_in_the_environment_is_a_one_line_cli_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("CSC_HF_VERBOSITY", "loud")
+    assert main(["run", "--preset", "smoke", "--output", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == ("csc-bench run: error: CSC_HF_VERBOSITY='loud': choose from debug, info, warning, "
+                                       "error, critical\n")
+    assert main(["-q", "run", "--preset", "smoke", "--output", str(tmp_path), "--finished-only"]) == 2  # a flag wins
+    assert "has not finished" in capsys.readouterr().err
