@@ -1,7 +1,9 @@
 """`csc-bench` (also `python -m csc_hf`): parse arguments, call the library, print. No logic lives here.
 
-A failing command prints one line, ``csc-bench CMD: error: MESSAGE``, and exits with 2 (130 when interrupted);
-``--debug`` (or ``CSC_HF_DEBUG=1``) prints the traceback too.
+A failing command prints one line, ``csc-bench CMD: error: MESSAGE``, and exits with 2 (130 when interrupted, with
+how to resume where the command resumes); ``--debug`` (or ``CSC_HF_DEBUG=1``) prints the traceback too. Results go
+to stdout, progress and warnings to stderr (:mod:`csc_hf.logging`: info by default, ``-q`` warnings only, ``-v``
+debug too).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .benchmark.configs import CONFIGS, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
 from .files import check_output, write_atomic
+from .logging import ENV as VERBOSITY_ENV, env_verbosity, verbosity
 
 
 def _none_or(kind):
@@ -75,14 +78,25 @@ def error_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {message} (--debug or {DEBUG_ENV}=1 shows the traceback)"
 
 
-def run_guarded(prog: str, command: Callable[[], int | None], debug: bool = False) -> int:
+def _close_bars() -> None:
+    """Close the progress bars an interrupt left open (the Trainer's), so that the interrupt's line comes last."""
+    from tqdm import tqdm
+    from tqdm.auto import tqdm as auto_tqdm
+
+    for bar in {*getattr(tqdm, "_instances", ()), *getattr(auto_tqdm, "_instances", ())}:
+        bar.close()
+
+
+def run_guarded(prog: str, command: Callable[[], int | None], debug: bool = False, resume: str = "") -> int:
     """Run ``command``; its failure becomes one line on stderr (``PROG: error: ...``) and exit status 2, an interrupt
-    exit status 130. With ``debug`` (or ``CSC_HF_DEBUG=1``) the traceback is printed first."""
+    one line (``PROG: interrupted``, then ``resume``: how the command resumes, never a traceback) and exit status 130.
+    With ``debug`` (or ``CSC_HF_DEBUG=1``) a failure's traceback is printed first."""
     debug = debug or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
         return command() or 0
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        _close_bars()
+        print(f"{prog}: interrupted" + (f": {resume}" if resume else ""), file=sys.stderr)
         return 130
     except Exception as err:
         if debug:
@@ -308,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      epilog="A failing command prints one line (csc-bench CMD: error: ...) and exits "
                                      f"with 2; --debug or {DEBUG_ENV}=1 adds the traceback.")
     parser.add_argument("--debug", action="store_true", help=f"on an error, print the traceback too (or set {DEBUG_ENV}=1)")
+    loudness = parser.add_mutually_exclusive_group()
+    loudness.add_argument("-v", "--verbose", action="store_true", help="debug messages too (stage folders, load "
+                          f"reports); the default shows progress (info) unless {VERBOSITY_ENV} says otherwise")
+    loudness.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress messages")
     sub = parser.add_subparsers(dest="command", required=True)
 
     build = _command(sub, cmd_build, "build benchmark configs and print their statistics", "Build the configs (cached "
@@ -432,9 +450,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+RESUMES = {  # commands that resume after an interrupt, and how
+    "run": "run the same command to resume from the last finished stage / checkpoint",
+    "train": "run the same command to resume from the last checkpoint",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return run_guarded(f"csc-bench {args.command}", lambda: args.func(args), args.debug)
+
+    def command() -> None:
+        with verbosity("debug" if args.verbose else "warning" if args.quiet else env_verbosity("info")):
+            args.func(args)
+
+    return run_guarded(f"csc-bench {args.command}", command, args.debug, RESUMES.get(args.command, ""))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ A pair ``(key, candidate)`` says that the correct character ``key`` is easily mi
 from __future__ import annotations
 
 import json
-import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,8 +21,9 @@ from .chars.pinyin import char_readings, is_han, sentence_pinyin, similar_syllab
 from .chars.strokes import stroke_distance, stroke_distances, stroke_sequence
 from .corruption import PAIR_TYPES, CandidateTable
 from .files import read_text, write_atomic
+from .logging import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 FORMATS = ("json", "sighan13-pronunciation", "sighan13-shape", "pycorrector-pinyin", "pycorrector-stroke")
 
 

@@ -6,30 +6,30 @@ A preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everythi
 augmentation confusion set, compared with the grid's on SIGHAN-15 and on the controlled test sets. Each stage's output
 lives in ``RUN_DIR/stages/STAGE-KEY`` where KEY hashes the stage's inputs (its configuration and the keys of the
 stages it reads), and a ``done.json`` marks it finished: a re-run skips finished stages, a changed preset redoes only
-what it changes, and an interrupted training resumes from its last checkpoint. A run may do a part of the grid
-(``variants``, ``seeds``); its results cover every finished evaluation of the preset in the run folder. This module
-only orchestrates: evaluation is :mod:`csc_hf.evaluation`, the analysis :mod:`csc_hf.results`, the report
-:mod:`csc_hf.report`.
+what it changes, and an interrupted training resumes from its last checkpoint. Each stage that runs logs a progress
+line (stage k of N, elapsed time, an ETA from the stage times recorded so far: :class:`Progress`) to the ``csc_hf``
+logger. A run may do a part of the grid (``variants``, ``seeds``); its results cover every finished evaluation of the
+preset in the run folder. This module only orchestrates: evaluation is :mod:`csc_hf.evaluation`, the analysis
+:mod:`csc_hf.results`, the report :mod:`csc_hf.report`.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime
 import hashlib
 import json
-import logging
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
-from tqdm.auto import tqdm
 
 from . import __version__, resources
 from .benchmark.builder import load_dataset
@@ -38,9 +38,10 @@ from .benchmark.plan import PACKAGED_CONFUSION, BenchParams, input_files, load_a
 from .confusion import ConfusionSet
 from .dataset_stats import coverage, error_pairs, split_name
 from .evaluation import PREDICTIONS, augmentation_comparisons, evaluate_model, paired_comparisons
+from .logging import get_logger, plain_transformers_output
 from .results import CONTROLLED, SIGHAN
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 RECORDS = "records.json"  # an evaluation folder's result records
 AUGMENTATION = "augmentation.json"  # the augment stage's leak filter and coverage
 PRESET_KEYS = {
@@ -155,8 +156,16 @@ def check_variants(variants: Sequence[str], origin: Path | str) -> None:
         raise ValueError(f"{origin}: unknown variants {bad}; choose from {', '.join(VARIANTS)}")
 
 
+# training-config keys that change how a training is followed and resumed, never its model: not a stage's inputs
+FOLLOWING_KEYS = {"save_strategy", "save_steps", "save_total_limit", "logging_steps", "logging_strategy", "disable_tqdm",
+                  "report_to"}
+
+
 def stage_key(*parts: Any) -> str:
-    """A short hash of a stage's inputs."""
+    """A short hash of a stage's inputs (less the :data:`FOLLOWING_KEYS` of a training config: checkpoints made more
+    often keep a run's stages)."""
+    parts = [{k: v for k, v in part.items() if k not in FOLLOWING_KEYS} if isinstance(part, dict) else part
+             for part in parts]
     return hashlib.sha256(json.dumps([__version__, *parts], sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -181,6 +190,57 @@ class Stage:
         (self.directory / "done.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
 
 
+def clock(seconds: float) -> str:
+    """Seconds as ``H:MM:SS``."""
+    return str(datetime.timedelta(seconds=round(seconds)))
+
+
+@dataclass(frozen=True)
+class Step:
+    """A stage of a run's plan: its label (``train bert (seed 0)``), its folder, and the kinds whose finished stages'
+    times estimate its own, most alike first (``train bert``, then ``train``)."""
+
+    label: str
+    directory: Path
+    kinds: tuple[str, ...]
+
+
+@dataclass
+class Progress:
+    """The study-level progress of a run: every stage it goes through (``plan``), in order. A stage whose
+    ``done.json`` exists counts as done, whichever process or earlier run finished it; the time it recorded there
+    joins the estimates. Each remaining stage is estimated by the mean time of the finished stages of its first kind
+    that has one; the ETA is their sum (a lower bound, ``≥``, while some remaining kind has no finished stage)."""
+
+    plan: list[Step]
+    started: float = field(default_factory=time.monotonic)
+
+    def finished(self) -> dict[Path, float | None]:
+        """The planned stages that have finished, with the seconds each recorded."""
+        return {step.directory: Stage(step.directory).seconds for step in self.plan if Stage(step.directory).done}
+
+    def eta(self) -> tuple[float, bool] | None:
+        """The estimated seconds of the unfinished stages and whether every one of them has an estimate (``None``
+        while none has)."""
+        finished, times = self.finished(), {}
+        for step in self.plan:
+            if finished.get(step.directory) is not None:
+                for kind in step.kinds:
+                    times.setdefault(kind, []).append(finished[step.directory])
+        estimates = [next((sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
+                     for step in self.plan if step.directory not in finished]
+        known = [e for e in estimates if e is not None]
+        return (sum(known), len(known) == len(estimates)) if known else None
+
+    def line(self, directory: Path, label: str) -> str:
+        """The progress line of the stage in ``directory`` as it starts: ``stage 5/30: evaluate bert (seed 0) ·
+        elapsed 0:21:05 · ETA 3:02:10``."""
+        eta = self.eta()
+        ahead = "" if eta is None else f" · ETA {'' if eta[1] else '≥ '}{clock(eta[0])}"
+        position = f"{len(self.finished()) + 1}/{len(self.plan)}"
+        return f"stage {position}: {label} · elapsed {clock(time.monotonic() - self.started)}{ahead}"
+
+
 class Unfinished(ValueError):
     """A stage that a ``finished_only`` study found unfinished."""
 
@@ -188,8 +248,9 @@ class Unfinished(ValueError):
 class Study:
     """One run of a preset into ``run_dir``; with ``finished_only`` it runs no stage and only collects finished ones."""
 
-    def __init__(self, preset: Preset, run_dir: str | Path, log: Callable[[str], None] = print, finished_only: bool = False):
-        self.preset, self.run_dir, self.log, self.finished_only = preset, Path(run_dir), log, finished_only
+    def __init__(self, preset: Preset, run_dir: str | Path, finished_only: bool = False):
+        self.preset, self.run_dir, self.finished_only = preset, Path(run_dir), finished_only
+        self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
         self.run_dir.mkdir(parents=True, exist_ok=True)
 
     def directory(self, name: str, *inputs: Any) -> Path:
@@ -203,12 +264,16 @@ class Study:
             directory.mkdir(parents=True, exist_ok=True)
         return Stage(directory)
 
-    def pending(self, stage: Stage) -> bool:
-        """Whether ``stage`` must still run (``Unfinished`` when the study runs nothing)."""
+    def pending(self, stage: Stage, label: str) -> bool:
+        """Whether ``stage`` must still run (``Unfinished`` when the study runs nothing); when it must, the stage
+        starts now and its progress line is logged."""
         if stage.done:
             return False
         if self.finished_only:
             raise Unfinished(f"{stage.directory} has not finished")
+        stage.started = time.monotonic()
+        logger.info(self.progress.line(stage.directory, label) if self.progress else label)
+        logger.debug("%s: %s", label, stage.directory)
         return True
 
     # ---- stages -------------------------------------------------------------------------------------------------
@@ -217,9 +282,10 @@ class Study:
         """Build (or find in the datasets cache) the training and test configs."""
         p = self.preset
         stage = self.stage(*self._build_inputs())
-        if self.pending(stage):
+        if self.pending(stage, f"build the training and {len(p.tests)} test configs"):
             sizes = {}
-            for name in tqdm(["train", *p.tests], desc="build", leave=False):
+            for name in ["train", *p.tests]:
+                logger.debug("build %s", name)
                 sizes[name] = {split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()}
             stage.finish({"configs": sizes})
         return stage
@@ -228,8 +294,7 @@ class Study:
         """Masked-LM pretraining of the semantic encoder that every variant starts from."""
         name, config = self._pretrain_inputs()
         stage = self.stage(name, config)
-        if self.pending(stage):
-            self.log(f"pretrain → {stage.directory}")
+        if self.pending(stage, f"pretrain the encoder ({config.get('max_steps', '?')} steps of masked LM)"):
             self._train(stage, config)
         return stage
 
@@ -270,8 +335,7 @@ class Study:
         ``augmented``: on the augmentation stage's training data."""
         name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory, augmented)
         stage = self.stage(name, config, start_name)
-        if self.pending(stage):
-            self.log(f"train {variant} (seed {seed}{', augmented' if augmented else ''}) → {stage.directory}")
+        if self.pending(stage, model_label("train", variant, seed, augmented)):
             start = str(pretrained.directory)
             self._train(stage, {**config, "tokenizer_path": start, "init_from": start})
         return stage
@@ -298,9 +362,8 @@ class Study:
         ``augmented``: a model of the augmentation stage, on its tests, its seen pairs those of its own training data."""
         p = self.preset
         stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented))
-        if self.pending(stage):
-            self.log(f"evaluate {variant} (seed {seed}{', augmented' if augmented else ''})")
-            tests = p.augmentation_study.tests if augmented else p.tests
+        tests = p.augmentation_study.tests if augmented else p.tests
+        if self.pending(stage, f"{model_label('evaluate', variant, seed, augmented)} on {len(tests)} test configs"):
             records = evaluate_model(model_stage.directory, tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
                                      p.eval_batch_size, p.finetune.get("max_train_samples"),
                                      p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS,
@@ -344,10 +407,10 @@ class Study:
         test sets by S_train and by the augmented set, in the stage's ``augmentation.json``."""
         p, study = self.preset, self.preset.augmentation_study
         stage = self.stage(*self._augment_inputs())
-        if self.pending(stage):
+        if self.pending(stage, f"augment: the leak filter and coverage of {study.confusion}"):
             augmented = plan_for(BenchParams(**p.bench_params)).augmented(study.confusion)
             leaks = augmented.leaks
-            self.log(f"augmentation {study.confusion}: {leaks['pairs']} pairs; removed {leaks['removed_unseen_k']} "
+            logger.info(f"augmentation {study.confusion}: {leaks['pairs']} pairs; removed {leaks['removed_unseen_k']} "
                      f"(keys of S_unseen^k) and {leaks['removed_unseen_v']} (pairs of S_unseen^v)")
             train = plan_for(BenchParams(**p.bench_params)).division.train
             summary = {"confusion": study.confusion, "leaks": leaks,
@@ -363,6 +426,14 @@ class Study:
         files = input_files(BenchParams(**self._augmented_params()))["augmentation"]
         return "augment", p.bench_params, study.confusion, files, study.tests
 
+    def _augmentation_grid(self, grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The (variant, seed) pairs of the augmentation stage for a run of ``grid``: its variants (only those ``grid``
+        names when it is a part of the preset's) with the seeds of ``grid``, seed by seed."""
+        p, study = self.preset, self.preset.augmentation_study
+        requested = {v for v, _ in grid}
+        variants = [v for v in study.variants if v in requested or requested >= set(p.variants)]
+        return [(v, s) for s in dict.fromkeys(s for _, s in grid) for v in variants]
+
     def augmentation_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
         """Run the augmentation stage for its variants with the seeds of ``grid`` (only the variants ``grid`` names
         when it is a part of the preset's), then collect every finished one: the leak filter, coverage, records and
@@ -374,18 +445,15 @@ class Study:
         try:
             summary = json.loads((self.augment().directory / AUGMENTATION).read_text(encoding="utf-8"))
         except Unfinished as missing:
-            self.log(f"skipping the augmentation stage: {missing}")
+            logger.info("skipping the augmentation stage: %s", missing)
             return None
-        requested = {v for v, _ in grid}
-        variants = [v for v in study.variants if v in requested or requested >= set(p.variants)]
-        for seed in dict.fromkeys(s for _, s in grid):
-            for variant in variants:
-                try:
-                    self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
-                    model = self.finetune(variant, seed, pretrained, augmented=True)
-                    self.evaluate(model, variant, seed, build, augmented=True)
-                except Unfinished as missing:
-                    self.log(f"skipping {variant} (seed {seed}, augmented): {missing}")
+        for variant, seed in self._augmentation_grid(grid):
+            try:
+                self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                model = self.finetune(variant, seed, pretrained, augmented=True)
+                self.evaluate(model, variant, seed, build, augmented=True)
+            except Unfinished as missing:
+                logger.info("skipping %s (seed %s, augmented): %s", variant, seed, missing)
         pairs = {}
         for variant, seed in sorted({*((v, s) for v in study.variants for s in p.seeds), *grid}, key=self._order):
             augmented, plain = self.folders(variant, seed, augmented=True)[1], self.folders(variant, seed)[1]
@@ -417,21 +485,52 @@ class Study:
                 found[variant, seed] = folder
         return found
 
+    def plan(self, grid: Sequence[tuple[str, int]]) -> list[Step]:
+        """Every stage a run of ``grid`` goes through, in order (each once), whether or not it has finished."""
+        def model(variant: str, seed: int, augmented: bool = False) -> list[Step]:
+            train, evaluation = self.folders(variant, seed, augmented)  # augmented: the same steps, fewer tests
+            return [Step(model_label("train", variant, seed, augmented), train, (f"train {variant}", "train")),
+                    Step(model_label("evaluate", variant, seed, augmented), evaluation,
+                         (model_label("evaluate", variant, None, augmented), "evaluate"))]
+
+        steps = [Step("build", self.directory(*self._build_inputs()), ("build",)),
+                 Step("pretrain", self.directory(*self._pretrain_inputs()), ("pretrain",)),
+                 *(step for variant, seed in grid for step in model(variant, seed))]
+        if self.preset.augmentation_study is not None:
+            steps.append(Step("augment", self.directory(*self._augment_inputs()), ("augment",)))
+            steps += [step for v, s in self._augmentation_grid(grid) for step in model(v, s) + model(v, s, True)]
+        return list(dict.fromkeys(steps))
+
     def run(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> Path:
         """Every stage of the grid (or of a part of it: ``variants``, ``seeds``), then the results files and the
         report; returns ``results.json``'s path. The results cover every finished evaluation of this preset in the
         run folder, so processes that share a run (one per seed, say) each end with all of them. A ``finished_only``
         study runs nothing and writes them for the models evaluated so far (e.g. to look at a long run while it goes
-        on)."""
-        p = self.preset
+        on). Each stage that runs logs its progress line (:class:`Progress`)."""
         grid = self.grid(variants, seeds)
+        if not self.finished_only:
+            self.progress = Progress(self.plan(grid))
+            total, finished = len(self.progress.plan), len(self.progress.finished())
+            logger.info("%s: %d stages%s", self.run_dir, total,
+                        f", {finished} finished: resuming after them" if finished else "")
+        try:
+            with plain_transformers_output():
+                path = self._run(grid)
+        finally:
+            progress, self.progress = self.progress, None
+        if progress is not None:
+            logger.info("all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started))
+        return path
+
+    def _run(self, grid: Sequence[tuple[str, int]]) -> Path:
+        p = self.preset
         build = self.build()
         pretrained = self.pretrain()
-        for variant, seed in tqdm(grid, desc="variants × seeds", disable=self.finished_only):
+        for variant, seed in grid:
             try:
                 self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
             except Unfinished as missing:
-                self.log(f"skipping {variant} (seed {seed}): {missing}")
+                logger.info("skipping %s (seed %s): %s", variant, seed, missing)
         augmentation = self.augmentation_results(pretrained, build, grid)
         evaluations = self.finished(grid)
         if not evaluations:
@@ -444,6 +543,13 @@ class Study:
         if augmentation:
             timings.update(augmentation.pop("stage_seconds"))
         return write_results(self.run_dir, p, records, timings, paired, augmentation)
+
+
+def model_label(action: str, variant: str, seed: int | None, augmented: bool = False) -> str:
+    """How the progress names a model's stage: ``train bert (seed 0)``, ``evaluate bart (seed 1, augmented)``; without
+    a seed, the kind of stage of every seed (``evaluate bart (augmented)``)."""
+    details = [*([f"seed {seed}"] if seed is not None else []), *(["augmented"] if augmented else [])]
+    return f"{action} {variant}" + (f" ({', '.join(details)})" if details else "")
 
 
 # ---- results -------------------------------------------------------------------------------------------------------

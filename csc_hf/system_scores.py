@@ -21,7 +21,6 @@ training pairs, by seen/unseen pair; the length changes of predictions that :fun
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,18 +32,10 @@ import datasets
 from .benchmark import BenchParams, load_dataset
 from .benchmark.configs import CONFIGS, splits_of
 from .corruption import ERROR_TYPES
-from .dataset_stats import (
-    error_pairs,
-    judge_pair,
-    load_pairs,
-    split_name,
-    training_part,
-)
-from .evaluation import (  # the study's saved edits and its benchmark training pairs
-    read_predictions,
-    training_pairs,
-)
+from .dataset_stats import error_pairs, judge_pair, load_pairs, split_name, training_part
+from .evaluation import read_predictions, training_pairs  # the study's saved edits and its benchmark training pairs
 from .files import check_output, iter_jsonl, read_lines, write_atomic
+from .logging import get_logger
 from .report import markdown_table
 from .scoring import CONVENTIONS, align, compare, score
 
@@ -60,7 +51,7 @@ __all__ = [
     "score_report",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 PREDICTION_FORMATS = ("text", "jsonl", "edits")
 CONFIDENCE = 0.95

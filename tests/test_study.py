@@ -1,11 +1,12 @@
 import json
+import re
 import shutil
 
 import pytest
 
 from csc_hf.cli import main
 from csc_hf.evaluation import read_predictions, write_predictions
-from csc_hf.study import Preset, Study
+from csc_hf.study import Preset, Stage, Study, clock
 
 
 @pytest.fixture(scope="module")
@@ -76,19 +77,20 @@ def test_smoke_run_tests_sighan_credibility(smoke_run):
     assert section.lstrip().startswith("**These numbers mean nothing") and "| sighan15 |" in section
 
 
-def test_rerun_skips_finished_stages(smoke_run, capsys):
+def test_rerun_skips_finished_stages(smoke_run, caplog):
     before = (smoke_run / "results.json").read_bytes()
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run)]) == 0
-    out = capsys.readouterr().out
-    assert "train bert" not in out and "pretrain →" not in out
+    n = planned(smoke_run)
+    assert f"{n} stages, {n} finished" in caplog.text  # the log: progress goes to the csc_hf logger, not stdout
+    assert "train bert" not in caplog.text and "pretrain" not in caplog.text
     assert (smoke_run / "results.json").read_bytes() == before
 
 
-def test_a_moved_run_folder_keeps_its_stages(smoke_run, tmp_path, capsys):
+def test_a_moved_run_folder_keeps_its_stages(smoke_run, tmp_path, caplog):
     moved = tmp_path / "moved"
     shutil.copytree(smoke_run, moved)
     assert main(["run", "--preset", "smoke", "--output", str(moved)]) == 0
-    assert "train " not in capsys.readouterr().out
+    assert f"{planned(moved)} stages, {planned(moved)} finished" in caplog.text and "train " not in caplog.text
     assert sorted(p.name for p in (moved / "stages").iterdir()) == sorted(p.name for p in (smoke_run / "stages").iterdir())
 
 
@@ -103,26 +105,26 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
     assert "| unseen_k/test |" in card and (smoke_run / "hub" / "config.json").is_file()
 
 
-def test_part_of_the_grid_reuses_the_stages_and_keeps_every_result(smoke_run, capsys):
+def test_part_of_the_grid_reuses_the_stages_and_keeps_every_result(smoke_run, capsys, caplog):
     """A part of the grid (``--variants plome``) in a run folder with the whole grid trains nothing and leaves the
     results of every finished model: results.json and report.md stay as they were."""
     before = {name: (smoke_run / name).read_bytes() for name in ("results.json", "results.csv", "report.md")}
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "plome"]) == 0
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "bert", "--seeds", "0"]) == 0
-    assert "train " not in capsys.readouterr().out
+    assert "finished: resuming" in caplog.text and "train " not in caplog.text
     assert {name: (smoke_run / name).read_bytes() for name in before} == before
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run), "--variants", "bertt"]) == 2
     assert "unknown variants ['bertt']" in capsys.readouterr().err
     grid = ["--variants", "bert", "bert+pinyin_gru", "--seeds", "0", "1"]
     stages = sorted((smoke_run / "stages").iterdir())
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run), *grid, "--finished-only"]) == 0
-    out = capsys.readouterr().out  # nothing trained: the results are those of the finished models
+    out = caplog.text  # nothing trained: the results are those of the finished models
     assert "skipping bert+pinyin_gru (seed 0)" in out and "skipping bert (seed 1)" in out and "train " not in out
     assert (smoke_run / "results.json").read_bytes() == before["results.json"]
     assert sorted((smoke_run / "stages").iterdir()) == stages  # running nothing, it made no stage folder
 
 
-def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, capsys):
+def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, caplog):
     """The README's recipe: one process per seed. When the seed-0 process ends after the seed-1 process, its
     results still hold seed 1 (here seed 1 of bert and bart is faked as a copy of seed 0's stages)."""
     run = tmp_path / "shared"
@@ -134,7 +136,7 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
         records = json.loads((copy / "records.json").read_text(encoding="utf-8"))
         (copy / "records.json").write_text(json.dumps([{**r, "seed": 1} for r in records]), encoding="utf-8")
     assert main(["run", "--preset", "smoke", "--output", str(run), "--seeds", "0"]) == 0
-    assert "train " not in capsys.readouterr().out
+    assert "finished: resuming" in caplog.text and "train " not in caplog.text
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
     models = list(dict.fromkeys((r["model"], r["seed"]) for r in results["records"]))
     assert models == [(v, 0) for v in Preset.load("smoke").variants] + [("bert", 1), ("bart", 1)]
@@ -203,3 +205,35 @@ def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
     (tmp_path / "aug.json").write_text('{"天": {"夭": "graphic"}}', encoding="utf-8")
     (tmp_path / "p.yaml").write_text("augmentation: {confusion: aug.json}\n", encoding="utf-8")
     assert Preset.load("p.yaml").augmentation_study.confusion == str(tmp_path / "aug.json")  # made absolute
+
+
+# ---- progress and logging -------------------------------------------------------------------------------------------
+
+
+def planned(run_dir) -> int:
+    """How many stages the smoke preset's whole run has."""
+    study = Study(Preset.load("smoke"), run_dir)
+    return len(study.plan(study.grid()))
+
+
+def test_a_run_logs_its_progress_and_prints_only_results(smoke_run, tmp_path, capsys, caplog):
+    """stdout holds the results line only; the csc_hf logger has the progress: the stages found finished, then each
+    stage that runs with its position, the elapsed time and an ETA from the recorded times of finished stages of its
+    kind (here every other evaluation's)."""
+    run = tmp_path / "partial"
+    shutil.copytree(smoke_run, run)
+    study = Study(Preset.load("smoke"), run)
+    shutil.rmtree(study.folders("plome", 0)[1])  # plome's evaluation runs again
+    plan, n = study.plan(study.grid()), planned(run)
+    seconds = [Stage(s.directory).seconds for s in plan if s.kinds[-1] == "evaluate" and Stage(s.directory).done]
+    capsys.readouterr()
+    caplog.clear()
+    assert main(["run", "--preset", "smoke", "--output", str(run)]) == 0
+    results = run / "results.json"
+    assert capsys.readouterr().out == (f"results: {results}, {run / 'results.csv'}; report: {run / 'report.md'}\n")
+    assert f"{run}: {n} stages, {n - 1} finished: resuming after them" in caplog.text
+    eta = clock(sum(seconds) / len(seconds))
+    assert re.search(rf"stage {n}/{n}: evaluate plome \(seed 0\) on 10 test configs · elapsed 0:\d\d:\d\d · ETA {eta}\n",
+                     caplog.text), caplog.text
+    assert f"all {n} stages finished" in caplog.text
+    assert all(r.name.startswith("csc_hf") for r in caplog.records if "stage" in r.getMessage())

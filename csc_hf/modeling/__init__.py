@@ -14,6 +14,7 @@ from typing import Any
 
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, BartForConditionalGeneration
 
+from ..logging import expected_load_report
 from .bart import bart_config, bart_correct, build_bart
 from .configuration_csc import VARIANTS, CSCConfig, is_seq2seq, variant_family
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
@@ -47,17 +48,20 @@ def build_model(
     **overrides: Any,
 ) -> CSCForCorrection | BartForConditionalGeneration:
     """A model of `variant` (a `VARIANTS` name or a dict of config fields, plus `overrides`) for `tokenizer`'s
-    vocabulary, with its character knowledge; `init_from` is a BERT (or, for `bart`, BART) checkpoint to start from."""
+    vocabulary, with its character knowledge; `init_from` is a BERT (or, for `bart`, BART) checkpoint to start from
+    (an encoder taken from a masked-LM checkpoint leaves its head out: that load report is a debug message)."""
     fields = {**(VARIANTS[variant] if isinstance(variant, str) else variant), **overrides}
     if fields.pop("model_type", CSCConfig.model_type) == "bart":
-        return build_bart(tokenizer, init_from, **fields)
+        with expected_load_report():
+            return build_bart(tokenizer, init_from, **fields)
     config = CSCConfig(vocab_size=len(tokenizer), **fields)
     knowledge = build_char_knowledge(
         tokenizer.get_vocab(), config, fonts=fonts, phonetic_vectors=phonetic_vectors, graphic_vectors=graphic_vectors
     )
     if init_from is None:
         return CSCForCorrection(config, knowledge)
-    return CSCForCorrection.from_bert(init_from, knowledge, **fields)
+    with expected_load_report():
+        return CSCForCorrection.from_bert(init_from, knowledge, **fields)
 
 
 __all__ = [

@@ -1,0 +1,308 @@
+"""A study a person can follow (issue 12, item 4) and library messages through `logging` (issue 11, item 4): the
+study-level progress line, csc_hf's logging module, the CLI's -v / -q and its interrupt line, transformers' load
+reports of csc_hf's own checkpoints, and checkpoint frequency that keeps a run's stages."""
+
+import io
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from csc_hf import logging as csc_logging
+from csc_hf.cli import main
+from csc_hf.study import Preset, Progress, Step, Study, clock, stage_key
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def finished(folder: Path, seconds: float) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "done.json").write_text(json.dumps({"seconds": seconds}), encoding="utf-8")
+    return folder
+
+
+def test_progress_counts_finished_stages_and_estimates_the_rest_by_kind(tmp_path):
+    """Stages finished on disk count as done and their recorded seconds estimate the stages of their kind still to
+    run, the most alike kind first; a kind with no finished stage makes the ETA a lower bound."""
+    step = lambda label, name, *kinds: Step(label, tmp_path / name, kinds)
+    plan = [step("build", "build", "build"), step("train bert (seed 0)", "t0", "train bert", "train"),
+            step("evaluate bert (seed 0)", "e0", "evaluate bert", "evaluate"),
+            step("train bart (seed 0)", "t1", "train bart", "train"),
+            step("evaluate bart (seed 0)", "e1", "evaluate bart", "evaluate"),
+            step("augment", "a", "augment")]
+    progress = Progress(plan)
+    assert progress.eta() is None  # nothing timed yet: no ETA
+    assert progress.line(tmp_path / "build", "build").startswith("stage 1/6: build · elapsed 0:00:00")
+    assert progress.line(tmp_path / "build", "build").endswith("elapsed 0:00:00")
+    finished(tmp_path / "build", 10)
+    finished(tmp_path / "t0", 600)
+    finished(tmp_path / "e0", 300)
+    assert progress.eta() == (900.0, False)  # bart's training and evaluation as bert's; augment not timed yet
+    assert progress.line(tmp_path / "t1", "train bart (seed 0)").endswith(
+        "stage 4/6: train bart (seed 0) · elapsed 0:00:00 · ETA ≥ 0:15:00")
+    finished(tmp_path / "a", 5)
+    finished(tmp_path / "t1", 1200)
+    assert progress.eta() == (300.0, True)
+    assert progress.line(tmp_path / "e1", "evaluate bart (seed 0)").endswith("stage 6/6: evaluate bart (seed 0) · "
+                                                                            "elapsed 0:00:00 · ETA 0:05:00")
+    assert clock(3 * 3600 + 61.6) == "3:01:02"
+
+
+def test_a_study_plans_every_stage_once_in_order(tmp_path):
+    study = Study(Preset.load("smoke"), tmp_path)
+    labels = [step.label for step in study.plan(study.grid())]
+    variants = Preset.load("smoke").variants
+    assert labels[:2] == ["build", "pretrain"]
+    assert labels[2:2 + 2 * len(variants)] == [f"{action} {v} (seed 0)" for v in variants for action in ("train", "evaluate")]
+    assert labels[2 + 2 * len(variants):] == ["augment", "train bert (seed 0, augmented)",
+                                              "evaluate bert (seed 0, augmented)"]  # the plain bert is the grid's
+    part = [step.label for step in study.plan(study.grid(["plome"], [1]))]
+    assert part == ["build", "pretrain", "train plome (seed 1)", "evaluate plome (seed 1)", "augment"]
+    assert not (tmp_path / "stages").exists()  # planning makes no folder
+
+
+def test_checkpoint_frequency_is_not_a_stage_input(tmp_path):
+    """More frequent checkpoints (a preset's save_steps) keep a run's finished stages: they change how a training is
+    followed, not its model."""
+    config = {"task": "mlm", "max_steps": 2000, "save_steps": 500, "logging_steps": 100}
+    assert stage_key("pretrain", config) == stage_key("pretrain", {**config, "save_steps": 50, "logging_steps": 10})
+    assert stage_key("pretrain", config) != stage_key("pretrain", {**config, "max_steps": 1000})
+    cpu = Preset.load("cpu")  # a restart of the cpu preset loses minutes: at most 50 / 100 steps (see its comments)
+    assert cpu.pretrain["save_steps"] <= 50 and cpu.finetune["save_steps"] <= 100
+    assert cpu.pretrain["save_total_limit"] == cpu.finetune["save_total_limit"] == 1  # the disk stays small
+
+
+# ---- csc_hf.logging ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def library_level():
+    """Restore the csc_hf level after a test that changes it."""
+    before = logging.getLogger("csc_hf").level
+    yield
+    logging.getLogger("csc_hf").setLevel(before)
+
+
+def test_library_loggers_share_the_csc_hf_level(library_level, caplog):
+    logger = csc_logging.get_logger("csc_hf.study")
+    assert logger.name == "csc_hf.study" and csc_logging.get_logger().name == "csc_hf"
+    csc_logging.set_verbosity_info()
+    assert csc_logging.get_verbosity() == logging.INFO
+    logger.info("shown")
+    logger.debug("hidden")
+    csc_logging.set_verbosity("error")
+    logger.warning("hidden too")
+    assert [r.getMessage() for r in caplog.records] == ["shown"]
+    with csc_logging.verbosity("debug"):
+        assert logger.isEnabledFor(logging.DEBUG)
+    assert csc_logging.get_verbosity() == logging.ERROR
+    with pytest.raises(ValueError, match="verbosity='loud': choose from debug, info, warning, error, critical"):
+        csc_logging.set_verbosity("loud")
+
+
+def test_the_default_handler_writes_plain_lines_to_stderr(library_level, capsys, monkeypatch):
+    """Without handlers of the program's own: one plain line a message on stderr (no ANSI codes), warnings named."""
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    csc_logging.set_verbosity_info()
+    logger = csc_logging.get_logger("csc_hf.study")
+    logger.info("stage 1/3: build")
+    logger.warning("a problem")
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 2 and "\x1b" not in captured.err
+    assert lines[0].startswith("[csc_hf ") and lines[0].endswith("] stage 1/3: build")
+    assert lines[1].endswith("] warning: a problem")
+
+
+def test_the_level_comes_from_the_environment(tmp_path):
+    """CSC_HF_VERBOSITY sets the library's level; a value that is no level warns and keeps the default."""
+    code = "from csc_hf import logging as l; import logging; print(logging.getLevelName(l.get_verbosity()))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = lambda value: subprocess.run([sys.executable, "-c", code], env={**env, "CSC_HF_VERBOSITY": value},
+                                       capture_output=True, text=True, check=True)
+    assert run("debug").stdout == "DEBUG\n" and run("").stdout == "WARNING\n"
+    bad = run("loud")
+    assert bad.stdout == "WARNING\n" and "CSC_HF_VERBOSITY='loud': choose from debug, info" in bad.stderr
+
+
+def test_cli_verbosity_flags(library_level, monkeypatch, caplog, capsys, tmp_path):
+    """csc-bench shows progress (info) by default; -q warnings only; -v debug too; the level is restored after."""
+    from csc_hf import study
+
+    def run(self, variants=None, seeds=None):
+        logger = logging.getLogger("csc_hf.study")
+        logger.debug("debug message")
+        logger.info("progress message")
+        logger.warning("warning message")
+        return Path("results.json")
+
+    monkeypatch.setattr(study.Study, "run", run)
+    monkeypatch.delenv("CSC_HF_VERBOSITY", raising=False)
+    csc_logging.set_verbosity_warning()
+    shown = {}
+    for flags in ([], ["-q"], ["-v"], ["--verbose"]):
+        caplog.clear()
+        assert main([*flags, "run", "--preset", "smoke", "--output", str(tmp_path)]) == 0
+        shown[" ".join(flags)] = [r.getMessage().split()[0] for r in caplog.records if r.name == "csc_hf.study"]
+    assert shown == {"": ["progress", "warning"], "-q": ["warning"], "-v": ["debug", "progress", "warning"],
+                     "--verbose": ["debug", "progress", "warning"]}
+    assert csc_logging.get_verbosity() == logging.WARNING
+    monkeypatch.setenv("CSC_HF_VERBOSITY", "warning")  # the environment sets the CLI's default too
+    caplog.clear()
+    assert main(["run", "--preset", "smoke", "--output", str(tmp_path)]) == 0
+    assert [r.getMessage() for r in caplog.records if r.name == "csc_hf.study"] == ["warning message"]
+    assert capsys.readouterr().out.startswith("results: results.json")
+    with pytest.raises(SystemExit):
+        main(["-q", "-v", "run"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_an_interrupted_run_says_how_to_resume(monkeypatch, capsys, tmp_path):
+    from csc_hf import study
+
+    def run(self, variants=None, seeds=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(study.Study, "run", run)
+    assert main(["run", "--preset", "smoke", "--output", str(tmp_path)]) == 130
+    assert capsys.readouterr().err == ("csc-bench run: interrupted: run the same command to resume from the last "
+                                       "finished stage / checkpoint\n")
+
+
+def test_ctrl_c_inside_the_trainer_prints_one_line_and_keeps_a_checkpoint(small_params, tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while the Trainer trains: no traceback,
+    the interrupt's line last, exit status 130, and a checkpoint to resume from."""
+    preset = {"bench_params": small_params, "variants": ["bert"], "tests": ["test"], "bootstrap": 0,
+              "model": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+              "pretrain": {"max_steps": 100000, "per_device_train_batch_size": 8, "save_strategy": "steps",
+                           "save_steps": 2, "save_total_limit": 1, "report_to": "none", "use_cpu": True}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(preset), encoding="utf-8")
+    run_dir, err = tmp_path / "run", tmp_path / "err.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "  # also when
+               "sys.argv = ['csc-bench', *sys.argv[1:]]; runpy.run_module('csc_hf', run_name='__main__')")  # ignored here
+    with open(err, "w") as handle:
+        process = subprocess.Popen([sys.executable, "-c", command, "run", "--preset", str(tmp_path / "p.yaml"),
+                                    "--output", str(run_dir)], stdout=subprocess.DEVNULL, stderr=handle, env=env,
+                                   start_new_session=True)
+        deadline = time.monotonic() + 240
+        while not list(run_dir.glob("stages/pretrain-*/checkpoint-*")) and time.monotonic() < deadline:
+            assert process.poll() is None, err.read_text()
+            time.sleep(0.2)
+        time.sleep(1)
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(timeout=60) == 130
+    text = err.read_text(encoding="utf-8")
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    assert text.rstrip("\n").split("\n")[-1] == ("csc-bench run: interrupted: run the same command to resume from the "
+                                                "last finished stage / checkpoint")
+    assert "stage 2/4: pretrain the encoder (100000 steps of masked LM)" in text
+    assert list(run_dir.glob("stages/pretrain-*/checkpoint-*"))
+
+
+# ---- transformers' output while csc_hf runs -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mlm_checkpoint(tmp_path_factory):
+    """A tiny BertForMaskedLM checkpoint and the CSCTokenizer of its vocabulary."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    from csc_hf.modeling import CSCTokenizer
+
+    folder = tmp_path_factory.mktemp("mlm")
+    tokenizer = CSCTokenizer.from_texts(["我们今天去学校。", "他们明天去公园。"])
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, layer_norm_eps=1e-5)
+    BertForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder, tokenizer
+
+
+class Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def load_reports():
+    """The messages of transformers' weight-loading logger that pass its filters."""
+    handler, logger = Records(), logging.getLogger("transformers.modeling_utils")
+    logger.addHandler(handler)
+    yield handler.messages
+    logger.removeHandler(handler)
+
+
+def test_expected_load_reports_of_csc_hf_checkpoints_are_debug_messages(mlm_checkpoint, load_reports, caplog):
+    """BART warm-started from the pretrained encoder leaves the masked-LM head out on purpose: transformers' LOAD
+    REPORT of those unexpected keys becomes a csc_hf debug message. The same load outside csc_hf, and a report of
+    missing weights inside, still reach transformers' log."""
+    from transformers import BertForMaskedLM, BertModel
+
+    from csc_hf.modeling import build_model
+
+    folder, tokenizer = mlm_checkpoint
+    with caplog.at_level(logging.DEBUG, logger="csc_hf"):
+        build_model("bart", tokenizer, init_from=str(folder), decoder_layers=1)
+    assert not any("LOAD REPORT" in m for m in load_reports)
+    assert any("BertModel LOAD REPORT" in r.getMessage() and "UNEXPECTED" in r.getMessage() and r.levelno == logging.DEBUG
+               for r in caplog.records if r.name.startswith("csc_hf"))
+    BertModel.from_pretrained(folder, add_pooling_layer=False)
+    assert any("LOAD REPORT" in m for m in load_reports)
+    load_reports.clear()
+    encoder = folder.parent / "encoder"
+    BertModel.from_pretrained(folder, add_pooling_layer=False).save_pretrained(encoder)
+    with csc_logging.expected_load_report():
+        BertForMaskedLM.from_pretrained(encoder)  # the head is missing: a real problem
+    assert any("LOAD REPORT" in m and "MISSING" in m for m in load_reports)
+
+
+@pytest.fixture
+def transformers_stream():
+    """What transformers' own handler writes (here into a text buffer, as into a log file)."""
+    from transformers.utils import logging as transformers_logging
+
+    buffer, handlers = io.StringIO(), transformers_logging.get_logger("transformers").handlers
+    before = [handler.setStream(buffer) for handler in handlers]
+    yield buffer
+    for handler, stream in zip(handlers, before):
+        handler.setStream(stream)
+
+
+def test_transformers_output_is_plain_during_a_run(mlm_checkpoint, transformers_stream, capsys):
+    """While a study runs: transformers' messages carry no ANSI codes when stderr is no terminal, and its per-file
+    weight loading bars are off; both come back after."""
+    from transformers import BertModel
+    from transformers.utils import logging as transformers_logging
+
+    folder, _ = mlm_checkpoint
+    with csc_logging.plain_transformers_output():
+        assert not transformers_logging.is_progress_bar_enabled()
+        BertModel.from_pretrained(folder, add_pooling_layer=False)
+    assert "LOAD REPORT" in transformers_stream.getvalue() and "\x1b[" not in transformers_stream.getvalue()
+    assert "Loading weights" not in capsys.readouterr().err
+    assert transformers_logging.is_progress_bar_enabled()
+    BertModel.from_pretrained(folder, add_pooling_layer=False)
+    assert "\x1b[1mBertModel LOAD REPORT" in transformers_stream.getvalue()  # transformers' own output, outside a run
+    assert "Loading weights" in capsys.readouterr().err
+
+
+def test_a_bad_verbosity_in_the_environment_is_a_one_line_cli_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("CSC_HF_VERBOSITY", "loud")
+    assert main(["run", "--preset", "smoke", "--output", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == ("csc-bench run: error: CSC_HF_VERBOSITY='loud': choose from debug, info, warning, "
+                                       "error, critical\n")
+    assert main(["-q", "run", "--preset", "smoke", "--output", str(tmp_path), "--finished-only"]) == 2  # a flag wins
+    assert "has not finished" in capsys.readouterr().err
