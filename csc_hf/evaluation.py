@@ -7,7 +7,6 @@ configs with a model (``keep_bias`` tuned on the validation split, or the decodi
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -20,9 +19,10 @@ from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
 from .dataset_stats import error_pairs
 from .files import read_lines, write_atomic
+from .logging import get_logger
 from .scoring import compare, score
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 PREDICTIONS = "predictions"  # an evaluation folder's sub-folder: CONFIG.SPLIT.txt for each test split
 METRICS = ("char_cor_f1", "sent_cor_f1")  # the character- and sentence-level correction F1: the report's metrics
 

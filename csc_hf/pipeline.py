@@ -45,7 +45,6 @@ wins.
 
 import copy
 import json
-import logging
 import math
 import numbers
 import os
@@ -71,10 +70,11 @@ from transformers.utils import cached_file
 from csc_hf import hub
 from csc_hf.chars.pinyin import is_han
 from csc_hf.files import write_atomic
+from csc_hf.logging import get_logger
 from csc_hf.modeling import CSCTokenizer, bart_correct
 from csc_hf.scoring import align
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
 DECODING_FILE = "csc_decoding.json"  # in a model folder: the decoding it was evaluated with (`save_decoding`)
 DECODING_KEYS = ("keep_bias", "threshold")  # the Corrector options it holds; "tuning" records how they were chosen

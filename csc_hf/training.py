@@ -19,7 +19,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-import logging
 import os
 import re
 import shutil
@@ -43,6 +42,7 @@ from transformers import (
     TrainingArguments,
     set_seed,
 )
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from . import hub, resources
 from .benchmark.builder import load_dataset
@@ -50,12 +50,12 @@ from .benchmark.plan import BenchParams, plan_for
 from .corpus import CORPORA, MIXES, SOURCES, check_installed, check_not_pairs, corpus_sentences, overlaps
 from .corruption import unpack
 from .dataset_stats import Pairs, load_pairs, training_part
+from .logging import get_logger
 from .modeling import VARIANTS, CSCTokenizer, build_model, is_seq2seq
 from .scoring import make_compute_metrics, preprocess_logits_for_metrics
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 TASKS = ("correction", "mlm")
-CONFIGS_DIR = Path(__file__).resolve().parents[1] / "trainer_configs"
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
 DATA_KINDS = ("each a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or "
               "FOLDER:CONFIG, a save_to_disk folder or datasets:PATH with source/target columns")
@@ -292,14 +292,14 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArgum
 def maker_of(folder: str) -> str | None:
     """The command that makes ``folder``: ``csc-bench train`` of the shipped training config whose ``output_dir``
     it is, if any."""
-    target = os.path.normpath(folder)
-    for path in [*sorted(CONFIGS_DIR.glob("*.yaml")), *sorted((CONFIGS_DIR / "variants").glob("*.yaml"))]:
+    target, shipped = os.path.normpath(folder), resources.shipped_dir("trainer_configs")
+    for path in [*sorted(shipped.glob("*.yaml")), *sorted((shipped / "variants").glob("*.yaml"))]:
         try:
             output_dir = read_config(path)[0].get("output_dir")
         except (OSError, ValueError):
             continue
         if output_dir and os.path.normpath(str(output_dir)) == target:
-            return f"csc-bench train {path.relative_to(CONFIGS_DIR.parent)}"
+            return f"csc-bench train {path.relative_to(shipped.parent)}"
     return None
 
 
@@ -550,11 +550,37 @@ class KillAfterSave(TrainerCallback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+class LogToLogger(TrainerCallback):
+    """The Trainer's log entries (loss, learning rate, evaluation scores) as ``csc_hf`` log lines on stderr, not on
+    stdout (which carries results)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in logs.items()}
+            logger.info("step %d/%d: %s", state.global_step, state.max_steps, shown)
+
+
+class QuietProgress(ProgressCallback):
+    """The Trainer's progress bar without its stdout copy of each log entry (``LogToLogger`` logs them)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        pass
+
+
 def _callbacks() -> list[TrainerCallback]:
     step = os.environ.get(KILL_ENV, "")
     if step and not step.isdigit():
         raise ValueError(f"{KILL_ENV}={step!r}: expected a step number")
-    return [KillAfterSave(int(step))] if step else []
+    return [LogToLogger(), *([KillAfterSave(int(step))] if step else [])]
+
+
+def _log_to_logger(trainer: Trainer) -> None:
+    """Route the Trainer's log entries through ``LogToLogger``: without printer, and a progress bar that only shows
+    progress."""
+    trainer.remove_callback(PrinterCallback)
+    if any(isinstance(c, ProgressCallback) for c in trainer.callback_handler.callbacks):
+        trainer.remove_callback(ProgressCallback)
+        trainer.add_callback(QuietProgress)
 
 
 def train(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments) -> Path:
@@ -601,6 +627,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         train_set = train_set.map(lambda b: {"length": [len(x) for x in b["input_ids"]]}, batched=True)
     trainer = Trainer(model=model, args=training_args, train_dataset=train_set, eval_dataset=eval_set or None,
                       data_collator=collator, processing_class=tokenizer, callbacks=_callbacks(), **extra_args)
+    _log_to_logger(trainer)
     last = last_complete_checkpoint(out, remove_incomplete=trainer.is_world_process_zero()) if out.is_dir() else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint or last)
     trainer.save_model(str(out))

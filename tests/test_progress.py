@@ -274,7 +274,9 @@ def transformers_stream():
     """What transformers' own handler writes (here into a text buffer, as into a log file)."""
     from transformers.utils import logging as transformers_logging
 
-    buffer, handlers = io.StringIO(), transformers_logging.get_logger("transformers").handlers
+    buffer = io.StringIO()
+    handlers = [h for h in transformers_logging.get_logger("transformers").handlers if isinstance(h, logging.StreamHandler)]
+    assert handlers, "transformers has no stream handler"  # its default one (pytest may add handlers of other kinds)
     before = [handler.setStream(buffer) for handler in handlers]
     yield buffer
     for handler, stream in zip(handlers, before):
