@@ -19,7 +19,6 @@ import csv
 import datetime
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -34,10 +33,22 @@ import yaml
 from . import __version__, resources
 from .benchmark.builder import load_dataset
 from .benchmark.configs import CONFIGS, splits_of
-from .benchmark.plan import PACKAGED_CONFUSION, BenchParams, input_files, load_augmentation, plan_for
+from .benchmark.plan import (
+    PACKAGED_CONFUSION,
+    BenchParams,
+    input_files,
+    load_augmentation,
+    plan_for,
+)
 from .confusion import ConfusionSet
 from .dataset_stats import coverage, error_pairs, split_name
-from .evaluation import PREDICTIONS, augmentation_comparisons, evaluate_model, paired_comparisons
+from .evaluation import (
+    PREDICTIONS,
+    augmentation_comparisons,
+    evaluate_model,
+    paired_comparisons,
+)
+from .files import write_atomic
 from .logging import get_logger, plain_transformers_output
 from .results import CONTROLLED, SIGHAN
 
@@ -187,7 +198,7 @@ class Stage:
 
     def finish(self, summary: dict) -> None:
         summary = {**summary, "seconds": round(time.monotonic() - self.started, 1)}
-        (self.directory / "done.json").write_text(json.dumps(summary, indent=1, default=str) + "\n", encoding="utf-8")
+        write_atomic(self.directory / "done.json", json.dumps(summary, indent=1, default=str) + "\n")  # the marker: whole
 
 
 def clock(seconds: float) -> str:
@@ -588,9 +599,7 @@ def write_results(
     path = run_dir / "results.json"
     payload = {"preset": preset.name, "params": preset.__dict__, "stage_seconds": timings, "records": records,
                "paired": list(paired), **({"augmentation": augmentation} if augmentation else {})}
-    partial = path.with_suffix(f".{os.getpid()}.partial")  # whole or not at all: processes of one run share it
-    partial.write_text(json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    partial.replace(path)
+    write_atomic(path, json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")  # processes share it
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
     with open(run_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
