@@ -26,7 +26,7 @@ def studied(tmp_path_factory):
     ``(preset, model folder, evaluation folder)``."""
     preset = dataclasses.replace(Preset.load("smoke"), variants=["bert"], tests=["test"], bootstrap=0,
                                  keep_bias_grid=GRID)  # fmt: skip
-    study = Study(preset, tmp_path_factory.mktemp("runs") / "decoding", log=lambda line: None)
+    study = Study(preset, tmp_path_factory.mktemp("runs") / "decoding")
     build, pretrained = study.build(), study.pretrain()
     model = study.finetune("bert", 0, pretrained)
     evaluation = study.evaluate(model, "bert", 0, build)
