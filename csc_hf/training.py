@@ -10,7 +10,8 @@ on real pairs (``train_files`` / ``validation_files``: a ``wrong<TAB>correct`` T
 an exported folder, a `datasets` dataset) or on both (``use_benchmark: false``: the files alone).
 ``base: FILE`` takes the keys of another YAML (a path relative to this one) under this file's keys: the variant
 configs are their variant and output folder over ``trainer_configs/finetune.yaml``. The whole config (every key's
-type, the values, the local folders it starts from) is checked before any work.
+type, the values, the local folders it starts from) is checked before any work. ``precision: auto`` (the default)
+trains under bf16 autocast on a CPU with bf16 in hardware and in fp32 elsewhere (`precision_keys`).
 """
 
 from __future__ import annotations
