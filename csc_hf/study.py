@@ -172,6 +172,15 @@ FOLLOWING_KEYS = {"save_strategy", "save_steps", "save_total_limit", "logging_st
                   "report_to"}
 
 
+def _resolved(config: dict) -> dict:
+    """A training config with its ``precision`` as this machine resolves it (``auto`` is bf16 on a CPU with bf16 in
+    hardware, else fp32): a stage's address says which precision trained it."""
+    from .training import precision_keys
+
+    keys = precision_keys(config, {})
+    return {**config, "precision": "bf16" if keys["bf16"] else "fp32"} if "bf16" in keys else config
+
+
 def stage_key(*parts: Any) -> str:
     """A short hash of a stage's inputs (less the :data:`FOLLOWING_KEYS` of a training config: checkpoints made more
     often keep a run's stages)."""
@@ -314,7 +323,7 @@ class Study:
 
     def _pretrain_inputs(self) -> tuple[str, dict]:
         p = self.preset
-        return "pretrain", {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
+        return "pretrain", _resolved({"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain})
 
     def _augmented_params(self) -> dict:
         """The benchmark parameters of the augmentation stage's training data."""
@@ -331,7 +340,7 @@ class Study:
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
         name = f"train-{variant}-seed{seed}" + ("-augmented" if augmented else "")
-        return name.replace("+", "_"), config, pretrained.name
+        return name.replace("+", "_"), _resolved(config), pretrained.name
 
     def _evaluate_inputs(self, model_dir: Path, build: Path, augmented: bool = False) -> tuple:
         """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""

@@ -11,7 +11,8 @@ fine-tunes a model of `csc_hf.modeling.VARIANTS` on the ``train`` config of csc_
 folder, a `datasets` dataset) or on both (``use_benchmark: false``: the files alone).
 ``base: FILE`` takes the keys of another YAML (a path relative to this one) under this file's keys: the variant
 configs are their variant and output folder over ``trainer_configs/finetune.yaml``. The whole config (every key's
-type, the values, the local folders it starts from) is checked before any work.
+type, the values, the local folders it starts from) is checked before any work. ``precision: auto`` (the default)
+trains under bf16 autocast on a CPU with bf16 in hardware and in fp32 elsewhere (`precision_keys`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from .scoring import make_compute_metrics, preprocess_logits_for_metrics
 
 logger = get_logger(__name__)
 TASKS = ("correction", "mlm")
+PRECISIONS = ("auto", "bf16", "fp32")
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
 DATA_KINDS = ("each a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or "
               "FOLDER:CONFIG, a save_to_disk folder or datasets:PATH with source/target columns")
@@ -73,10 +75,15 @@ class ModelArguments:
     vocab_min_freq: int = field(default=1, metadata={"help": "characters seen fewer times in the training targets stay "
                                 "out of a new vocabulary (the confusion set's and the pair files' characters are in)"})
     fonts: list[str] | None = field(default=None, metadata={"help": "font files for glyphs (file.ttc#2 for a face)"})
+    precision: str = field(default="auto", metadata={"help": "auto: bf16 autocast when training on a CPU with bf16 in "
+                           "hardware (AVX512-BF16 or AMX), else as the bf16/fp16 keys say (fp32 by default); bf16 or "
+                           "fp32 forces one (the weights and the saved model stay fp32 either way)"})
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"task={self.task!r}: choose one of {TASKS}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision={self.precision!r}: choose one of {PRECISIONS}")
         if self.task == "correction" and self.variant not in VARIANTS:
             raise ValueError(f"variant={self.variant!r}: choose one of {', '.join(VARIANTS)}")
 
@@ -279,6 +286,7 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArgum
         config[key] = value = coerce(kinds[key], value)
         if not accepts(kinds[key], value):
             raise ValueError(f"{origins[key]}: {key}={value!r} must be {type_name(kinds[key])}")
+    config.update(precision_keys(config, origins))
     try:
         model_args, data_args, training_args = HfArgumentParser(ARGUMENTS).parse_dict(config)
     except (TypeError, ValueError) as err:  # a value the dataclasses reject: named by the file (or override) of its key
@@ -287,6 +295,45 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArgum
     check_start_folders(model_args, origins)
     check_data(model_args, data_args, training_args, origins)
     return model_args, data_args, training_args
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX), as torch's own probe of the instruction sets
+    (cpuinfo, on every OS) reads it: there bf16 autocast trains the cpu preset's model about 1.7x faster than fp32
+    (``bench/bench_train.py``); elsewhere torch emulates bf16, slower than fp32. A torch without the probe says no."""
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    return any(probe() for probe in probes if probe is not None)
+
+
+def trains_on_cpu(use_cpu: bool) -> bool:
+    """Whether the Trainer runs on the CPU: ``use_cpu``, or no accelerator (CUDA, MPS, XPU, ...) is present."""
+    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
+    return use_cpu or not (accelerator.is_available() if accelerator else torch.cuda.is_available())
+
+
+def precision_keys(config: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
+    """The `TrainingArguments` keys that carry ``config``'s ``precision`` (see `ModelArguments`): ``bf16``, and
+    ``use_cpu`` where bf16 runs on the CPU (TrainingArguments asks for it). ``auto`` chooses bf16 on a CPU with bf16
+    in hardware and leaves explicit ``bf16`` / ``fp16`` keys (the paper preset's GPUs) as they are; a forced
+    precision that contradicts them is an error naming both keys; an unknown precision is left to `ModelArguments`."""
+    precision, on_cpu = config.get("precision", "auto"), trains_on_cpu(bool(config.get("use_cpu", False)))
+    explicit = [key for key in ("bf16", "fp16") if key in config]
+    if precision == "auto" and explicit or precision not in PRECISIONS:
+        return {}
+    if precision == "auto":
+        bf16 = on_cpu and cpu_has_bf16()
+    else:
+        bf16 = precision == "bf16"
+        for key in explicit:
+            if config[key] != (key == precision):
+                raise ValueError(f"{origins['precision']}: precision={precision} contradicts {key}={config[key]} "
+                                 f"({origins[key]}); drop one of the two keys")
+    return {"bf16": bf16, "use_cpu": True} if bf16 and on_cpu else {"bf16": bf16}
+
+
+def precision_of(training_args: TrainingArguments) -> str:
+    """The precision a Trainer with ``training_args`` computes in: bf16, fp16 (autocast) or fp32."""
+    return "bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32"
 
 
 def maker_of(folder: str) -> str | None:
@@ -625,6 +672,11 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         eval_set = eval_set.map(encode, batched=True, remove_columns=columns, desc="tokenize validation")
     if "length" not in train_set.column_names:
         train_set = train_set.map(lambda b: {"length": [len(x) for x in b["input_ids"]]}, batched=True)
+    precision = precision_of(training_args)
+    if precision == "bf16" and trains_on_cpu(training_args.use_cpu) and not cpu_has_bf16():
+        logger.warning("bf16 autocast on a CPU without bf16 in hardware: torch emulates it, slower than fp32 "
+                       "(precision: auto or fp32 trains in fp32 here)")
+    logger.info("training in %s (weights in fp32)", precision)
     trainer = Trainer(model=model, args=training_args, train_dataset=train_set, eval_dataset=eval_set or None,
                       data_collator=collator, processing_class=tokenizer, callbacks=_callbacks(), **extra_args)
     _log_to_logger(trainer)
@@ -634,6 +686,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(out))
         record = {"task": model_args.task, "variant": model_args.variant, "init_from": model_args.init_from,
+                  "precision": precision,
                   "use_benchmark": data_args.use_benchmark, "bench_params": data_args.bench_params,
                   "pretrain_corpus": data_args.pretrain_corpus,
                   "train_files": data_args.train_files, "validation_files": data_args.validation_files,

@@ -1,9 +1,12 @@
-"""Same seed, same bytes: every variant trained twice from the same seed ends with identical weights.
+"""Same seed, same bytes: every variant trained twice from the same seed ends with identical weights, in fp32 and
+(bert and the fusion variants of the smoke preset) under the bf16 autocast that `precision: auto` trains in on a
+CPU with bf16 in hardware (`csc_hf.training.precision_keys`; the Trainer's accelerate wraps the forward in it).
 
 The batch is large enough (tokens x hidden size above torch's parallel grain of 32,768 elements) that CPU kernels
 which reduce in a thread-dependent order run in parallel, as they do in real training.
 """
 
+import contextlib
 import random
 
 import pytest
@@ -22,6 +25,7 @@ BART_SIZES = dict(
 )  # fmt: skip
 CHARS = "的一是在不了有和人这中大为上们个国我以要他时来用生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定"
 BATCH, LENGTH, STEPS = 16, 40, 3
+BF16_VARIANTS = ["bert", "pinyin+glyph_gate", "plome"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -49,8 +53,9 @@ def knowledge(tokenizer) -> dict[str, torch.Tensor]:
     return build_char_knowledge(tokenizer.get_vocab(), config)
 
 
-def trained_weights(variant: str, tokenizer, knowledge, texts) -> dict[str, torch.Tensor]:
-    """The state dict after STEPS AdamW steps from seed 0 (inputs: `texts` with every third character replaced)."""
+def trained_weights(variant: str, tokenizer, knowledge, texts, bf16: bool = False) -> dict[str, torch.Tensor]:
+    """The state dict after STEPS AdamW steps from seed 0 (inputs: `texts` with every third character replaced), the
+    forward under bf16 autocast with ``bf16``."""
     torch.manual_seed(0)
     if is_seq2seq(variant):
         model = build_model(variant, tokenizer, **BART_SIZES)
@@ -62,17 +67,28 @@ def trained_weights(variant: str, tokenizer, knowledge, texts) -> dict[str, torc
     labels = labels.masked_fill(labels == tokenizer.pad_token_id, -100)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
     model.train()
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     for _ in range(STEPS):
-        model(**inputs, labels=labels).loss.backward()
+        with autocast:
+            loss = model(**inputs, labels=labels).loss
+        loss.backward()
         optimizer.step()
         optimizer.zero_grad()
     return {name: tensor.clone() for name, tensor in model.state_dict().items()}
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_same_seed_same_weights(variant, tokenizer, knowledge, texts):
-    first = trained_weights(variant, tokenizer, knowledge, texts)
-    second = trained_weights(variant, tokenizer, knowledge, texts)
+@pytest.mark.parametrize("variant, bf16", [(v, False) for v in VARIANTS] + [(v, True) for v in BF16_VARIANTS])
+def test_same_seed_same_weights(variant, bf16, tokenizer, knowledge, texts):
+    first = trained_weights(variant, tokenizer, knowledge, texts, bf16)
+    second = trained_weights(variant, tokenizer, knowledge, texts, bf16)
     assert first.keys() == second.keys()
+    assert {t.dtype for t in first.values() if t.is_floating_point()} == {torch.float32}
     differ = [name for name in first if not torch.equal(first[name], second[name])]
-    assert not differ, f"{variant}: retraining changed {differ}"
+    assert not differ, f"{variant}{' (bf16)' * bf16}: retraining changed {differ}"
+
+
+def test_bf16_autocast_changes_the_result(tokenizer, knowledge, texts):
+    """The bf16 runs above compute in bf16 (else they would repeat the fp32 ones)."""
+    fp32 = trained_weights("bert", tokenizer, knowledge, texts)
+    bf16 = trained_weights("bert", tokenizer, knowledge, texts, bf16=True)
+    assert any(not torch.equal(fp32[name], bf16[name]) for name in fp32)

@@ -222,7 +222,7 @@ def logits_of(folder: Path):
 @pytest.mark.slow
 def test_two_processes_match_one(tmp_path, small_params):
     """Two gloo processes with batch 8 each = one process with batch 16: same data, same updates, same model."""
-    correction = dict(task="correction", variant="bert", mask_rate=0.0)
+    correction = dict(task="correction", variant="bert", mask_rate=0.0, precision="fp32")
     one = write_config(tmp_path / "one.yaml", **base_config(small_params, tmp_path / "one", **correction))
     two = write_config(tmp_path / "two.yaml", **base_config(small_params, tmp_path / "two", per_device_train_batch_size=8, **correction))
     r1 = run_train(one)
