@@ -125,6 +125,28 @@ def verbosity(level: int | str) -> Iterator[None]:
         _library_root().setLevel(before)
 
 
+class _Demote(logging.Filter):
+    """Warnings and infos become debug messages (shown only at debug verbosity); errors pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return _library_root().getEffectiveLevel() <= logging.DEBUG
+
+
+@contextmanager
+def demoted(name: str) -> Iterator[None]:
+    """For the block, the warnings and infos of logger ``name`` are debug messages: notes a user cannot act on (e.g.
+    the rows a packaged confusion set drops)."""
+    logger, demote = logging.getLogger(name), _Demote()
+    logger.addFilter(demote)
+    try:
+        yield
+    finally:
+        logger.removeFilter(demote)
+
+
 class _PlainReports(logging.Filter):
     """Strips ANSI codes from transformers' messages when stderr is no terminal (a log file)."""
 

@@ -308,3 +308,17 @@ def test_a_bad_verbosity_in_the_environment_is_a_one_line_cli_error(monkeypatch,
                                        "error, critical\n")
     assert main(["-q", "run", "--preset", "smoke", "--output", str(tmp_path), "--finished-only"]) == 2  # a flag wins
     assert "has not finished" in capsys.readouterr().err
+
+
+def test_demoted_warnings_show_only_at_debug_verbosity(caplog):
+    """A packaged confusion set's dropped rows are notes a user cannot act on: debug messages, not warnings."""
+    logger = csc_logging.get_logger("csc_hf.confusion")
+    with caplog.at_level(logging.DEBUG, logger="csc_hf"), csc_logging.verbosity("warning"):
+        with csc_logging.demoted("csc_hf.confusion"):
+            logger.warning("dropped 3 rows")
+            logger.error("a real error")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [("ERROR", "a real error")]
+    with caplog.at_level(logging.DEBUG, logger="csc_hf"), csc_logging.verbosity("debug"):
+        with csc_logging.demoted("csc_hf.confusion"):
+            logger.warning("dropped 3 rows")
+    assert ("DEBUG", "dropped 3 rows") in [(r.levelname, r.getMessage()) for r in caplog.records]

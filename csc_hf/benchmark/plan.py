@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import corpus as corpus_mod
+from ..logging import demoted
 from ..chars.pinyin import is_han
 from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
 from ..corruption import (
@@ -199,7 +200,8 @@ def load_augmentation(augmentation: str) -> ConfusionSet:
 def _load_augmentation(augmentation: str, contents: tuple[str, ...]) -> ConfusionSet:
     if augmentation not in PACKAGED_CONFUSION:
         return ConfusionSet.load(augmentation)
-    sets = [ConfusionSet.load(path) for path in _packaged_files(augmentation)]
+    with demoted("csc_hf.confusion"):  # the rows a packaged set drops: nothing a user can act on
+        sets = [ConfusionSet.load(path) for path in _packaged_files(augmentation)]
     return ConfusionSet([pair for s in sets for pair in s.pairs()])
 
 
