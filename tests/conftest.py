@@ -1,5 +1,6 @@
 """Shared fixtures: a small corpus cut from the embedded default, and small benchmark parameters for it."""
 
+import contextlib
 import os
 
 import pytest
@@ -26,3 +27,17 @@ def small_params(small_corpus):
         corpus=str(small_corpus), n_validation=60, n_test=80, n_scontext=40, n_chars=400,
         n_unseen_keys=10, n_unseen_v_keys=20, unseen_key_pool=None,
     )
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """torch's intra-op threads set to ``n`` for a block (tiny models gain nothing from threads, and on a loaded machine
+    every op would wait for the slowest one; the determinism tests need more than one)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

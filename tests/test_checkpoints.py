@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from conftest import torch_threads
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (
     BartConfig,
@@ -21,8 +22,8 @@ from transformers import (
 
 from csc_hf.chars.pinyin import is_han
 from csc_hf.cli import main
-from csc_hf.files import read_lines
 from csc_hf.evaluation import evaluate_model, read_predictions
+from csc_hf.files import read_lines
 from csc_hf.pipeline import Corrector, aligned_substitutions
 
 SENTENCES = ["今年接收720余名转业干部。", "他用iPhone拍照。", "我们今天去北京天安门广场看升旗。", "他说的是对的，我觉得很好。"]
@@ -39,10 +40,8 @@ TINY_BERT = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, int
 
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1):
+        yield
 
 
 def expected_by_rule(text: str, vocab: dict[str, int], char: str) -> str:

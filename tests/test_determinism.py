@@ -11,8 +11,16 @@ import random
 
 import pytest
 import torch
+from conftest import torch_threads
 
-from csc_hf.modeling import VARIANTS, CSCConfig, CSCForCorrection, CSCTokenizer, build_char_knowledge, build_model
+from csc_hf.modeling import (
+    VARIANTS,
+    CSCConfig,
+    CSCForCorrection,
+    CSCTokenizer,
+    build_char_knowledge,
+    build_model,
+)
 from csc_hf.modeling.configuration_csc import SOURCE_KINDS, is_seq2seq
 
 SIZES = dict(
@@ -30,10 +38,8 @@ BF16_VARIANTS = ["bert", "pinyin+glyph_gate", "plome"]
 
 @pytest.fixture(scope="module", autouse=True)
 def two_threads():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(2):
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ import random
 
 import pytest
 import torch
+from conftest import torch_threads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers import BertTokenizerFast, pipeline
@@ -27,11 +28,8 @@ MIXED = "abcXYZ 019,.!?😀🎉𠀀𝌆\u3000\t\n，。é"  # Latin, digits, spa
 
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
-    """Tiny models gain nothing from threads, and on a loaded machine every op would wait for the slowest one."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")
