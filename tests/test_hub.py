@@ -4,15 +4,12 @@ and no machine-local fields. The folder loads in a clean interpreter without csc
 
 import ast
 import json
-import os
-import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
+from conftest import run_without_csc_hf
 
 from csc_hf import hub
 from csc_hf.cli import main
@@ -163,14 +160,7 @@ def test_pushed_folder_loads_without_csc_hf(trained, tmp_path):
     with torch.no_grad():
         logits = model(**inputs).logits
     torch.save({"texts": TEXTS, "input_ids": inputs["input_ids"], "logits": logits}, tmp_path / "expected.pt")
-    # -I -S: no PYTHONPATH, no working directory, no site (so no editable-install hook); site-packages by hand.
-    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-    prelude = f"import sys; sys.path += {site!r}; sys.argv[1:] = sys.argv[2:]\n"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", prelude + REMOTE_CHECK, "-", str(folder), str(tmp_path / "expected.pt")],
-        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    result = run_without_csc_hf(REMOTE_CHECK, str(folder), str(tmp_path / "expected.pt"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "remote ok" in result.stdout
 

@@ -1,13 +1,10 @@
 """The CSC model family: every variant trains, round-trips, loads through the Auto classes and as remote code."""
 
-import os
-import subprocess
-import sys
-import sysconfig
 
 import numpy as np
 import pytest
 import torch
+from conftest import run_without_csc_hf
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -212,14 +209,7 @@ def test_remote_code_loads_without_csc_hf(tokenizer, knowledge, tmp_path):
     with torch.no_grad():
         logits = model(**inputs).logits
     torch.save({"texts": TARGETS, **inputs, "logits": logits}, tmp_path / "expected.pt")
-    # -I -S: no PYTHONPATH, no working directory, no site (so no editable-install hook); site-packages by hand.
-    site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-    prelude = f"import sys; sys.path += {site!r}; sys.argv[1:] = sys.argv[2:]\n"
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules")}
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", prelude + REMOTE_CHECK, "-", str(folder), str(tmp_path / "expected.pt")],
-        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    result = run_without_csc_hf(REMOTE_CHECK, str(folder), str(tmp_path / "expected.pt"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "remote ok transformers_modules" in result.stdout
 
