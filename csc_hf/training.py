@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 import torch
 import yaml
 from transformers import (
@@ -655,7 +656,8 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         model = _mlm_model(model_args, tokenizer, data_args.max_length)
         encode = lambda batch: tokenizer(batch["target"], truncation=True, max_length=data_args.max_length)  # noqa: E731
         collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=data_args.mlm_probability)
-        extra_args: dict[str, Any] = {}
+        extra_args: dict[str, Any] = {"compute_metrics": masked_lm_accuracy,
+                                      "preprocess_logits_for_metrics": preprocess_logits_for_metrics}
     else:
         model = build_model(model_args.variant, tokenizer, init_from=model_args.init_from, fonts=model_args.fonts,
                             **model_args.model_overrides)
@@ -693,6 +695,14 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
                   "log_history": trainer.state.log_history}
         (out / "csc_training.json").write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
     return out
+
+
+def masked_lm_accuracy(prediction: Any) -> dict[str, float]:
+    """Trainer metric of the mlm task: top-1 accuracy over the masked positions (labels other than -100), next to
+    the evaluation loss; the predictions are argmax ids (``preprocess_logits_for_metrics``)."""
+    predicted, labels = np.asarray(prediction.predictions), np.asarray(prediction.label_ids)
+    masked = labels != -100
+    return {"accuracy": float((predicted[masked] == labels[masked]).mean()) if masked.any() else 0.0}
 
 
 def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: int) -> BertForMaskedLM:
