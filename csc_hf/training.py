@@ -109,6 +109,10 @@ class DataArguments:
                                          "(validation_files' in order, then the benchmark's)"})
     mask_rate: float = field(default=0.0, metadata={"help": "masked fine-tuning: share of correct characters masked"})
     mlm_probability: float = field(default=0.15, metadata={"help": "masking rate of the mlm task"})
+    mask_replace_prob: float = field(default=0.8, metadata={"help": "mlm task: share of the chosen tokens replaced "
+                                     "by [MASK] (BERT: 0.8)"})
+    random_replace_prob: float = field(default=0.1, metadata={"help": "mlm task: share of the chosen tokens replaced "
+                                       "by a random token (BERT: 0.1); the rest keep their token"})
     pretrain_corpus: str | None = field(default=None, metadata={"help": "the mlm task's training text: this corpus "
                                         "(a name of csc_hf.corpus.CORPORA such as pretrain_mix, a text file or folder, "
                                         "datasets:PATH) cleaned as bench_params clean the benchmark's, less every "
@@ -131,6 +135,10 @@ class DataArguments:
         for name in ("mask_rate", "mlm_probability"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} must be in [0, 1)")
+        shares = {"mask_replace_prob": self.mask_replace_prob, "random_replace_prob": self.random_replace_prob}
+        if not all(0.0 <= share <= 1.0 for share in shares.values()) or sum(shares.values()) > 1.0:
+            raise ValueError(f"mask_replace_prob={self.mask_replace_prob}, random_replace_prob="
+                             f"{self.random_replace_prob}: each must be in [0, 1] and their sum at most 1")
         corpus = BenchParams(**self.bench_params).corpus
         if self.use_benchmark and Path(corpus).is_file():
             check_not_pairs(corpus)  # a pair file given as the corpus: refused with a pointer to train_files
@@ -655,7 +663,9 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     if model_args.task == "mlm":
         model = _mlm_model(model_args, tokenizer, data_args.max_length)
         encode = lambda batch: tokenizer(batch["target"], truncation=True, max_length=data_args.max_length)  # noqa: E731
-        collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=data_args.mlm_probability)
+        collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=data_args.mlm_probability,
+                                                   mask_replace_prob=data_args.mask_replace_prob,
+                                                   random_replace_prob=data_args.random_replace_prob)
         extra_args: dict[str, Any] = {"compute_metrics": masked_lm_accuracy,
                                       "preprocess_logits_for_metrics": preprocess_logits_for_metrics}
     else:
