@@ -24,6 +24,7 @@ from .benchmark.plan import BenchParams
 from .confusion import FORMATS
 from .files import check_output, write_atomic
 from .logging import ENV as VERBOSITY_ENV, env_verbosity, verbosity
+from .precision import PRECISIONS
 
 
 def _none_or(kind):
@@ -223,7 +224,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
     tuned = args.keep_bias is not None and len(set(args.keep_bias)) > 1
     records = evaluate_model(args.model, args.configs, bench_params(args), args.bootstrap, args.keep_bias,
-                             save_decoding=tuned, trust_remote_code=args.trust_remote_code)
+                             save_decoding=tuned, trust_remote_code=args.trust_remote_code, precision=args.precision)
     rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in ("char_cor_f1", "char_det_f1",
             "sent_cor_f1", "sent_det_f1", "fpr")} for r in records}
     decoding = f"keep_bias {records[0]['keep_bias']:g}, threshold {records[0]['threshold']:g}" if records else "-"
@@ -257,7 +258,8 @@ def cmd_correct(args: argparse.Namespace) -> None:
     texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
     _check_model(args.model)
     given = {name: getattr(args, name) for name in ("keep_bias", "threshold") if getattr(args, name) is not None}
-    corrector = Corrector.from_pretrained(args.model, trust_remote_code=args.trust_remote_code, **given)
+    corrector = Corrector.from_pretrained(args.model, trust_remote_code=args.trust_remote_code,
+                                          precision=args.precision, **given)
     lines = corrector.correct(texts)
     if args.output:
         write_atomic(args.output, "".join(line + "\n" for line in lines))
@@ -385,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder "
                           "(models whose classes transformers and csc_hf lack)")
     evaluate.add_argument("--output", help="write the result records (json)")
+    evaluate.add_argument("--precision", choices=PRECISIONS, default="auto", help="auto (default: bf16 autocast on a CPU "
+                          "with bf16 in hardware, else fp32), bf16 or fp32")
 
     score = _command(sub, cmd_score, "score any system's predictions file against a benchmark split or any CSC data",
                      "Both precision conventions, sentence and character level, FPR, the breakdown by error type and "
@@ -416,6 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--threshold", type=float, help="keep an edit only above this probability (default: the "
                          "model's saved decoding, else 0)")
     correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
+    correct.add_argument("--precision", choices=PRECISIONS, default="auto", help="auto (default: bf16 autocast on a CPU "
+                          "with bf16 in hardware, else fp32), bf16 or fp32")
 
     push = _command(sub, cmd_push, "prepare a Hub-ready model folder with a model card; push it with --token",
                     "Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the "

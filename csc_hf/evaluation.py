@@ -74,6 +74,7 @@ def evaluate_model(
     save_decoding: bool = False,
     trust_remote_code: bool = False,
     training_params: dict | None = None,
+    precision: str = "auto",
 ) -> list[dict]:
     """Correct every test split with the model in ``model_dir`` (a folder or a Hub id: any checkpoint
     ``csc_hf.pipeline.Corrector`` loads) and score it. ``keep_bias`` is chosen on the validation split (best
@@ -82,12 +83,14 @@ def evaluate_model(
     with how it was chosen, so that every way of loading the model decodes as it was scored. With
     ``predictions_dir``, each split's predictions are saved there as edits (see :func:`write_predictions`). Each
     split logs its size, score and time, and a progress bar runs over the splits. Seen and unseen pairs are those of
-    the training data of ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``)."""
+    the training data of ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``). ``precision``
+    is the Corrector's (``auto``: bf16 autocast where the CPU computes bf16)."""
     from . import hub
     from .pipeline import Corrector
     from .pipeline import save_decoding as write_decoding
 
-    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code)
+    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code,
+                                          precision=precision)
     tuning = None
     if keep_bias_grid is not None:
         grid, validation = sorted(set(keep_bias_grid)) or [0.0], None

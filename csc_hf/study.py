@@ -345,10 +345,17 @@ class Study:
     def _evaluate_inputs(self, model_dir: Path, build: Path, augmented: bool = False) -> tuple:
         """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""
         p = self.preset
+        common = (p.bootstrap, p.keep_bias_grid, build.name, {"precision": self._inference_precision()})
         if augmented:
-            tests = list(p.augmentation_study.tests)
-            return f"eval-{model_dir.name}", tests, p.bootstrap, p.keep_bias_grid, build.name, self._augmented_params()
-        return f"eval-{model_dir.name}", p.tests, p.bootstrap, p.keep_bias_grid, build.name
+            return f"eval-{model_dir.name}", list(p.augmentation_study.tests), *common, self._augmented_params()
+        return f"eval-{model_dir.name}", p.tests, *common
+
+    def _inference_precision(self) -> str:
+        """What the evaluations compute in on this machine: the fine-tuning's ``precision`` (auto, bf16, fp32)
+        resolved for the CPU (bf16 or fp32), so that an fp32 evaluation is never taken for a bf16 one."""
+        from .precision import resolved
+
+        return resolved(self.preset.finetune.get("precision", "auto"))
 
     def finetune(self, variant: str, seed: int, pretrained: Stage, augmented: bool = False) -> Stage:
         """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it);
@@ -388,7 +395,8 @@ class Study:
                                      p.eval_batch_size, p.finetune.get("max_train_samples"),
                                      p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS,
                                      training_params=self._augmented_params() if augmented else None,
-                                     save_decoding=True)  # the tuned keep_bias: the model's default decoding
+                                     save_decoding=True,  # the tuned keep_bias: the model's default decoding
+                                     precision=self._inference_precision())
             for r in records:
                 r.update(model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {}))
             (stage.directory / RECORDS).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",

@@ -54,11 +54,11 @@ from .corruption import unpack
 from .dataset_stats import Pairs, load_pairs, training_part
 from .logging import get_logger
 from .modeling import VARIANTS, CSCTokenizer, build_model, is_seq2seq
+from .precision import PRECISIONS, check_precision, cpu_has_bf16
 from .scoring import make_compute_metrics, preprocess_logits_for_metrics
 
 logger = get_logger(__name__)
 TASKS = ("correction", "mlm")
-PRECISIONS = ("auto", "bf16", "fp32")
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
 DATA_KINDS = ("each a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or "
               "FOLDER:CONFIG, a save_to_disk folder or datasets:PATH with source/target columns")
@@ -83,8 +83,7 @@ class ModelArguments:
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"task={self.task!r}: choose one of {TASKS}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision={self.precision!r}: choose one of {PRECISIONS}")
+        check_precision(self.precision)
         if self.task == "correction" and self.variant not in VARIANTS:
             raise ValueError(f"variant={self.variant!r}: choose one of {', '.join(VARIANTS)}")
 
@@ -304,14 +303,6 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArgum
     check_start_folders(model_args, origins)
     check_data(model_args, data_args, training_args, origins)
     return model_args, data_args, training_args
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX), as torch's own probe of the instruction sets
-    (cpuinfo, on every OS) reads it: there bf16 autocast trains the cpu preset's model about 1.7x faster than fp32
-    (``bench/bench_train.py``); elsewhere torch emulates bf16, slower than fp32. A torch without the probe says no."""
-    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(probe() for probe in probes if probe is not None)
 
 
 def trains_on_cpu(use_cpu: bool) -> bool:

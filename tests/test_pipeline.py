@@ -86,14 +86,15 @@ def check_result(result: dict) -> None:
 
 
 def assert_same(results: list[dict], expected: list[dict]) -> None:
-    """Equal results; probabilities equal up to float noise (padding changes the batch's arithmetic)."""
+    """Equal results; probabilities equal up to float noise (padding changes the batch's arithmetic; under bf16
+    autocast, the default on a CPU with bf16 in hardware, by about 1e-6)."""
     def split(results):
         texts = [(r["source"], r["prediction"]) for r in results]
         edits = [[(e["position"], e["wrong"], e["right"]) for e in r["edits"]] for r in results]
         return texts, edits, [e["probability"] for r in results for e in r["edits"]]
 
     (texts, edits, probabilities), (texts_, edits_, probabilities_) = split(results), split(expected)
-    assert texts == texts_ and edits == edits_ and probabilities == pytest.approx(probabilities_, abs=1e-6)
+    assert texts == texts_ and edits == edits_ and probabilities == pytest.approx(probabilities_, abs=1e-5)
 
 
 @pytest.mark.parametrize(("length", "size", "overlap"), [(0, 5, 1), (5, 5, 1), (6, 5, 0), (100, 30, 7), (61, 30, 29)])
@@ -274,3 +275,25 @@ def test_bart_baseline_keeps_lengths_and_reports_no_probabilities(tokenizer, tmp
     tokenizer.save_pretrained(tmp_path)
     assert Corrector.from_pretrained(str(tmp_path), batch_size=2).correct(texts) == corrector.correct(texts)
     assert pipeline("chinese-spelling-check", model=str(tmp_path))(texts) == results
+
+
+def test_precision_autocasts_the_forward_and_decodes_fp32_logits(trained, tokenizer, monkeypatch):
+    """`precision` decides the forward's dtype (a hook sees the head's output); the decoding reads fp32 logits; the
+    trained model's corrections survive bf16; `auto` follows the CPU's bf16 support; a bad value is named."""
+    import csc_hf.precision
+
+    seen = []
+    hook = trained.head.decoder.register_forward_hook(lambda module, args, output: seen.append(output.dtype))
+    try:
+        for precision, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            corrector = Corrector(trained, tokenizer, precision=precision)
+            assert corrector.correct(ERRORS) == TARGETS
+            assert seen[-1] == dtype
+    finally:
+        hook.remove()
+    monkeypatch.setattr(csc_hf.precision, "cpu_has_bf16", lambda: False)
+    assert not Corrector(trained, tokenizer).bf16
+    monkeypatch.setattr(csc_hf.precision, "cpu_has_bf16", lambda: True)
+    assert Corrector(trained, tokenizer).bf16
+    with pytest.raises(ValueError, match=r"precision='fp16': choose one of \('auto', 'bf16', 'fp32'\)"):
+        Corrector(trained, tokenizer, precision="fp16")
