@@ -120,7 +120,8 @@ def cmd_build(args: argparse.Namespace) -> None:
     from .benchmark import load_dataset, plan_for
 
     params = bench_params(args)
-    plan = plan_for(BenchParams(**params))
+    bench = BenchParams(**params)
+    plan, augmentation = plan_for(bench), bench.augmentation  # plan.params lacks it: no part of a plan
     configs = args.configs or plan.params.available_configs()
     for name in configs:
         load_dataset("csc_bench", name, cache_dir=args.cache_dir, **params)  # builds (or finds) the cached files
@@ -130,13 +131,22 @@ def cmd_build(args: argparse.Namespace) -> None:
     for name in configs:
         for spec in splits_of(name, plan.params.probs):
             rows[f"{name}/{spec.split}"] = plan.examples(spec).stats()
+    summary = {"confusion_sets": stats, "configs": rows}
+    if augmentation:
+        augmented, train_spec = plan.augmented(augmentation), CONFIGS["train"].splits[0]
+        train = plan.examples(train_spec, augmentation).stats()
+        summary["augmentation"] = {"name": augmentation, "leaks": augmented.leaks, "train/train": train}
+        _print_table(f"Augmentation ({augmentation})", {"leak filter": augmented.leaks})
+        rows = {**rows, f"train/train (augmented: {augmentation})": train}
     _print_table("Configs", rows)
     if args.output:
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "stats.json").write_text(json.dumps({"confusion_sets": stats, "configs": rows}, indent=1) + "\n")
+        (out / "stats.json").write_text(json.dumps(summary, indent=1) + "\n")
         for name in ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen"):
             plan.subset(name).save(out / f"{name}.json")
+        if augmentation:
+            augmented.confusion.save(out / "S_train_augmented.json")
         print(f"\nwrote {out}/stats.json and the confusion sets S*.json")
 
 
@@ -331,9 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     build = _command(sub, cmd_build, "build benchmark configs and print their statistics", "Build the configs (cached "
-                     "by datasets) and print the confusion-set and per-config statistics.", bench=True)
+                     "by datasets) and print the confusion-set and per-config statistics; with --augmentation also the "
+                     "augmentation's leak filter (pairs kept, removed as keys of S_unseen^k or pairs of S_unseen^v) "
+                     "and the augmented train split's statistics.", bench=True)
     build.add_argument("configs", nargs="*", help=f"configs to build (default: all): {', '.join(CONFIGS)}")
-    build.add_argument("--output", help="also write stats.json and the confusion sets S*.json to this folder")
+    build.add_argument("--output", help="also write stats.json and the confusion sets S*.json to this folder "
+                       "(with --augmentation, S_train_augmented.json too)")
     build.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
 
     export = _command(sub, cmd_export, "write configs in the Hub layout (parquet + README.md)", "Write parquet files "

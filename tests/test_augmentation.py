@@ -3,6 +3,7 @@ test sets by S_train and the augmented set, and the verdict rules on fabricated 
 
 import pytest
 
+from csc_hf.benchmark.configs import CONFIGS
 from csc_hf.benchmark.plan import BenchParams, load_augmentation, plan_for, without_leaks
 from csc_hf.confusion import ConfusionSet, Division
 from csc_hf.results import CONTROLLED, SIGHAN, credibility, effect_outcome
@@ -144,3 +145,42 @@ def test_a_seed_without_its_paired_difference_decides_nothing():
     result = credibility(augmentation)
     assert SIGHAN not in result.effects[0].differences["char_cor_f1"] and result.verdict == "inconclusive"
     assert result.basis.startswith("needs every model's paired differences on sighan15")
+
+
+def test_build_prints_the_leak_filter_and_the_augmented_train_split(small_params, tmp_path, capsys):
+    import json
+
+    from csc_hf.cli import main
+
+    plan = plan_for(BenchParams(**small_params))
+    division = plan.division
+    k_key = next(iter(division.unseen_k))
+    v_key = next(iter(division.unseen_v))
+    v_wrong = next(iter(division.unseen_v[v_key]))
+    free = next(k for k in division.train if k not in division.unseen_k and k not in division.unseen_v)
+    assert "鼋" not in division.train[free]
+    aug = tmp_path / "aug.json"  # one pair of each kind: a key of S_unseen^k, a pair of S_unseen^v, a new pair
+    aug.write_text(json.dumps({k_key: {"鼋": "graphic"}, v_key: {v_wrong: "phonetic"}, free: {"鼋": "graphic"}}),
+                   encoding="utf-8")
+    args = [f"--{key.replace('_', '-')}={value}" for key, value in small_params.items()]
+    build = ["build", "train", "--cache-dir", str(tmp_path / "cache"), *args]
+
+    assert main(build) == 0
+    plain = capsys.readouterr().out
+    assert "Augmentation" not in plain and "augmented" not in plain
+
+    out = tmp_path / "out"
+    assert main([*build, "--augmentation", str(aug), "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    leaks = plan.augmented(str(aug)).leaks
+    assert leaks == {"pairs": 3, "removed_unseen_k": 1, "removed_unseen_v": 1, "kept": 1, "kept_new": 1}
+    table = printed[printed.index(f"Augmentation ({aug})"):].splitlines()
+    assert table[1].split() == list(leaks) and table[2].split() == ["leak", "filter", *map(str, leaks.values())]
+    train_spec = next(s for s in CONFIGS["train"].splits if s.pool == "train")
+    row = next(line for line in printed.splitlines() if line.startswith(f"train/train (augmented: {aug})"))
+    assert row.split()[-len(plan.examples(train_spec).stats()):] == [
+        str(v) for v in plan.examples(train_spec, str(aug)).stats().values()]
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["augmentation"] == {"name": str(aug), "leaks": leaks,
+                                     "train/train": plan.examples(train_spec, str(aug)).stats()}
+    assert ConfusionSet.load(out / "S_train_augmented.json") == plan.augmented(str(aug)).confusion
