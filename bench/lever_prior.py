@@ -1,0 +1,124 @@
+"""Lever probe (issue 12): a character-similarity prior at decoding, for errors the model never saw.
+
+For every Han source character, the prior adds ``beta`` to the logits of the characters that sound or look like it
+by character knowledge alone (csc_hf.confusion's criteria over the model's whole vocabulary: same or fuzzy-similar
+pinyin syllable of the first dictionary reading, up to 40 candidates; close strokes and glyphs, up to 12) — never
+the training pairs. The source keeps ``keep_bias``. One forward pass per split (fp32, one thread); every
+(beta, keep_bias) cell is then decoded from the stored logits of the source, the best other Han character and the
+similar candidates, exactly as ``csc_hf.pipeline.decode_edits`` with threshold 0 would, and scored with
+``csc_hf.score`` (character-level correction F1, FPR). beta = 0 is the model's own decoding.
+
+    python bench/lever_prior.py MODEL_DIR --output prior.json [--splits train/validation test/test unseen_k/test ...]
+
+Note that the benchmark's confusion set S was drawn by the same similarity criteria (within 3,500 characters and
+the per-key caps), so the prior knows how S was made — not which pairs the division holds out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+from csc_hf import score
+from csc_hf.benchmark.builder import load_dataset
+from csc_hf.chars.pinyin import char_readings, is_han
+from csc_hf.chars.strokes import stroke_sequence
+from csc_hf.confusion import BuildParams, graphic_candidates, phonetic_candidates
+from csc_hf.pipeline import Corrector
+
+SPLITS = ["train/validation", "test/test", "unseen_k/test", "unseen_v/test", "sighan15/test", "clean/test"]
+BETAS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
+KEEP_BIASES = (0.0, 1.0, 2.0, 3.0, 4.0)
+MAX_PHONETIC, MAX_GRAPHIC = 40, 12
+
+
+def similarity_table(tokens: list[str], vocab_size: int) -> torch.Tensor:
+    """``[vocab_size, K]`` ids of each Han token's similar characters (padded with the token itself)."""
+    chars = [t for t in tokens if len(t) == 1 and is_han(t) and char_readings(t) and stroke_sequence(t)]
+    params = BuildParams()
+    phonetic = phonetic_candidates(chars, {}, MAX_PHONETIC, True)
+    graphic = graphic_candidates(chars, MAX_GRAPHIC, params.max_stroke_distance, params.min_glyph_similarity)
+    ids = {t: i for i, t in enumerate(tokens)}
+    table = torch.arange(vocab_size).unsqueeze(1).repeat(1, MAX_PHONETIC + MAX_GRAPHIC)
+    for c in chars:
+        similar = list(dict.fromkeys(phonetic.get(c, []) + graphic.get(c, [])))
+        table[ids[c], : len(similar)] = torch.tensor([ids[x] for x in similar], dtype=torch.long)
+    return table
+
+
+@torch.no_grad()
+def stored_logits(corrector: Corrector, texts: list[str], table: torch.Tensor) -> list[tuple[torch.Tensor, ...]]:
+    """Per text: editable mask, source logit, best other Han logit and id, candidate ids and logits."""
+    han, stored = corrector._han, [None] * len(texts)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    for b in range(0, len(order), 64):
+        rows = order[b : b + 64]
+        chunks = [texts[i][: corrector.window] for i in rows]
+        encoding = corrector._encode(chunks)
+        logits = corrector.model(**encoding).logits.float()
+        ids = encoding["input_ids"]
+        editable = corrector._editable[ids] & han[ids]
+        source = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
+        other = logits.masked_fill(~han, float("-inf")).scatter(-1, ids.unsqueeze(-1), float("-inf"))
+        best, best_id = other.max(-1)
+        candidates = table[ids]
+        candidate_logits = other.gather(-1, candidates)  # the source itself (padding) is -inf
+        for r, i in enumerate(rows):
+            n = len(chunks[r]) + 1
+            stored[i] = tuple(x[r, 1:n] for x in (editable, source, best, best_id, candidates, candidate_logits))
+    return stored
+
+
+def decode(texts: list[str], stored: list, tokens: list[str], beta: float, keep_bias: float) -> list[str]:
+    predictions = []
+    for text, (editable, source, best, best_id, candidates, candidate_logits) in zip(texts, stored):
+        boosted, column = (candidate_logits + beta).max(-1)
+        prior_wins = boosted > best
+        top = torch.where(prior_wins, boosted, best)
+        top_id = torch.where(prior_wins, candidates.gather(-1, column.unsqueeze(-1)).squeeze(-1), best_id)
+        chars = list(text)
+        for p in (editable & (top > source + keep_bias)).nonzero().flatten().tolist():
+            chars[p] = tokens[top_id[p]]
+        predictions.append("".join(chars))
+    return predictions
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model")
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--splits", nargs="+", default=SPLITS, help="CONFIG/SPLIT of the default benchmark")
+    parser.add_argument("--validation-sentences", type=int, default=1000, help="as the study tunes keep_bias")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    corrector = Corrector.from_pretrained(args.model, precision="fp32")
+    tokens = corrector._tokens
+    table = similarity_table(tokens, corrector.model.config.vocab_size)
+    results = {}
+    for spec in args.splits:
+        config, split = spec.split("/")
+        data = load_dataset("csc_bench", config, split=split)
+        if split == "validation":
+            data = data.select(range(min(args.validation_sentences, len(data))))
+        sources, targets = list(data["source"]), list(data["target"])
+        start = time.perf_counter()
+        stored = stored_logits(corrector, sources, table)
+        grid = {}
+        for beta in BETAS:
+            for keep_bias in KEEP_BIASES:
+                scores = score(sources, decode(sources, stored, tokens, beta, keep_bias), targets, bootstrap=0)
+                grid[f"{beta:g}/{keep_bias:g}"] = {k: round(scores[k], 4) for k in
+                                                   ("char_cor_f1", "char_cor_p", "char_cor_r", "char_det_f1", "fpr")}
+        results[spec] = {"sentences": len(sources), "forward_s": round(time.perf_counter() - start, 1), "grid": grid}
+        best = max(grid, key=lambda cell: grid[cell]["char_cor_f1"])
+        print(f"{spec}: beta/keep_bias 0/0 {grid['0/0']}; best {best} {grid[best]}", file=sys.stderr, flush=True)
+    with open(args.output, "w", encoding="utf-8") as f:
+        json.dump({"model": args.model, "cells": "beta/keep_bias", "splits": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
