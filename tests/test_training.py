@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from csc_hf.training import CorrectionCollator, encode_pairs, last_complete_checkpoint, load_config, read_config
+from csc_hf import training
+from csc_hf.training import CorrectionCollator, encode_pairs, last_complete_checkpoint, load_config, read_config, train
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
@@ -260,3 +261,26 @@ def test_killed_run_resumes_to_the_same_result(tmp_path, small_params):
     assert "checkpoint-15 is incomplete" in resumed.stderr
     a, b = logits_of(tmp_path / "whole"), logits_of(out)
     assert (a - b).abs().max().item() < 1e-4 * a.abs().max().item()
+
+
+def test_mlm_logs_top1_accuracy_and_passes_the_replacement_shares(tmp_path, small_params, monkeypatch):
+    """The mlm task's evaluation logs top-1 accuracy over the masked positions next to its loss, and the
+    replacement shares reach the collator."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    predicted = np.array([[5, 6, 7], [8, 9, 0]])
+    labels = np.array([[5, -100, 1], [-100, 9, -100]])  # masked: 5 (right), 1 (wrong), 9 (right)
+    assert training.masked_lm_accuracy(SimpleNamespace(predictions=predicted, label_ids=labels)) == {"accuracy": 2 / 3}
+    made = []
+    collator = training.DataCollatorForLanguageModeling
+    monkeypatch.setattr(training, "DataCollatorForLanguageModeling", lambda *a, **k: made.append(k) or collator(*a, **k))
+    config = write_config(tmp_path / "c.yaml", **base_config(small_params, tmp_path / "o", max_steps=4,
+                                                             eval_strategy="steps", eval_steps=2,
+                                                             mask_replace_prob=0.5, random_replace_prob=0.4))
+    out = train(*load_config(config))
+    assert made[0]["mask_replace_prob"] == 0.5 and made[0]["random_replace_prob"] == 0.4
+    history = json.loads((out / "csc_training.json").read_text())["log_history"]
+    accuracies = [h["eval_accuracy"] for h in history if "eval_accuracy" in h]
+    assert len(accuracies) == 2 and all(0.0 <= a <= 1.0 for a in accuracies)
