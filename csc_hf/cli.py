@@ -329,6 +329,12 @@ def _command(sub, func: Callable[[argparse.Namespace], None], help: str, descrip
     return parser
 
 
+def _add_precision(command: argparse.ArgumentParser) -> None:
+    """The ``--precision`` option of the commands that run a model."""
+    command.add_argument("--precision", choices=PRECISIONS, default="auto", help="auto (default: bf16 autocast on a CPU "
+                         "with bf16 in hardware, else fp32), bf16 or fp32")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="csc-bench", description="Chinese Spelling Check benchmark, models and study.",
                                      epilog="A failing command prints one line (csc-bench CMD: error: ...) and exits "
@@ -400,8 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder "
                           "(models whose classes transformers and csc_hf lack)")
     evaluate.add_argument("--output", help="write the result records (json)")
-    evaluate.add_argument("--precision", choices=PRECISIONS, default="auto", help="auto (default: bf16 autocast on a CPU "
-                          "with bf16 in hardware, else fp32), bf16 or fp32")
+    _add_precision(evaluate)
 
     score = _command(sub, cmd_score, "score any system's predictions file against a benchmark split or any CSC data",
                      "Both precision conventions, sentence and character level, FPR, the breakdown by error type and "
@@ -433,8 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--threshold", type=float, help="keep an edit only above this probability (default: the "
                          "model's saved decoding, else 0)")
     correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
-    correct.add_argument("--precision", choices=PRECISIONS, default="auto", help="auto (default: bf16 autocast on a CPU "
-                          "with bf16 in hardware, else fp32), bf16 or fp32")
+    _add_precision(correct)
 
     push = _command(sub, cmd_push, "prepare a Hub-ready model folder with a model card; push it with --token",
                     "Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the "

@@ -251,7 +251,7 @@ class Corrector:
         device: where to move the model (default: where it is).
         precision: `auto` (bf16 autocast on a CPU with bf16 in hardware or a CUDA device that supports it, else
             fp32), `bf16` or `fp32` (`csc_hf.precision`); weights are not converted. On this project's AMX CPU bf16
-            corrects about 1.4x faster and changes about 1 prediction in 400 (BENCHMARKS.md).
+            corrected the `cpu` preset's bert 1.7-2.0x faster and changed 57 of 5,000 predictions (BENCHMARKS.md).
 
     `threshold` and `keep_bias` are read on every call, so they may be reassigned between calls (e.g. to tune
     keep_bias on a validation set); the protected sets change through `with_options`.
@@ -277,7 +277,6 @@ class Corrector:
             raise ValueError(f"the tokenizer has {len(tokenizer)} tokens, the model {model.config.vocab_size}")
         self.model = model if device is None else model.to(device)
         self.bf16 = inference_bf16(precision, self.model.device)
-        self.precision = precision
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.seq2seq = bool(model.config.is_encoder_decoder)
