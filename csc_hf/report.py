@@ -312,9 +312,10 @@ def _credibility_section(credibility: Credibility, warning: str | None) -> list[
     parts = [
         *([warning] if warning else []),
         f"The second half of the paper's fourth conclusion: {c.claim} **{c.verdict}**",
-        f"Each model is trained twice on the same training sentences: with S_train (the grid's model) and with S_train "
-        f"∪ the augmentation confusion set `{c.confusion}` (the move of adding Wang271K), less every pair that would "
-        f"leak into the unseen test sets ({leaks}). Both are evaluated on the same test sentences.",
+        f"Each model is trained twice, as many epochs each: on the training sentences corrupted with S_train (the "
+        f"grid's model), and on those rows plus augmentation data, the same sentences again corrupted with the "
+        f"confusion set `{c.confusion}` (the move of adding Wang271K) less every pair that would leak into the unseen "
+        f"test sets ({leaks}). Both are evaluated on the same test sentences.",
     ]
     if c.coverage:
         columns = [("S_train", "error_coverage"), ("S_train", "pair_coverage"), ("augmented", "error_coverage"),

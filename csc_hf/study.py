@@ -34,6 +34,7 @@ from . import __version__, resources
 from .benchmark.builder import load_dataset
 from .benchmark.configs import CONFIGS, splits_of
 from .benchmark.plan import (
+    AUGMENTED_COPIES,
     PACKAGED_CONFUSION,
     BenchParams,
     input_files,
@@ -64,9 +65,12 @@ PRESET_KEYS = {
 @dataclass(frozen=True)
 class AugmentationStudy:
     """The SIGHAN-credibility stage (a preset's ``augmentation``; empty: off): each of ``variants`` is trained, with
-    every seed, once more on the same training sentences corrupted with S_train ∪ the confusion set ``confusion``
-    (less its pairs that would leak into unseen_k / unseen_v: the benchmark parameter ``augmentation``), evaluated on
-    ``tests`` and compared with the grid's model of the same variant and seed."""
+    every seed, once more with augmentation data added to its training set, as the paper added Wang271K: the same
+    training sentences again, corrupted with the confusion set ``confusion`` less its pairs that would leak into
+    unseen_k / unseen_v (the benchmark parameter ``augmentation``; the data holds AUGMENTED_COPIES times the rows). It
+    trains as many epochs as the grid's model (``max_steps`` and ``warmup_steps`` scaled by AUGMENTED_COPIES), so that it
+    meets the plain rows as often; it is evaluated on ``tests`` and compared with the grid's model of the same variant
+    and seed."""
 
     confusion: str = "sighan13"  # a name of csc_hf.benchmark.plan.PACKAGED_CONFUSION, or a confusion set file
     variants: tuple[str, ...] = ("bert", "bart")
@@ -337,6 +341,8 @@ class Study:
         p = self.preset
         bench_params = self._augmented_params() if augmented else p.bench_params
         config = {"task": "correction", "variant": variant, "bench_params": bench_params, "seed": seed, **p.finetune}
+        if augmented:  # as many epochs over a data set AUGMENTED_COPIES times as large
+            config.update({k: config[k] * AUGMENTED_COPIES for k in ("max_steps", "warmup_steps") if config.get(k, 0) > 0})
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
         name = f"train-{variant}-seed{seed}" + ("-augmented" if augmented else "")

@@ -12,7 +12,7 @@ import pytest
 from csc_hf.benchmark import CONFIGS, load_dataset
 from csc_hf.benchmark.configs import probs_split
 from csc_hf.benchmark.export import export
-from csc_hf.benchmark.plan import BenchParams, plan_for, read_pair_file
+from csc_hf.benchmark.plan import AUGMENTED_COPIES, BenchParams, plan_for, read_pair_file
 
 
 def table_digest(ds: datasets.Dataset) -> str:
@@ -238,7 +238,8 @@ def test_probs_as_a_list_is_the_same_plan(small_params):
 
 def test_augmentation_changes_the_train_split_only_and_never_leaks(built, small_params, tmp_path):
     """With ``augmentation``, every split but train/train has the same rows (the augmented model meets the same test
-    sentences); the train split holds augmentation pairs, and none whose key is unseen_k's or that is unseen_v's."""
+    sentences); the train split holds its plain rows, then the same sentences with augmentation pairs, and no pair
+    whose key is unseen_k's or that is unseen_v's."""
     plan = plan_for(BenchParams(**small_params))
     division = plan.division
     unseen_k_key = next(iter(division.unseen_k))
@@ -256,9 +257,13 @@ def test_augmentation_changes_the_train_split_only_and_never_leaks(built, small_
         for split, ds in data.items():
             if (name, split) != ("train", "train"):
                 assert table_digest(ds) == table_digest(built[name][split]), (name, split)
-    train = augmented["train"]["train"]
-    assert train["target"] == built["train"]["train"]["target"] and train["source"] != built["train"]["train"]["source"]
-    found = {(e["right"], e["wrong"]) for row in train for e in row["errors"]}
+    train, plain = augmented["train"]["train"], built["train"]["train"]
+    assert len(train) == AUGMENTED_COPIES * len(plain) == 2 * len(plain)
+    assert train.select(range(len(plain)))[:] == plain[:]  # the plain rows, unchanged
+    added = train.select(range(len(plain), len(train)))
+    assert added["id"] == plain["id"] and added["target"] == plain["target"] and added["source"] != plain["source"]
+    found = {(e["right"], e["wrong"]) for row in added for e in row["errors"]}
+    assert found <= {(k, w) for k, ws in pairs.items() for w in ws}  # the copy holds augmentation pairs only
     assert {(k, "鼋") for k in keys} & found  # new pairs of known keys occur
     assert not {r for r, _ in found} & set(division.unseen_k) and v_pair not in found  # nothing leaks
     assert plan.augmented(str(path)).leaks == {"pairs": 33, "removed_unseen_k": 1, "removed_unseen_v": 1, "kept": 31,

@@ -3,7 +3,9 @@ import re
 import shutil
 
 import pytest
+import yaml
 
+from csc_hf.benchmark.plan import AUGMENTED_COPIES
 from csc_hf.cli import main
 from csc_hf.evaluation import read_predictions, write_predictions
 from csc_hf.study import Preset, Stage, Study, clock
@@ -52,8 +54,9 @@ def test_smoke_run_writes_every_result(smoke_run):
 
 
 def test_smoke_run_tests_sighan_credibility(smoke_run):
-    """The augmentation stage: bert trained once more with S_train ∪ SIGHAN-2013's set (less its leaks), compared
-    with the grid's bert on SIGHAN-15 and the controlled test sets; the plain model is the grid's own."""
+    """The augmentation stage: bert trained once more with augmentation data added (its training sentences again,
+    corrupted with SIGHAN-2013's set less its leaks) for as many epochs, compared with the grid's bert on SIGHAN-15
+    and the controlled test sets; the plain model is the grid's own."""
     study = Preset.load("smoke").augmentation_study
     augmentation = json.loads((smoke_run / "results.json").read_text())["augmentation"]
     leaks = augmentation["leaks"]
@@ -71,7 +74,12 @@ def test_smoke_run_tests_sighan_credibility(smoke_run):
         plain = next(r for r in json.loads((smoke_run / "results.json").read_text())["records"]
                      if (r["model"], r["config"], r["split"]) == ("bert", e["config"], e["split"]))
         assert e["b"] == pytest.approx(plain["scores"][e["metric"]])  # the grid's bert is the plain model
-    assert len(list((smoke_run / "stages").glob("train-bert-seed0-*"))) == 2  # the plain one, trained once
+    trainings = sorted((smoke_run / "stages").glob("train-bert-seed0-*"), key=lambda d: "-augmented-" in d.name)
+    assert len(trainings) == 2  # the plain one, trained once
+    plain, augmented = (yaml.safe_load((d / "train_config.yaml").read_text()) for d in trainings)
+    assert augmented["bench_params"]["augmentation"] == "sighan13" and "augmentation" not in plain["bench_params"]
+    for key in ("max_steps", "warmup_steps"):  # as many epochs over twice the rows
+        assert augmented[key] == AUGMENTED_COPIES * plain[key] == 2 * Preset.load("smoke").finetune[key]
     report = (smoke_run / "report.md").read_text()
     section = report.split("## SIGHAN's credibility (conclusion 4b)")[1]
     assert section.lstrip().startswith("**These numbers mean nothing") and "| sighan15 |" in section

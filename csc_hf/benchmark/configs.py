@@ -34,8 +34,8 @@ def _test(confusion: str | None, error_prob: float | str = "error_prob") -> tupl
 CONFIGS: dict[str, ConfigSpec] = {
     "train": ConfigSpec(
         "Training and validation sets: the train / validation sentences with S_train at P_e = `error_prob` (with "
-        "`augmentation`, the train split with S_train and the pairs of that set that cannot leak into unseen_k or "
-        "unseen_v).",
+        "`augmentation`, the train split twice: as is, then its sentences corrupted with the pairs of that set that "
+        "cannot leak into unseen_k or unseen_v).",
         (SplitSpec("train", "train", "S_train", "error_prob"), SplitSpec("validation", "validation", "S_train", "error_prob")),
     ),
     "test": ConfigSpec("In-distribution test: S_train at P_e = `error_prob`.", _test("S_train")),

@@ -33,7 +33,9 @@ from ..corruption import (
 )
 from .configs import CONFIGS, SplitSpec, probs_split
 
-STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4}
+STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
+AUGMENTED_COPIES = 2
+"""How many times the augmented train split holds each train sentence (see :meth:`Plan.augmented`)."""
 SIGHAN15_PACKAGE_PATH = "data/cn/sighan_2015/test.tsv"
 PACKAGED_CONFUSION: dict[str, tuple[str, str, tuple[str, ...]]] = {
     # name: (package, the version that ships the files, the files in it; their union is the set)
@@ -79,8 +81,9 @@ class BenchParams:
     unseen_key_pool: int | None = _param(1000, "draw unseen keys among this many most frequent keys (None: all)")
     seen_max_pairs: int | None = _param(None, "sample S_seen down to this many pairs (None: all seen pairs)")
     sighan15_path: str | None = _param(None, "SIGHAN-2015 TSV (None: pycorrector 0.4.9's copy, if installed)")
-    augmentation: str | None = _param(None, "a confusion set added to S_train in the train split only, less the pairs "
-                                      "that would leak into unseen_k / unseen_v: sighan13 (tuiqiao 0.6.0's SIGHAN-2013 "
+    augmentation: str | None = _param(None, "a confusion set whose data is added to the train split only (its sentences "
+                                      "again, corrupted with the set's pairs less those that would leak into unseen_k "
+                                      "/ unseen_v): sighan13 (tuiqiao 0.6.0's SIGHAN-2013 "
                                       "set), pycorrector (pycorrector 0.4.9's), or a file (any ConfusionSet.load format)")
 
     def validate(self) -> None:
@@ -230,16 +233,6 @@ def without_leaks(augmentation: ConfusionSet, division: Division) -> tuple[Confu
 
 
 @dataclass(frozen=True)
-class Augmented:
-    """The train split's confusion set with an augmentation: ``S_train`` ∪ the augmentation's pairs that cannot leak
-    (see :func:`without_leaks`, whose counts ``leaks`` holds), and the corruption of the train split it gives."""
-
-    confusion: ConfusionSet
-    leaks: dict[str, int]
-    corruption: Corruption
-
-
-@dataclass(frozen=True)
 class Examples:
     """The rows of one split: targets, their corruption, and each row's id (its index in the sentence pool)."""
 
@@ -259,6 +252,17 @@ class Examples:
             **split_stats(self.target, mask),
             **{f"{t}_share": round(int(c) / max(n_errors, 1), 4) for t, c in zip(ERROR_TYPES, types)},
         }
+
+
+@dataclass(frozen=True)
+class Augmented:
+    """The train split with an augmentation set, built as adding augmentation data is (Wang271K in the paper): every
+    row of the plain split, then the same sentences again corrupted with the set's pairs that cannot leak (see
+    :func:`without_leaks`, whose counts ``leaks`` holds). ``confusion``: the pairs the split can hold, S_train ∪ those."""
+
+    confusion: ConfusionSet
+    leaks: dict[str, int]
+    examples: Examples
 
 
 class Plan:
@@ -328,15 +332,19 @@ class Plan:
         return substitute(self.pools["train"], self.division.train.table, self.params.error_prob, self.params.seed, STREAMS["train"])
 
     def augmented(self, augmentation: str) -> Augmented:
-        """The train split corrupted with ``S_train`` ∪ the leak-free part of the set ``augmentation`` names (at the
-        same P_e, seed and stream as without it); memoised per name."""
+        """The train split with the set ``augmentation`` names: the plain rows (S_train), then the same sentences
+        corrupted with its leak-free pairs at the same P_e (stream ``augmentation``); memoised per name."""
         memo = self._augmented
         if augmentation not in memo:
             kept, leaks = without_leaks(load_augmentation(augmentation), self.division)
-            confusion = self.division.train.union(kept)
-            p = self.params
-            corruption = substitute(self.pools["train"], confusion.table, p.error_prob, p.seed, STREAMS["train"])
-            memo[augmentation] = Augmented(confusion, leaks, corruption)
+            p, train, plain = self.params, self.pools["train"], self.train_corruption
+            added = (substitute(train, kept.table, p.error_prob, p.seed, STREAMS["augmentation"]) if kept.n_pairs
+                     else Corruption(train, np.full(len(train.codes), NO_ERROR, dtype=np.int8)))
+            ids = np.tile(np.arange(len(train)), AUGMENTED_COPIES)
+            target = train.take(ids)
+            source = PackedText(np.concatenate([plain.source.codes, added.source.codes]), target.offsets)
+            corruption = Corruption(source, np.concatenate([plain.error_types, added.error_types]))
+            memo[augmentation] = Augmented(self.division.train.union(kept), leaks, Examples(ids, target, corruption))
         return memo[augmentation]
 
     @cached_property
@@ -389,9 +397,11 @@ class Plan:
             return self.scontext
         if spec.pool == "sighan15":
             return self.sighan15
+        if spec.pool == "train" and augmentation:
+            return self.augmented(augmentation).examples
         target = self.pools[spec.pool]
         if spec.pool == "train":
-            corruption = self.augmented(augmentation).corruption if augmentation else self.train_corruption
+            corruption = self.train_corruption
         else:
             table = self.subset(spec.confusion).table if spec.confusion else None
             corruption = (
