@@ -221,20 +221,23 @@ def clock(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class Step:
-    """A stage of a run's plan: its label (``train bert (seed 0)``), its folder, and the kinds whose finished stages'
-    times estimate its own, most alike first (``train bert``, then ``train``)."""
+    """A stage of a run's plan: its label (``train bert (seed 0)``), its folder, the kinds whose finished stages'
+    times estimate its own, most alike first (``train bert``, then ``train``), and its work in units of its kinds'
+    (an augmented training, twice the steps: 2)."""
 
     label: str
     directory: Path
     kinds: tuple[str, ...]
+    work: float = 1.0
 
 
 @dataclass
 class Progress:
     """The study-level progress of a run: every stage it goes through (``plan``), in order. A stage whose
     ``done.json`` exists counts as done, whichever process or earlier run finished it; the time it recorded there
-    joins the estimates. Each remaining stage is estimated by the mean time of the finished stages of its first kind
-    that has one; the ETA is their sum (a lower bound, ``≥``, while some remaining kind has no finished stage)."""
+    joins the estimates. Each remaining stage is estimated by the mean time per unit of work of the finished stages
+    of its first kind that has one, times its work; the ETA is their sum (a lower bound, ``≥``, while some remaining
+    kind has no finished stage)."""
 
     plan: list[Step]
     started: float = field(default_factory=time.monotonic)
@@ -250,8 +253,8 @@ class Progress:
         for step in self.plan:
             if finished.get(step.directory) is not None:
                 for kind in step.kinds:
-                    times.setdefault(kind, []).append(finished[step.directory])
-        estimates = [next((sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
+                    times.setdefault(kind, []).append(finished[step.directory] / step.work)
+        estimates = [next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
                      for step in self.plan if step.directory not in finished]
         known = [e for e in estimates if e is not None]
         return (sum(known), len(known) == len(estimates)) if known else None
@@ -522,8 +525,9 @@ class Study:
     def plan(self, grid: Sequence[tuple[str, int]]) -> list[Step]:
         """Every stage a run of ``grid`` goes through, in order (each once), whether or not it has finished."""
         def model(variant: str, seed: int, augmented: bool = False) -> list[Step]:
-            train, evaluation = self.folders(variant, seed, augmented)  # augmented: the same steps, fewer tests
-            return [Step(model_label("train", variant, seed, augmented), train, (f"train {variant}", "train")),
+            train, evaluation = self.folders(variant, seed, augmented)  # augmented: more steps, fewer tests
+            return [Step(model_label("train", variant, seed, augmented), train, (f"train {variant}", "train"),
+                         AUGMENTED_COPIES if augmented else 1),
                     Step(model_label("evaluate", variant, seed, augmented), evaluation,
                          (model_label("evaluate", variant, None, augmented), "evaluate"))]
 

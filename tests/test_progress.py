@@ -36,22 +36,28 @@ def test_progress_counts_finished_stages_and_estimates_the_rest_by_kind(tmp_path
             step("evaluate bert (seed 0)", "e0", "evaluate bert", "evaluate"),
             step("train bart (seed 0)", "t1", "train bart", "train"),
             step("evaluate bart (seed 0)", "e1", "evaluate bart", "evaluate"),
-            step("augment", "a", "augment")]
+            step("augment", "a", "augment"),
+            Step("train bert (seed 0, augmented)", tmp_path / "t2", ("train bert", "train"), 2)]  # twice the steps
     progress = Progress(plan)
     assert progress.eta() is None  # nothing timed yet: no ETA
-    assert progress.line(tmp_path / "build", "build").startswith("stage 1/6: build · elapsed 0:00:00")
+    assert progress.line(tmp_path / "build", "build").startswith("stage 1/7: build · elapsed 0:00:00")
     assert progress.line(tmp_path / "build", "build").endswith("elapsed 0:00:00")
     finished(tmp_path / "build", 10)
     finished(tmp_path / "t0", 600)
     finished(tmp_path / "e0", 300)
-    assert progress.eta() == (900.0, False)  # bart's training and evaluation as bert's; augment not timed yet
+    # bart's training and evaluation as bert's, the augmented bert's training twice bert's; augment not timed yet
+    assert progress.eta() == (2100.0, False)
     assert progress.line(tmp_path / "t1", "train bart (seed 0)").endswith(
-        "stage 4/6: train bart (seed 0) · elapsed 0:00:00 · ETA ≥ 0:15:00")
+        "stage 4/7: train bart (seed 0) · elapsed 0:00:00 · ETA ≥ 0:35:00")
     finished(tmp_path / "a", 5)
     finished(tmp_path / "t1", 1200)
-    assert progress.eta() == (300.0, True)
-    assert progress.line(tmp_path / "e1", "evaluate bart (seed 0)").endswith("stage 6/6: evaluate bart (seed 0) · "
-                                                                            "elapsed 0:00:00 · ETA 0:05:00")
+    assert progress.eta() == (300.0 + 1200.0, True)
+    assert progress.line(tmp_path / "e1", "evaluate bart (seed 0)").endswith("stage 6/7: evaluate bart (seed 0) · "
+                                                                            "elapsed 0:00:00 · ETA 0:25:00")
+    finished(tmp_path / "e1", 300)
+    assert progress.eta() == (1200.0, True)  # 600 s per unit of bert's work
+    finished(tmp_path / "t2", 1000)
+    assert progress.eta() is None  # nothing left to estimate
     assert clock(3 * 3600 + 61.6) == "3:01:02"
 
 
