@@ -133,8 +133,8 @@ def cmd_build(args: argparse.Namespace) -> None:
             rows[f"{name}/{spec.split}"] = plan.examples(spec).stats()
     summary = {"confusion_sets": stats, "configs": rows}
     if augmentation:
-        augmented, train_spec = plan.augmented(augmentation), CONFIGS["train"].splits[0]
-        train = plan.examples(train_spec, augmentation).stats()
+        augmented = plan.augmented(augmentation)
+        train = augmented.examples.stats()
         summary["augmentation"] = {"name": augmentation, "leaks": augmented.leaks, "train/train": train}
         _print_table(f"Augmentation ({augmentation})", {"leak filter": augmented.leaks})
         rows = {**rows, f"train/train (augmented: {augmentation})": train}

@@ -338,8 +338,7 @@ class Plan:
         if augmentation not in memo:
             kept, leaks = without_leaks(load_augmentation(augmentation), self.division)
             p, train, plain = self.params, self.pools["train"], self.train_corruption
-            added = (substitute(train, kept.table, p.error_prob, p.seed, STREAMS["augmentation"]) if kept.n_pairs
-                     else Corruption(train, np.full(len(train.codes), NO_ERROR, dtype=np.int8)))
+            added = substitute(train, kept.table, p.error_prob, p.seed, STREAMS["augmentation"])  # none kept: no errors
             ids = np.tile(np.arange(len(train)), AUGMENTED_COPIES)
             target = train.take(ids)
             source = PackedText(np.concatenate([plain.source.codes, added.source.codes]), target.offsets)
@@ -397,16 +396,16 @@ class Plan:
             return self.scontext
         if spec.pool == "sighan15":
             return self.sighan15
-        if spec.pool == "train" and augmentation:
-            return self.augmented(augmentation).examples
         target = self.pools[spec.pool]
         if spec.pool == "train":
+            if augmentation:
+                return self.augmented(augmentation).examples
             corruption = self.train_corruption
         else:
             table = self.subset(spec.confusion).table if spec.confusion else None
             corruption = (
                 substitute(target, table, self.params.error_prob_of(spec), self.params.seed, STREAMS[spec.pool])
-                if table is not None and len(table.keys)
+                if table is not None  # an empty table gives no errors too
                 else Corruption(target, np.full(len(target.codes), NO_ERROR, dtype=np.int8))
             )
         return Examples(np.arange(len(target)), target, corruption)
