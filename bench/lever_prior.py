@@ -1,11 +1,12 @@
 """Lever probe (issue 12): a character-similarity prior at decoding, for errors the model never saw.
 
 For every Han source character, the prior adds ``beta`` to the logits of the characters that sound or look like it
-by character knowledge alone (csc_hf.confusion's criteria over the model's whole vocabulary: same or fuzzy-similar
-pinyin syllable of the first dictionary reading, up to 40 candidates; close strokes and glyphs, up to 12) — never
-the training pairs. The source keeps ``keep_bias``. One forward pass per split (fp32, one thread); every
-(beta, keep_bias) cell is then decoded from the stored logits of the source, the best other Han character and the
-similar candidates, exactly as ``csc_hf.pipeline.decode_edits`` with threshold 0 would, and scored with
+by character knowledge alone (``Corrector.similar_tokens``: ``csc_hf.confusion.similar_characters`` over the model's
+whole vocabulary: same or fuzzy-similar pinyin syllable of the first dictionary reading, up to 40 candidates; close
+strokes and glyphs, up to 12) — never the training pairs. The source keeps ``keep_bias``. The library decodes so with
+``Corrector(similarity_prior=beta, keep_bias=...)``; this probe makes one forward pass per split (fp32, one thread)
+and decodes every (beta, keep_bias) cell from the stored logits of the source, the best other Han character and the
+similar candidates, giving the same predictions as ``csc_hf.pipeline.decode_edits`` with threshold 0, scored with
 ``csc_hf.score`` (character-level correction F1, FPR). beta = 0 is the model's own decoding.
 
     python bench/lever_prior.py MODEL_DIR --output prior.json [--splits train/validation test/test unseen_k/test ...]
@@ -25,29 +26,11 @@ import torch
 
 from csc_hf import score
 from csc_hf.benchmark.builder import load_dataset
-from csc_hf.chars.pinyin import char_readings, is_han
-from csc_hf.chars.strokes import stroke_sequence
-from csc_hf.confusion import BuildParams, graphic_candidates, phonetic_candidates
 from csc_hf.pipeline import Corrector
 
 SPLITS = ["train/validation", "test/test", "unseen_k/test", "unseen_v/test", "sighan15/test", "clean/test"]
 BETAS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
 KEEP_BIASES = (0.0, 1.0, 2.0, 3.0, 4.0)
-MAX_PHONETIC, MAX_GRAPHIC = 40, 12
-
-
-def similarity_table(tokens: list[str], vocab_size: int) -> torch.Tensor:
-    """``[vocab_size, K]`` ids of each Han token's similar characters (padded with the token itself)."""
-    chars = [t for t in tokens if len(t) == 1 and is_han(t) and char_readings(t) and stroke_sequence(t)]
-    params = BuildParams()
-    phonetic = phonetic_candidates(chars, {}, MAX_PHONETIC, True)
-    graphic = graphic_candidates(chars, MAX_GRAPHIC, params.max_stroke_distance, params.min_glyph_similarity)
-    ids = {t: i for i, t in enumerate(tokens)}
-    table = torch.arange(vocab_size).unsqueeze(1).repeat(1, MAX_PHONETIC + MAX_GRAPHIC)
-    for c in chars:
-        similar = list(dict.fromkeys(phonetic.get(c, []) + graphic.get(c, [])))
-        table[ids[c], : len(similar)] = torch.tensor([ids[x] for x in similar], dtype=torch.long)
-    return table
 
 
 @torch.no_grad()
@@ -97,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     corrector = Corrector.from_pretrained(args.model, precision="fp32")
     tokens = corrector._tokens
-    table = similarity_table(tokens, corrector.model.config.vocab_size)
+    table = corrector.similar_tokens()
     results = {}
     for spec in args.splits:
         config, split = spec.split("/")

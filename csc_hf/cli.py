@@ -225,6 +225,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         raise ValueError(f"--bootstrap {args.bootstrap}: give a number of resamples >= 0 (0: no intervals)")
     if args.keep_bias is not None and not all(math.isfinite(bias) for bias in args.keep_bias):
         raise ValueError(f"--keep-bias {' '.join(map(str, args.keep_bias))}: give finite numbers")
+    if args.similarity_prior is not None and not all(math.isfinite(p) and p >= 0 for p in args.similarity_prior):
+        raise ValueError(f"--similarity-prior {' '.join(map(str, args.similarity_prior))}: give finite numbers >= 0")
     unknown = [name for name in args.configs if name not in CONFIGS]
     if unknown:
         raise ValueError(f"--configs: unknown {unknown}; choose from {', '.join(CONFIGS)}")
@@ -232,12 +234,14 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     _check_model(args.model)
     from .evaluation import evaluate_model
 
-    tuned = args.keep_bias is not None and len(set(args.keep_bias)) > 1
+    tuned = any(grid is not None and len(set(grid)) > 1 for grid in (args.keep_bias, args.similarity_prior))
     records = evaluate_model(args.model, args.configs, bench_params(args), args.bootstrap, args.keep_bias,
+                             args.similarity_prior,
                              save_decoding=tuned, trust_remote_code=args.trust_remote_code, precision=args.precision)
     rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in ("char_cor_f1", "char_det_f1",
             "sent_cor_f1", "sent_det_f1", "fpr")} for r in records}
-    decoding = f"keep_bias {records[0]['keep_bias']:g}, threshold {records[0]['threshold']:g}" if records else "-"
+    decoding = ", ".join(f"{name} {records[0][name]:g}" for name in ("keep_bias", "threshold", "similarity_prior")
+                         ) if records else "-"
     _print_table(f"{args.model} ({decoding}{'; tuned and saved with the model' if tuned else ''})", rows)
     if args.output:
         write_atomic(args.output, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
@@ -261,13 +265,17 @@ def cmd_correct(args: argparse.Namespace) -> None:
 
     if bool(args.texts) == bool(args.file):
         raise ValueError("give TEXT arguments or --file, not both")
-    for name, value in (("--keep-bias", args.keep_bias), ("--threshold", args.threshold)):
+    for name, value in (("--keep-bias", args.keep_bias), ("--threshold", args.threshold),
+                        ("--similarity-prior", args.similarity_prior)):
         if value is not None and not math.isfinite(value):
             raise ValueError(f"{name} {value}: give a finite number")
+    if args.similarity_prior is not None and args.similarity_prior < 0:
+        raise ValueError(f"--similarity-prior {args.similarity_prior}: give a number >= 0 (0: off)")
     check_output(args.output)
     texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
     _check_model(args.model)
-    given = {name: getattr(args, name) for name in ("keep_bias", "threshold") if getattr(args, name) is not None}
+    given = {name: getattr(args, name) for name in ("keep_bias", "threshold", "similarity_prior")
+             if getattr(args, name) is not None}
     corrector = Corrector.from_pretrained(args.model, trust_remote_code=args.trust_remote_code,
                                           precision=args.precision, **given)
     lines = corrector.correct(texts)
@@ -403,6 +411,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--keep-bias", type=float, nargs="+", metavar="BIAS",
                           help="source-logit bias; several values: tuned on the validation split and saved with the "
                           "model (csc_decoding.json), the default of later loads (default: the saved value, else 0)")
+    evaluate.add_argument("--similarity-prior", type=float, nargs="+", metavar="BETA",
+                          help="added to the logits of characters that sound or look like the source (character "
+                          "knowledge, not training pairs); several values: tuned with --keep-bias on the validation "
+                          "split and saved with the model (default: the saved value, else 0: off)")
     evaluate.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder "
                           "(models whose classes transformers and csc_hf lack)")
     evaluate.add_argument("--output", help="write the result records (json)")
@@ -437,6 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "model's saved decoding, csc_decoding.json, else 0)")
     correct.add_argument("--threshold", type=float, help="keep an edit only above this probability (default: the "
                          "model's saved decoding, else 0)")
+    correct.add_argument("--similarity-prior", type=float, metavar="BETA", help="added to the logits of characters "
+                         "that sound or look like the source (default: the model's saved decoding, else 0: off)")
     correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
     _add_precision(correct)
 

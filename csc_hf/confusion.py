@@ -330,6 +330,21 @@ def graphic_candidates(
     return result
 
 
+def similar_characters(
+    chars: Sequence[str], max_phonetic: int = 40, max_graphic: int = 12, params: BuildParams = BuildParams()
+) -> dict[str, list[str]]:
+    """Each of ``chars`` (those with a reading and strokes) mapped to the others that sound alike (first dictionary
+    reading, fuzzy syllables; :func:`phonetic_candidates`) then look alike (:func:`graphic_candidates`, the criteria
+    of ``params``), without repeats: character knowledge only, never observed pairs. The candidates of the decoding's
+    similarity prior (``csc_hf.pipeline``)."""
+    chars = [c for c in dict.fromkeys(chars) if is_han(c) and char_readings(c) and stroke_sequence(c)]
+    if not chars:
+        return {}
+    phonetic = phonetic_candidates(chars, {}, max_phonetic, params.fuzzy)
+    graphic = graphic_candidates(chars, max_graphic, params.max_stroke_distance, params.min_glyph_similarity)
+    return {c: list(dict.fromkeys(phonetic[c] + graphic[c])) for c in chars}
+
+
 def sounds_alike(a: str, b: str, fuzzy: bool = True) -> bool:
     """Whether two characters share a toneless syllable (or, with ``fuzzy``, differ by one fuzzy initial/final)."""
     sa, sb = ({_toneless(r) for r in char_readings(c)} for c in (a, b))

@@ -46,19 +46,24 @@ def training_pairs(
     return set(error_pairs(train["source"], train["target"]))
 
 
-def tune_keep_bias(corrector, validation, grid: Sequence[float]) -> tuple[float, dict[float, float]]:
-    """The ``keep_bias`` of ``grid`` with the best character-level correction F1 on ``validation`` (ties: the
-    smaller bias), and each value's F1 (none tried for a one-value grid). A seq2seq model has no source logit: it
-    keeps 0 untried."""
+def tune_decoding(
+    corrector, validation, keep_bias_grid: Sequence[float], similarity_prior_grid: Sequence[float] = (0.0,)
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The ``keep_bias`` and ``similarity_prior`` of the two grids with the best character-level correction F1 on
+    ``validation`` (ties: the smaller values), and each cell's F1 keyed ``"keep_bias/similarity_prior"`` (none tried
+    when the grids make one cell). A seq2seq model has no logits to bias: it keeps 0 and 0 untried."""
+    cells = [(b, p) for b in keep_bias_grid for p in similarity_prior_grid]
     if corrector.seq2seq:
-        return 0.0, {}
-    if len(grid) == 1:
-        return grid[0], {}
+        return {"keep_bias": 0.0, "similarity_prior": 0.0}, {}
+    if len(cells) == 1:
+        return {"keep_bias": cells[0][0], "similarity_prior": cells[0][1]}, {}
     validation_f1 = {}
-    for bias in grid:
-        predictions = corrector.with_options(keep_bias=bias).correct(validation["source"])
-        validation_f1[bias] = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
-    return max(grid, key=lambda b: (validation_f1[b], -b)), validation_f1
+    for bias, prior in cells:
+        predictions = corrector.with_options(keep_bias=bias, similarity_prior=prior).correct(validation["source"])
+        f1 = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
+        validation_f1[f"{bias:g}/{prior:g}"] = f1
+    best = max(cells, key=lambda cell: (validation_f1[f"{cell[0]:g}/{cell[1]:g}"], -cell[0], -cell[1]))
+    return {"keep_bias": best[0], "similarity_prior": best[1]}, validation_f1
 
 
 def evaluate_model(
@@ -67,6 +72,7 @@ def evaluate_model(
     bench_params: dict,
     bootstrap: int,
     keep_bias_grid: Iterable[float] | None = None,
+    similarity_prior_grid: Iterable[float] | None = None,
     batch_size: int = 64,
     max_train_samples: int | None = None,
     max_validation: int | None = None,
@@ -77,9 +83,10 @@ def evaluate_model(
     precision: str = "auto",
 ) -> list[dict]:
     """Correct every test split with the model in ``model_dir`` (a folder or a Hub id: any checkpoint
-    ``csc_hf.pipeline.Corrector`` loads) and score it. ``keep_bias`` is chosen on the validation split (best
-    character-level correction F1) among ``keep_bias_grid``; without a grid it is the decoding saved with the model
-    (``csc_decoding.json``; 0 without one). With ``save_decoding``, the decoding used is saved in the model folder
+    ``csc_hf.pipeline.Corrector`` loads) and score it. ``keep_bias`` and ``similarity_prior`` are chosen together on
+    the validation split (best character-level correction F1) among ``keep_bias_grid`` × ``similarity_prior_grid``
+    (:func:`tune_decoding`); a setting without a grid is the decoding saved with the model (``csc_decoding.json``; 0
+    without one). With ``save_decoding``, the decoding used is saved in the model folder
     with how it was chosen, so that every way of loading the model decodes as it was scored. With
     ``predictions_dir``, each split's predictions are saved there as edits (see :func:`write_predictions`). Each
     split logs its size, score and time, and a progress bar runs over the splits. Seen and unseen pairs are those of
@@ -92,22 +99,28 @@ def evaluate_model(
     corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code,
                                           precision=precision)
     tuning = None
-    if keep_bias_grid is not None:
-        grid, validation = sorted(set(keep_bias_grid)) or [0.0], None
-        if len(grid) > 1 and not corrector.seq2seq:
+    if keep_bias_grid is not None or similarity_prior_grid is not None:
+        given = {"keep_bias": keep_bias_grid, "similarity_prior": similarity_prior_grid}
+        grids = {name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
+                 for name, grid in given.items()}  # fmt: skip
+        validation = None
+        if len(grids["keep_bias"]) * len(grids["similarity_prior"]) > 1 and not corrector.seq2seq:
             validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
             if max_validation:
                 validation = validation.select(range(min(max_validation, len(validation))))
-        bias, validation_f1 = tune_keep_bias(corrector, validation, grid)
-        corrector.keep_bias = bias
-        tuning = {"grid": grid}
+        chosen, validation_f1 = tune_decoding(corrector, validation, grids["keep_bias"], grids["similarity_prior"])
+        corrector.keep_bias, corrector.similarity_prior = chosen["keep_bias"], chosen["similarity_prior"]
+        tuning = {"grid": grids}
         if validation is not None:
             tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1",
-                          scores={str(b): f1 for b, f1 in validation_f1.items()})  # fmt: skip
-            logger.info("%s: keep_bias %g (validation char_cor_f1 by keep_bias: %s)", model_dir, bias, validation_f1)
+                          scores=validation_f1)  # fmt: skip
+            logger.info("%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: "
+                        "%s)", model_dir, chosen["keep_bias"], chosen["similarity_prior"], validation_f1)
     if save_decoding:
         if hub.is_local(model_dir):
-            saved = write_decoding(model_dir, {"keep_bias": corrector.keep_bias, "threshold": corrector.threshold}, tuning)
+            decoding = {"keep_bias": corrector.keep_bias, "threshold": corrector.threshold,
+                        "similarity_prior": corrector.similarity_prior}
+            saved = write_decoding(model_dir, decoding, tuning)
             logger.info("saved the decoding in %s", saved)
         else:
             logger.warning("%s is not a local folder: its decoding is not saved", model_dir)
@@ -131,7 +144,8 @@ def evaluate_model(
                        bootstrap=bootstrap)
         known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
         records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec) if known else None,
-                        "keep_bias": corrector.keep_bias, "threshold": corrector.threshold, "scores": scores})
+                        "keep_bias": corrector.keep_bias, "threshold": corrector.threshold,
+                        "similarity_prior": corrector.similarity_prior, "scores": scores})
         changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
         logger.info("%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s", name, spec.split, len(predictions),
                     changed, scores["char_cor_f1"], time.monotonic() - started)

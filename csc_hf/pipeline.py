@@ -32,12 +32,15 @@ Rules, for every model:
   spaces, emoji, characters outside the BMP or the vocabulary) is kept, so a prediction always has its source's length.
 - `protected_chars` never change, nor any character inside an occurrence of one of `protected_terms`.
 - Tagging models: `keep_bias` is added to the source character's logit before the argmax; an edit is kept when the
-  predicted character's probability (the model's softmax, without the bias) is at least `threshold`.
+  predicted character's probability (the model's softmax, without the biases) is at least `threshold`.
+  `similarity_prior` (default 0: off) adds that much to the logits of the characters that sound or look like the
+  source by character knowledge alone (`csc_hf.confusion.similar_characters` over the vocabulary, built once per
+  Corrector), a prior for errors the model never saw corrected.
 - Texts longer than the model's maximum length run in overlapping windows of characters; each character is predicted
   once, by the window where it is most central (`plan_windows`).
 - Texts are corrected in batches of similar length; results come back in input order.
 
-The decoding a model was evaluated with (`keep_bias`, `threshold`) is saved next to it in `csc_decoding.json`
+The decoding a model was evaluated with (`keep_bias`, `threshold`, `similarity_prior`) is saved next to it in `csc_decoding.json`
 (`save_decoding`; `csc-bench evaluate` with a `--keep-bias` grid and the study write it) and is the default of
 `Corrector.from_pretrained`, the pipeline task, `csc-bench correct` and `csc-bench evaluate`; an explicit argument
 wins.
@@ -78,7 +81,7 @@ from csc_hf.scoring import align
 logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
 DECODING_FILE = "csc_decoding.json"  # in a model folder: the decoding it was evaluated with (`save_decoding`)
-DECODING_KEYS = ("keep_bias", "threshold")  # the Corrector options it holds; "tuning" records how they were chosen
+DECODING_KEYS = ("keep_bias", "threshold", "similarity_prior")  # the Corrector options it holds; "tuning" records how they were chosen
 UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no limit" (transformers' huge default)
 DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
 Edit = tuple[int, str, float | None]
@@ -137,16 +140,22 @@ def decode_edits(
     editable: torch.Tensor,
     keep_bias: float = 0.0,
     threshold: float = 0.0,
+    similar: torch.Tensor | None = None,
+    similarity_prior: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The decoding rule of a tagging model: the edits of a batch as `(rows, columns, predicted ids, probabilities)`.
 
     `han` marks the Han tokens of the vocabulary, `editable` the positions that may change (shaped as `input_ids`).
-    An edit is made where the position is editable, the best Han token after adding `keep_bias` to the source's
-    logit is not the source, and its probability (softmax of the logits without the bias) reaches `threshold`.
-    `logits` are changed in place."""
+    `similar` (`[vocab, K]`, each token's similar tokens, padded with the token itself) gets `similarity_prior` added
+    to their logits at every position of their source token. An edit is made where the position is editable, the
+    best Han token after adding `keep_bias` to the source's logit is not the source, and its probability (softmax of
+    the logits without either bias) reaches `threshold`. `logits` are changed in place."""
     source_ids = input_ids.unsqueeze(-1)
     source = logits.gather(-1, source_ids)
-    if keep_bias:
+    boosted = similar[input_ids] if similar is not None and similarity_prior else None
+    if boosted is not None:  # the padding points at the source, whose logit is set just after
+        logits.scatter_add_(-1, boosted, torch.full(boosted.shape, similarity_prior, dtype=logits.dtype))
+    if keep_bias or boosted is not None:
         logits.scatter_(-1, source_ids, source + keep_bias)
     predicted = logits.argmax(-1)
     retry = editable & ~han[predicted]  # the best token is not Han: take the best Han one
@@ -154,7 +163,11 @@ def decode_edits(
         predicted[retry] = logits[retry].masked_fill(~han, float("-inf")).argmax(-1)
     rows, columns = (editable & (predicted != input_ids)).nonzero(as_tuple=True)
     ids = predicted[rows, columns]
-    scores = logits[rows, columns].double().scatter_(-1, source_ids[rows, columns], source[rows, columns].double())
+    scores = logits[rows, columns].double()
+    if boosted is not None:
+        scores.scatter_add_(-1, boosted[rows, columns], torch.full(boosted[rows, columns].shape, -similarity_prior,
+                                                                   dtype=scores.dtype))
+    scores.scatter_(-1, source_ids[rows, columns], source[rows, columns].double())
     probabilities = (scores.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)).exp()
     kept = probabilities >= threshold
     return rows[kept], columns[kept], ids[kept], probabilities[kept]
@@ -204,7 +217,7 @@ def generate_corrections(
 
 def load_decoding(path: str | os.PathLike) -> dict[str, float]:
     """The decoding saved with the model at `path` (a folder or a Hub id): `{"keep_bias": ..., "threshold": ...}`
-    from its `csc_decoding.json`, or `{}` when it has none. A malformed file is a ValueError naming it."""
+    (and `similarity_prior` when it was saved) from its `csc_decoding.json`, or `{}` when it has none. A malformed file is a ValueError naming it."""
     if hub.is_local(path) and not Path(path).expanduser().is_dir():  # a model built in memory, or its folder is gone
         return {}
     found = cached_file(os.path.expanduser(str(path)), DECODING_FILE, _raise_exceptions_for_missing_entries=False,
@@ -216,16 +229,18 @@ def load_decoding(path: str | os.PathLike) -> dict[str, float]:
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
     if not isinstance(data, dict) or (unknown := sorted(set(data) - {*DECODING_KEYS, "tuning"})):
-        raise ValueError(f"{found}: expected a JSON object with {' and '.join(DECODING_KEYS)}"
+        raise ValueError(f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
                          + (f", got the unknown keys {unknown}" if isinstance(data, dict) else ""))
     decoding = {name: check_number(f"{found}: {name}", data[name]) for name in DECODING_KEYS if name in data}
     if not 0.0 <= decoding.get("threshold", 0.0) <= 1.0:
         raise ValueError(f"{found}: threshold must be in [0, 1], got {decoding['threshold']}")
+    if decoding.get("similarity_prior", 0.0) < 0:
+        raise ValueError(f"{found}: similarity_prior must be at least 0, got {decoding['similarity_prior']}")
     return decoding
 
 
 def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
-    """Write `decoding` (`keep_bias`, `threshold`) and how it was chosen (`tuning`: split, metric, grid, scores) to the
+    """Write `decoding` (`keep_bias`, `threshold`, `similarity_prior`) and how it was chosen (`tuning`: split, metric, grid, scores) to the
     model folder's `csc_decoding.json`, whole or not at all; returns its path."""
     if unknown := sorted(set(decoding) - set(DECODING_KEYS)):
         raise ValueError(f"unknown decoding settings {unknown}; choose from {list(DECODING_KEYS)}")
@@ -245,6 +260,8 @@ class Corrector:
         batch_size: windows per forward pass.
         threshold: minimum probability of a kept edit, in [0, 1].
         keep_bias: added to the source character's logit before the argmax (larger: fewer edits); finite.
+        similarity_prior: added to the logits of the characters similar to the source (see the module docstring);
+            finite, at least 0; 0 (the default) turns the prior off.
         protected_chars: characters never changed.
         protected_terms: strings whose every occurrence is left as is.
         overlap: characters shared by consecutive windows of a long text (default: a quarter of the window).
@@ -253,8 +270,8 @@ class Corrector:
             fp32), `bf16` or `fp32` (`csc_hf.precision`); weights are not converted. On this project's AMX CPU bf16
             corrected the `cpu` preset's bert 1.7-2.0x faster and changed 57 of 5,000 predictions (BENCHMARKS.md).
 
-    `threshold` and `keep_bias` are read on every call, so they may be reassigned between calls (e.g. to tune
-    keep_bias on a validation set); the protected sets change through `with_options`.
+    `threshold`, `keep_bias` and `similarity_prior` are read on every call, so they may be reassigned between calls
+    (e.g. to tune keep_bias on a validation set); the protected sets change through `with_options`.
     """
 
     def __init__(
@@ -267,6 +284,7 @@ class Corrector:
         keep_bias: float = 0.0,
         protected_chars: Iterable[str] = (),
         protected_terms: Iterable[str] = (),
+        similarity_prior: float = 0.0,
         overlap: int | None = None,
         device: str | torch.device | None = None,
         precision: str = "auto",
@@ -298,17 +316,26 @@ class Corrector:
         self._char_ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1}
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self._normalizer = getattr(backend, "normalizer", None)
-        self._set_options(threshold, keep_bias, protected_chars, protected_terms)
+        self._similar: dict[str, torch.Tensor] = {}  # the prior's table, built on first use; copies share it
+        self._set_options(threshold, keep_bias, protected_chars, protected_terms, similarity_prior)
 
     def _set_options(
-        self, threshold: float, keep_bias: float, protected_chars: Iterable[str], protected_terms: Iterable[str]
+        self,
+        threshold: float,
+        keep_bias: float,
+        protected_chars: Iterable[str],
+        protected_terms: Iterable[str],
+        similarity_prior: float = 0.0,
     ) -> None:
         threshold, keep_bias = check_number("threshold", threshold), check_number("keep_bias", keep_bias)
+        similarity_prior = check_number("similarity_prior", similarity_prior)
         if not 0.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [0, 1], got {threshold}")
-        if self.seq2seq and (threshold or keep_bias):
+        if similarity_prior < 0:
+            raise ValueError(f"similarity_prior must be at least 0, got {similarity_prior}")
+        if self.seq2seq and (threshold or keep_bias or similarity_prior):
             raise ValueError("a seq2seq (BART) model gives no probabilities or logits per character: "
-                             "threshold and keep_bias must be 0")  # fmt: skip
+                             "threshold, keep_bias and similarity_prior must be 0")  # fmt: skip
         if isinstance(protected_terms, str):
             raise TypeError(f"protected_terms must be a list of str, not the str {protected_terms!r}")
         protected_chars, protected_terms = frozenset(protected_chars), list(protected_terms)
@@ -316,7 +343,7 @@ class Corrector:
             raise ValueError(f"protected_chars must be single characters, got {bad}")
         if bad := [term for term in protected_terms if not isinstance(term, str)]:
             raise TypeError(f"protected_terms must be str, got {bad}")
-        self.threshold, self.keep_bias = threshold, keep_bias
+        self.threshold, self.keep_bias, self.similarity_prior = threshold, keep_bias, similarity_prior
         self.protected_chars = protected_chars
         self.protected_terms = tuple(term for term in protected_terms if term)
         self._editable = self._han.clone()  # source ids that may change: Han, not protected ([UNK] never is)
@@ -324,9 +351,10 @@ class Corrector:
         self._editable[[i for i in protected_ids if i is not None]] = False  # None: a tokenizer without [UNK]
 
     def with_options(self, **options: Any) -> "Corrector":
-        """A copy with other `threshold`, `keep_bias`, `protected_chars` or `protected_terms`; shares the model."""
+        """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms` or `similarity_prior`;
+        shares the model."""
         current = dict(threshold=self.threshold, keep_bias=self.keep_bias, protected_chars=self.protected_chars,
-                       protected_terms=self.protected_terms)  # fmt: skip
+                       protected_terms=self.protected_terms, similarity_prior=self.similarity_prior)  # fmt: skip
         if unknown := set(options) - set(current):
             raise TypeError(f"unknown options {sorted(unknown)}; choose from {sorted(current)}")
         corrector = copy.copy(self)
@@ -419,6 +447,22 @@ class Corrector:
             self._char_ids[char] = found
         return found
 
+    def similar_tokens(self) -> torch.Tensor:
+        """`[vocab, K]`: the ids of each Han token's similar characters (`csc_hf.confusion.similar_characters` over
+        the vocabulary's single-character Han tokens), padded with the token's own id; every other token lists only
+        itself. Built once (seconds to a minute, by vocabulary size) and shared by `with_options` copies."""
+        if "table" not in self._similar:
+            from csc_hf.confusion import similar_characters
+
+            ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1 and self._han[i]}
+            similar = similar_characters(list(ids))
+            width = max(map(len, similar.values()), default=0) or 1
+            table = torch.arange(self.model.config.vocab_size).unsqueeze(1).repeat(1, width)
+            for char, others in similar.items():
+                table[ids[char], : len(others)] = torch.tensor([ids[c] for c in others], dtype=torch.long)
+            self._similar["table"] = table
+        return self._similar["table"]
+
     def _encode(self, chunks: list[str]) -> dict[str, torch.Tensor]:
         """`input_ids` (`[CLS]`, one id per character, `[SEP]`, padding) and `attention_mask` of a batch."""
         width = max(map(len, chunks)) + 2
@@ -457,7 +501,9 @@ class Corrector:
         logits = self.model(**encoding).logits.float()
         input_ids = encoding["input_ids"]
         editable = self._editable.to(device)[input_ids]
-        edits = decode_edits(input_ids, logits, self._han.to(device), editable, self.keep_bias, self.threshold)
+        similar = self.similar_tokens().to(device) if self.similarity_prior else None
+        edits = decode_edits(input_ids, logits, self._han.to(device), editable, self.keep_bias, self.threshold,
+                             similar, self.similarity_prior)
         rows, columns, ids, probabilities = edits
         rights = [self._tokens[i] for i in ids.tolist()]
         return list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist()))  # column 0 is [CLS]
@@ -467,8 +513,9 @@ class ChineseSpellingCheckPipeline(Pipeline):
     """The `chinese-spelling-check` task: `pipeline("chinese-spelling-check", model=..., tokenizer=...)` with model
     objects, a saved folder or a Hub id. Each text gives the `Corrector`'s dict.
 
-    Options, at construction or per call: `threshold`, `keep_bias`, `protected_chars`, `protected_terms`. The
-    defaults of `threshold` and `keep_bias` are the decoding saved with the model (`load_decoding` of its
+    Options, at construction or per call: `threshold`, `keep_bias`, `protected_chars`, `protected_terms`,
+    `similarity_prior`. The defaults of `threshold`, `keep_bias` and `similarity_prior` are the decoding saved with
+    the model (`load_decoding` of its
     `name_or_path`: the folder or Hub id it was loaded from), else 0.
     `batch_size` (default 32) is the number of texts per forward step; a list is corrected in length-sorted batches
     and returned in input order; a dataset or generator streams.
@@ -493,9 +540,10 @@ class ChineseSpellingCheckPipeline(Pipeline):
         keep_bias: float | None = None,
         protected_chars: Iterable[str] | None = None,
         protected_terms: Iterable[str] | None = None,
+        similarity_prior: float | None = None,
     ) -> tuple[dict, dict, dict]:
         options = dict(threshold=threshold, keep_bias=keep_bias, protected_chars=protected_chars,
-                       protected_terms=protected_terms)  # fmt: skip
+                       protected_terms=protected_terms, similarity_prior=similarity_prior)  # fmt: skip
         return {}, {name: value for name, value in options.items() if value is not None}, {}
 
     def __call__(self, inputs: str | Iterable[str], **kwargs: Any) -> Any:

@@ -189,14 +189,25 @@ def _false_positive_table(analysis: RunAnalysis) -> list[str]:
 def _decoding_table(analysis: RunAnalysis) -> list[str]:
     grid = analysis.keep_bias_grid
     among = f" among {', '.join(f'{b:g}' for b in grid)}" if grid else ""
-    rows = []
-    for m in analysis.models:
-        seq2seq = analysis.families[m][0] == "seq2seq"
-        rows.append([m, *("- (seq2seq)" if seq2seq else None if analysis.keep_bias.get((m, seed)) is None
-                          else f"{analysis.keep_bias[m, seed]:g}" for seed in analysis.seeds)])
-    return [f"`keep_bias`, the bias added to the source character's logit, tuned on the validation split{among} "
-            "(best character-level correction F1; ties: the smaller bias). A seq2seq model has no source logit.",
-            markdown_table(["model", *(f"seed {seed}" for seed in analysis.seeds)], rows)]
+    prior_grid = analysis.similarity_prior_grid or []
+    with_prior = len(prior_grid) > 1 or any(analysis.similarity_prior.values())
+
+    def cell(m: str, seed: int) -> str | None:
+        if analysis.families[m][0] == "seq2seq":
+            return "- (seq2seq)"
+        bias, prior = analysis.keep_bias.get((m, seed)), analysis.similarity_prior.get((m, seed))
+        if bias is None:
+            return None
+        return f"{bias:g} / {prior or 0:g}" if with_prior else f"{bias:g}"
+
+    rows = [[m, *(cell(m, seed) for seed in analysis.seeds)] for m in analysis.models]
+    text = (f"`keep_bias`, the bias added to the source character's logit, tuned on the validation split{among} "
+            "(best character-level correction F1; ties: the smaller bias). A seq2seq model has no source logit.")
+    if with_prior:
+        text += (" Each cell is `keep_bias / similarity_prior`: the prior added to the logits of the characters that "
+                 "sound or look like the source, tuned with it" + (f" among {', '.join(f'{p:g}' for p in prior_grid)}"
+                                                                     if prior_grid else "") + ".")
+    return [text, markdown_table(["model", *(f"seed {seed}" for seed in analysis.seeds)], rows)]
 
 
 def _paired_tables(analysis: RunAnalysis) -> list[str]:

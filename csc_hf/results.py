@@ -256,8 +256,8 @@ class RunAnalysis:
 
     Test sets are named as in tables (``unseen_k``, ``probs/pe05``); ``cells`` maps a metric to ``{(model, test
     set): Cell}``; ``false_positives`` is ``{(model, clean test set): Cell}`` of the false-positive rate;
-    ``keep_bias`` is ``{(model, seed): the decoding bias tuned on validation}`` (``None`` when the results do not
-    say); ``not_evidence`` says why the numbers mean nothing (``None`` when they may mean something)."""
+    ``keep_bias`` and ``similarity_prior`` are ``{(model, seed): the decoding setting tuned on validation}``
+    (``None`` when the results do not say); ``not_evidence`` says why the numbers mean nothing (``None`` when they may mean something)."""
 
     preset: str | None
     models: list[str]
@@ -277,6 +277,8 @@ class RunAnalysis:
     stability: dict[str, dict[str, float | None]]
     keep_bias: dict[tuple[str, int], float | None]
     keep_bias_grid: list[float] | None
+    similarity_prior: dict[tuple[str, int], float | None]
+    similarity_prior_grid: list[float] | None
     not_evidence: str | None
     conclusions: dict[int, Conclusion] = field(default_factory=dict)
     credibility: Credibility | None = None  # None: the run has no augmentation stage
@@ -311,19 +313,22 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         seen_unseen=_seen_unseen_sets(test_sets),
         pair_recall=_pair_recall(records),
         stability=_stability(table, with_errors),
-        keep_bias=_keep_bias(records),
+        keep_bias=_decoding(records, "keep_bias"),
         keep_bias_grid=params.get("keep_bias_grid"),
+        similarity_prior=_decoding(records, "similarity_prior"),
+        similarity_prior_grid=params.get("similarity_prior_grid"),
         not_evidence=_not_evidence(results.get("preset"), table[PRIMARY], with_errors),
         credibility=credibility(results["augmentation"]) if results.get("augmentation") else None,
     )
     return replace(analysis, conclusions=_conclusions(analysis))
 
 
-def _keep_bias(records: Iterable[Mapping]) -> dict[tuple[str, int], float | None]:
-    """The decoding bias each model and seed was evaluated with (one per evaluation: tuned once, on validation)."""
+def _decoding(records: Iterable[Mapping], name: str) -> dict[tuple[str, int], float | None]:
+    """The decoding setting ``name`` each model and seed was evaluated with (one per evaluation: tuned once, on
+    validation)."""
     found: dict[tuple[str, int], float | None] = {}
     for r in records:
-        found.setdefault((r["model"], r["seed"]), r.get("keep_bias"))
+        found.setdefault((r["model"], r["seed"]), r.get(name))
     return found
 
 

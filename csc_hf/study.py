@@ -57,8 +57,8 @@ logger = get_logger(__name__)
 RECORDS = "records.json"  # an evaluation folder's result records
 AUGMENTATION = "augmentation.json"  # the augment stage's leak filter and coverage
 PRESET_KEYS = {
-    "description", "bench_params", "variants", "seeds", "tests", "bootstrap", "keep_bias_grid", "launcher", "model",
-    "bart", "pretrain", "finetune", "eval_batch_size", "augmentation",
+    "description", "bench_params", "variants", "seeds", "tests", "bootstrap", "keep_bias_grid", "similarity_prior_grid",
+    "launcher", "model", "bart", "pretrain", "finetune", "eval_batch_size", "augmentation",
 }
 
 
@@ -100,6 +100,7 @@ class Preset:
     tests: list[str] = field(default_factory=lambda: [c for c in CONFIGS if c != "train"])
     bootstrap: int = 1000  # bootstrap resamples for the intervals
     keep_bias_grid: list[float] = field(default_factory=lambda: [0.0])  # source-logit bias, tuned on validation
+    similarity_prior_grid: list[float] = field(default_factory=lambda: [0.0])  # decoding prior, tuned with keep_bias
     launcher: str | None = None  # an accelerate config file: trainings run under `accelerate launch`
     model: dict = field(default_factory=dict)  # BertConfig fields of the semantic encoder (pretrained once)
     bart: dict = field(default_factory=dict)  # BartConfig fields of the seq2seq baseline over the encoder's sizes
@@ -135,6 +136,16 @@ class Preset:
         check_variants(self.variants, origin)
         if bad := [t for t in self.tests if t not in CONFIGS or t == "train"]:
             raise ValueError(f"{origin}: unknown test configs {bad}; choose from {', '.join(CONFIGS)}")
+        from .pipeline import check_number
+
+        for name in ("keep_bias_grid", "similarity_prior_grid"):
+            grid = getattr(self, name)
+            if not isinstance(grid, list) or not grid:
+                raise ValueError(f"{origin}: {name}={grid!r} must be a non-empty list of numbers")
+            for value in grid:
+                check_number(f"{origin}: {name}", value)
+        if bad := [value for value in self.similarity_prior_grid if value < 0]:
+            raise ValueError(f"{origin}: similarity_prior_grid: {bad} below 0 (0 turns the prior off)")
         if self.launcher:
             found = resources.trainer_config(self.launcher)  # as given, or a shipped accelerate config
             if not found.is_file():
@@ -354,7 +365,10 @@ class Study:
     def _evaluate_inputs(self, model_dir: Path, build: Path, augmented: bool = False) -> tuple:
         """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""
         p = self.preset
-        common = (p.bootstrap, p.keep_bias_grid, build.name, {"precision": self._inference_precision()})
+        decoding = {"precision": self._inference_precision()}
+        if p.similarity_prior_grid != [0.0]:  # the default stays out of the key: runs before the option keep theirs
+            decoding["similarity_prior_grid"] = p.similarity_prior_grid
+        common = (p.bootstrap, p.keep_bias_grid, build.name, decoding)
         if augmented:
             return f"eval-{model_dir.name}", list(p.augmentation_study.tests), *common, self._augmented_params()
         return f"eval-{model_dir.name}", p.tests, *common
@@ -393,7 +407,7 @@ class Study:
         stage.finish({"config": config})
 
     def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage, augmented: bool = False) -> Stage:
-        """Score one model on every test split (keep_bias tuned on validation) into the stage's ``records.json``, save
+        """Score one model on every test split (keep_bias and similarity_prior tuned on validation) into the stage's ``records.json``, save
         its predictions (``predictions/``), and save the tuned decoding with the model (its ``csc_decoding.json``);
         ``augmented``: a model of the augmentation stage, on its tests, its seen pairs those of its own training data."""
         p = self.preset
@@ -401,10 +415,10 @@ class Study:
         tests = p.augmentation_study.tests if augmented else p.tests
         if self.pending(stage, f"{model_label('evaluate', variant, seed, augmented)} on {len(tests)} test configs"):
             records = evaluate_model(model_stage.directory, tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
-                                     p.eval_batch_size, p.finetune.get("max_train_samples"),
+                                     p.similarity_prior_grid, p.eval_batch_size, p.finetune.get("max_train_samples"),
                                      p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS,
                                      training_params=self._augmented_params() if augmented else None,
-                                     save_decoding=True,  # the tuned keep_bias: the model's default decoding
+                                     save_decoding=True,  # the tuned decoding: the model's default
                                      precision=self._inference_precision())
             for r in records:
                 r.update(model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {}))

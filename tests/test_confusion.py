@@ -10,6 +10,7 @@ from csc_hf.confusion import (
     divide,
     pair_type,
     phonetic_candidates,
+    similar_characters,
 )
 
 CS = ConfusionSet([("天", "添", "phonetic"), ("天", "夭", "graphic"), ("天", "填", "phonetic"), ("我", "找", "graphic"),
@@ -114,6 +115,16 @@ def test_build_from_frequencies_is_sensible_and_deterministic():
     assert a == build_confusion_set(freq, {}, BuildParams(n_chars=40))
     assert a["己"]["已"] == "graphic" and a["未"]["末"] == "graphic" and a["人"]["入"] == "graphic"
     assert a["在"]["再"] == "phonetic"
+
+
+def test_similar_characters_by_knowledge_alone():
+    similar = similar_characters(list("们门未末天夭我们A1"))
+    assert list(similar) == list("们门未末天夭我")  # Han characters with a reading and strokes, once each
+    assert similar["们"] == ["门"] and similar["未"][0] == "末" and "夭" in similar["天"]  # sound first, then look
+    assert similar["我"] == [] and all(c not in others for c, others in similar.items())
+    assert all(len(others) == len(set(others)) for others in similar.values())
+    assert similar_characters(list("们门"), max_phonetic=0, max_graphic=0) == {"们": [], "门": []}
+    assert similar_characters(["A"]) == {}
 
 
 def test_pair_type_judges_by_knowledge():

@@ -14,7 +14,13 @@ from csc_hf import load_dataset
 from csc_hf.cli import main
 from csc_hf.evaluation import PREDICTIONS, evaluate_model, read_predictions
 from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
-from csc_hf.pipeline import DECODING_FILE, Corrector, load_decoding, save_decoding
+from csc_hf.pipeline import (
+    DECODING_FILE,
+    Corrector,
+    decode_edits,
+    load_decoding,
+    save_decoding,
+)
 from csc_hf.study import RECORDS, Preset, Study
 
 GRID = [1.0, 3.0]  # no 0: a route that fell back to keep_bias 0 would give other predictions
@@ -50,8 +56,9 @@ def test_the_study_saves_the_tuned_decoding_with_the_model(studied):
     records = json.loads((evaluation / RECORDS).read_text(encoding="utf-8"))
     saved = json.loads((model_dir / DECODING_FILE).read_text(encoding="utf-8"))
     assert saved["keep_bias"] == records[0]["keep_bias"] in GRID and saved["threshold"] == 0.0
-    assert saved["tuning"]["grid"] == GRID and set(saved["tuning"]["scores"]) == {str(b) for b in GRID}
-    assert load_decoding(model_dir) == {"keep_bias": saved["keep_bias"], "threshold": 0.0}
+    assert saved["tuning"]["grid"] == {"keep_bias": GRID, "similarity_prior": [0.0]}
+    assert set(saved["tuning"]["scores"]) == {f"{b:g}/0" for b in GRID}
+    assert load_decoding(model_dir) == {"keep_bias": saved["keep_bias"], "threshold": 0.0, "similarity_prior": 0.0}
 
 
 def test_every_route_reproduces_the_studys_predictions_without_arguments(studied, split, tmp_path, capsys):
@@ -90,7 +97,24 @@ def test_evaluate_with_a_grid_tunes_and_saves_the_chosen_value(studied, tmp_path
     assert "tuned and saved" in capsys.readouterr().out
     chosen = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["keep_bias"]
     assert load_decoding(copy)["keep_bias"] == chosen == Corrector.from_pretrained(copy).keep_bias
-    assert json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))["tuning"]["grid"] == [0.0, 1000.0]
+    assert json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))["tuning"]["grid"]["keep_bias"] == [0.0, 1000.0]
+
+
+def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, capsys):
+    preset, model_dir, _ = studied
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy)
+    assert main(["evaluate", str(copy), "--configs", "test", "--bootstrap", "0", "--keep-bias", "0", "1000",
+                 "--similarity-prior", "0", "2", "--output", str(tmp_path / "e.json"),
+                 *bench_args(preset.bench_params)]) == 0
+    assert "tuned and saved" in capsys.readouterr().out
+    record = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]
+    saved = json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))
+    assert set(saved["tuning"]["scores"]) == {"0/0", "0/2", "1000/0", "1000/2"}
+    best = max(saved["tuning"]["scores"].values())
+    chosen = f"{record['keep_bias']:g}/{record['similarity_prior']:g}"
+    assert saved["tuning"]["scores"][chosen] == best and saved["similarity_prior"] == record["similarity_prior"]
+    assert Corrector.from_pretrained(copy).similarity_prior == record["similarity_prior"]
 
 
 # ---- the file itself, on a tiny random model -------------------------------------------------------------------------
@@ -118,6 +142,41 @@ def test_saved_decoding_is_the_default_of_every_loader_and_arguments_win(tiny_di
     assert (checker.corrector.keep_bias, checker.corrector.threshold) == (1e4, 0.25)
     checker = pipeline("chinese-spelling-check", model=str(tiny_dir), keep_bias=0.5)
     assert (checker.corrector.keep_bias, checker.corrector.threshold) == (0.5, 0.25)
+
+
+def test_similarity_prior_raises_only_the_sources_similar_characters():
+    # vocabulary: 0 [CLS], 1-4 Han 甲乙丙丁, 5 "a"; 甲's similar characters are 丙 and 丁 (padded with 甲 itself)
+    han = torch.tensor([False, True, True, True, True, False])
+    similar = torch.arange(6).unsqueeze(1).repeat(1, 3)
+    similar[1] = torch.tensor([3, 4, 1])
+    input_ids = torch.tensor([[0, 1, 1]])
+    logits = torch.tensor([[[9.0, 0, 0, 0, 0, 0], [0, 2.0, 3.0, 1.5, 0, 0], [0, 2.5, 0, 0, 0, 9.0]]])
+
+    def decode(**prior):
+        _, columns, ids, probabilities = decode_edits(input_ids, logits.clone(), han, han[input_ids], **prior)
+        return columns.tolist(), ids.tolist(), probabilities.tolist()
+
+    assert decode()[:2] == ([1], [2])  # 乙 at 1; at 2 the best Han token is the source
+    columns, ids, probabilities = decode(similar=similar, similarity_prior=2.0)
+    assert (columns, ids) == ([1], [3])  # 丙 (1.5 + 2) beats 乙 (3.0); the source 甲 gets no boost (2.0)
+    raw = torch.tensor([0, 2.0, 3.0, 1.5, 0, 0]).double()
+    assert probabilities == pytest.approx([(raw[3] - raw.logsumexp(0)).exp().item()])  # the model's own softmax
+    assert decode(similar=similar, similarity_prior=2.0, keep_bias=2.0)[:2] == ([], [])  # 甲 + 2 = 4 >= 3.5
+    assert decode(similar=None, similarity_prior=2.0)[:2] == ([1], [2])  # no table: no prior
+
+
+def test_corrector_builds_the_similarity_table_once_and_saves_the_prior(tiny_dir):
+    corrector = Corrector.from_pretrained(tiny_dir, similarity_prior=1.5)
+    table = corrector.similar_tokens()
+    ids = corrector.tokenizer.convert_tokens_to_ids
+    assert ids("门") in table[ids("们")].tolist() and ids("我") not in table[ids("们")].tolist()
+    assert set(table[ids("[CLS]")].tolist()) == {ids("[CLS]")}  # other tokens list only themselves
+    copy = corrector.with_options(similarity_prior=0.0)
+    assert copy.similarity_prior == 0.0 and corrector.similarity_prior == 1.5 and copy.similar_tokens() is table
+    assert corrector.correct("我们去北京") == corrector.correct(["我们去北京"])[0]
+    save_decoding(tiny_dir, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
+    assert Corrector.from_pretrained(tiny_dir).similarity_prior == 2.5
+    assert pipeline("chinese-spelling-check", model=str(tiny_dir)).corrector.similarity_prior == 2.5
 
 
 def test_evaluate_model_of_a_hub_id_does_not_save(monkeypatch, tiny_dir, small_params, caplog):

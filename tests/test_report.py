@@ -314,3 +314,16 @@ def test_bad_augmentation_records_are_clear_errors(tmp_path):
     results["augmentation"] = []
     with pytest.raises(ValueError, match="'augmentation' must be an object with a 'records' list"):
         load_results(write_run(tmp_path / "run", results))
+
+
+def test_report_shows_a_tuned_similarity_prior_beside_keep_bias(tmp_path):
+    results = synthetic_results(models=("bert", "bart"))
+    results["params"] = {"keep_bias_grid": [0.0, 2.0], "similarity_prior_grid": [0.0, 3.0]}
+    for r in results["records"]:
+        r["keep_bias"], r["similarity_prior"] = (0.0, 0.0) if r["model"] == "bart" else (2.0, 3.0 if r["seed"] == 1 else 0.0)
+    analysis = analyze_results(results)
+    assert analysis.similarity_prior["bert", 1] == 3.0 and analysis.similarity_prior_grid == [0.0, 3.0]
+    text = write_report(write_run(tmp_path / "run", results)).read_text(encoding="utf-8")
+    decoding = text.split("## Decoding")[1].split("\n## ")[0]
+    assert "`keep_bias / similarity_prior`" in decoding and "among 0, 3." in decoding
+    assert "| bert | 2 / 3 | 2 / 0 |" in decoding and "| bart | - (seq2seq) | - (seq2seq) |" in decoding

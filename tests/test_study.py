@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import re
 import shutil
@@ -200,6 +201,15 @@ def test_stage_keys_follow_inputs(tmp_path):
     study = Study(Preset(name="x"), tmp_path)
     assert study.stage("a", {"x": 1}).directory == study.stage("a", {"x": 1}).directory
     assert study.stage("a", {"x": 1}).directory != study.stage("a", {"x": 2}).directory
+
+
+def test_a_similarity_prior_grid_changes_only_the_evaluations(tmp_path):
+    plain = Study(Preset.load("smoke"), tmp_path)
+    off = Study(dataclasses.replace(Preset.load("smoke"), similarity_prior_grid=[0.0]), tmp_path)
+    tuned = Study(dataclasses.replace(Preset.load("smoke"), similarity_prior_grid=[0.0, 2.0]), tmp_path)
+    assert plain.folders("bert", 0) == off.folders("bert", 0)  # the default leaves earlier runs' keys alone
+    (model, evaluation), (tuned_model, tuned_evaluation) = plain.folders("bert", 0), tuned.folders("bert", 0)
+    assert model == tuned_model and evaluation != tuned_evaluation
 
 
 def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
