@@ -58,7 +58,6 @@ METRIC_NAMES = {  # CARD_KEYS in words (csc_hf.scoring)
 }
 TASK = {"type": "chinese-spelling-check", "name": "Chinese Spelling Check"}
 BENCHMARK = "csc_bench"  # the dataset name of the generated benchmark (csc_hf.load_dataset("csc_bench", CONFIG))
-DECODING_KEYS = ("keep_bias", "threshold")  # the decoding settings a model folder's json may hold
 DROPPED_FILES = ("done.json", "records.json", "trainer_state.json")  # run bookkeeping, not part of a model
 COPIED_SUFFIXES = (".json", ".safetensors", ".py", ".txt", ".model")  # weights, configs, remote code, vocabularies
 VERBATIM = ("tokenizer.json",)  # serialized tokenizers: tokens, no paths; copied as they are
@@ -98,8 +97,10 @@ def training_record(model_dir: str | Path) -> dict:
 
 
 def decoding_settings(model_dir: str | Path) -> dict:
-    """The decoding settings (``keep_bias``, ``threshold``) of any json object file in the model folder that holds
-    them (numbers only); {} when none does."""
+    """The decoding settings (``csc_hf.pipeline.DECODING_KEYS``) of any json object file in the model folder that
+    holds them (numbers only); {} when none does."""
+    from .pipeline import DECODING_KEYS  # pipeline imports this module
+
     found = {}
     for path in sorted(Path(model_dir).glob("*.json")):
         data = _read_json(path)
@@ -197,7 +198,7 @@ def model_card(name: str, records: list[dict], training: dict | None = None, dec
         f"(`csc-bench correct {name} TEXT`), which applies the decoding settings below.",
         "## Decoding\n\n" + (", ".join(f"`{k}` = {v}" for k, v in decoding.items()) + " (saved with the model)."
                               if decoding else "No decoding settings are saved with the model: the corrector's "
-                              "defaults apply (`keep_bias` 0, `threshold` 0)."),
+                              "defaults apply (`keep_bias` 0, `threshold` 0, `similarity_prior` 0)."),
         "## Training data\n\n" + _training_data(training),
     ]
     if records:
