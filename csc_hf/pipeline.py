@@ -40,8 +40,9 @@ Rules, for every model:
   once, by the window where it is most central (`plan_windows`).
 - Texts are corrected in batches of similar length; results come back in input order.
 
-The decoding a model was evaluated with (`keep_bias`, `threshold`, `similarity_prior`) is saved next to it in `csc_decoding.json`
-(`save_decoding`; `csc-bench evaluate` with a `--keep-bias` grid and the study write it) and is the default of
+The decoding a model was evaluated with (`keep_bias`, `threshold`, `similarity_prior`) is saved next to it in
+`csc_decoding.json` (`save_decoding`; `csc-bench evaluate` with a `--keep-bias` or `--similarity-prior` grid and the
+study write it) and is the default of
 `Corrector.from_pretrained`, the pipeline task, `csc-bench correct` and `csc-bench evaluate`; an explicit argument
 wins.
 """
@@ -81,7 +82,7 @@ from csc_hf.scoring import align
 logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
 DECODING_FILE = "csc_decoding.json"  # in a model folder: the decoding it was evaluated with (`save_decoding`)
-DECODING_KEYS = ("keep_bias", "threshold", "similarity_prior")  # the Corrector options it holds; "tuning" records how they were chosen
+DECODING_KEYS = ("keep_bias", "threshold", "similarity_prior")  # the Corrector options it holds ("tuning": how chosen)
 UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no limit" (transformers' huge default)
 DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
 Edit = tuple[int, str, float | None]
@@ -217,7 +218,8 @@ def generate_corrections(
 
 def load_decoding(path: str | os.PathLike) -> dict[str, float]:
     """The decoding saved with the model at `path` (a folder or a Hub id): `{"keep_bias": ..., "threshold": ...}`
-    (and `similarity_prior` when it was saved) from its `csc_decoding.json`, or `{}` when it has none. A malformed file is a ValueError naming it."""
+    (and `similarity_prior` when it was saved) from its `csc_decoding.json`, or `{}` when it has none. A malformed
+    file is a ValueError naming it."""
     if hub.is_local(path) and not Path(path).expanduser().is_dir():  # a model built in memory, or its folder is gone
         return {}
     found = cached_file(os.path.expanduser(str(path)), DECODING_FILE, _raise_exceptions_for_missing_entries=False,
@@ -240,8 +242,8 @@ def load_decoding(path: str | os.PathLike) -> dict[str, float]:
 
 
 def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
-    """Write `decoding` (`keep_bias`, `threshold`, `similarity_prior`) and how it was chosen (`tuning`: split, metric, grid, scores) to the
-    model folder's `csc_decoding.json`, whole or not at all; returns its path."""
+    """Write `decoding` (`keep_bias`, `threshold`, `similarity_prior`) and how it was chosen (`tuning`: split, metric,
+    grid, scores) to the model folder's `csc_decoding.json`, whole or not at all; returns its path."""
     if unknown := sorted(set(decoding) - set(DECODING_KEYS)):
         raise ValueError(f"unknown decoding settings {unknown}; choose from {list(DECODING_KEYS)}")
     data = {name: check_number(name, value) for name, value in decoding.items()}

@@ -257,7 +257,8 @@ class RunAnalysis:
     Test sets are named as in tables (``unseen_k``, ``probs/pe05``); ``cells`` maps a metric to ``{(model, test
     set): Cell}``; ``false_positives`` is ``{(model, clean test set): Cell}`` of the false-positive rate;
     ``keep_bias`` and ``similarity_prior`` are ``{(model, seed): the decoding setting tuned on validation}``
-    (``None`` when the results do not say); ``not_evidence`` says why the numbers mean nothing (``None`` when they may mean something)."""
+    (``None`` when the results do not say); ``not_evidence`` says why the numbers mean nothing (``None`` when they
+    may mean something)."""
 
     preset: str | None
     models: list[str]

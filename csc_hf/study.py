@@ -407,9 +407,10 @@ class Study:
         stage.finish({"config": config})
 
     def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage, augmented: bool = False) -> Stage:
-        """Score one model on every test split (keep_bias and similarity_prior tuned on validation) into the stage's ``records.json``, save
-        its predictions (``predictions/``), and save the tuned decoding with the model (its ``csc_decoding.json``);
-        ``augmented``: a model of the augmentation stage, on its tests, its seen pairs those of its own training data."""
+        """Score one model on every test split (keep_bias and similarity_prior tuned on validation) into the stage's
+        ``records.json``, save its predictions (``predictions/``), and save the tuned decoding with the model (its
+        ``csc_decoding.json``); ``augmented``: a model of the augmentation stage, on its tests, its seen pairs those of
+        its own training data."""
         p = self.preset
         stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented))
         tests = p.augmentation_study.tests if augmented else p.tests
