@@ -225,8 +225,10 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         raise ValueError(f"--bootstrap {args.bootstrap}: give a number of resamples >= 0 (0: no intervals)")
     if args.keep_bias is not None and not all(math.isfinite(bias) for bias in args.keep_bias):
         raise ValueError(f"--keep-bias {' '.join(map(str, args.keep_bias))}: give finite numbers")
-    if args.similarity_prior is not None and not all(math.isfinite(p) and p >= 0 for p in args.similarity_prior):
-        raise ValueError(f"--similarity-prior {' '.join(map(str, args.similarity_prior))}: give finite numbers >= 0")
+    from .pipeline import DECODING_KEYS, check_decoding
+
+    for prior in args.similarity_prior or ():
+        check_decoding("similarity_prior", prior, "--similarity-prior")
     unknown = [name for name in args.configs if name not in CONFIGS]
     if unknown:
         raise ValueError(f"--configs: unknown {unknown}; choose from {', '.join(CONFIGS)}")
@@ -240,8 +242,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                              save_decoding=tuned, trust_remote_code=args.trust_remote_code, precision=args.precision)
     rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in ("char_cor_f1", "char_det_f1",
             "sent_cor_f1", "sent_det_f1", "fpr")} for r in records}
-    decoding = ", ".join(f"{name} {records[0][name]:g}" for name in ("keep_bias", "threshold", "similarity_prior")
-                         ) if records else "-"
+    decoding = ", ".join(f"{name} {records[0][name]:g}" for name in DECODING_KEYS) if records else "-"
     _print_table(f"{args.model} ({decoding}{'; tuned and saved with the model' if tuned else ''})", rows)
     if args.output:
         write_atomic(args.output, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
@@ -261,21 +262,17 @@ def cmd_score(args: argparse.Namespace) -> None:
 
 def cmd_correct(args: argparse.Namespace) -> None:
     from .files import read_lines
-    from .pipeline import Corrector
+    from .pipeline import DECODING_KEYS, Corrector, check_decoding
 
     if bool(args.texts) == bool(args.file):
         raise ValueError("give TEXT arguments or --file, not both")
-    for name, value in (("--keep-bias", args.keep_bias), ("--threshold", args.threshold),
-                        ("--similarity-prior", args.similarity_prior)):
-        if value is not None and not math.isfinite(value):
-            raise ValueError(f"{name} {value}: give a finite number")
-    if args.similarity_prior is not None and args.similarity_prior < 0:
-        raise ValueError(f"--similarity-prior {args.similarity_prior}: give a number >= 0 (0: off)")
+    for name in DECODING_KEYS:
+        if getattr(args, name) is not None:
+            check_decoding(name, getattr(args, name), f"--{name.replace('_', '-')}")
     check_output(args.output)
     texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
     _check_model(args.model)
-    given = {name: getattr(args, name) for name in ("keep_bias", "threshold", "similarity_prior")
-             if getattr(args, name) is not None}
+    given = {name: getattr(args, name) for name in DECODING_KEYS if getattr(args, name) is not None}
     corrector = Corrector.from_pretrained(args.model, trust_remote_code=args.trust_remote_code,
                                           precision=args.precision, **given)
     lines = corrector.correct(texts)
@@ -409,8 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
     evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000; 0: none)")
     evaluate.add_argument("--keep-bias", type=float, nargs="+", metavar="BIAS",
-                          help="source-logit bias; several values: tuned on the validation split and saved with the "
-                          "model (csc_decoding.json), the default of later loads (default: the saved value, else 0)")
+                          help="source-logit bias; several values: tuned on the validation split (with "
+                          "--similarity-prior) and saved with the model (csc_decoding.json), the default of later "
+                          "loads (default: the saved value, else 0)")
     evaluate.add_argument("--similarity-prior", type=float, nargs="+", metavar="BETA",
                           help="added to the logits of characters that sound or look like the source (character "
                           "knowledge, not training pairs); several values: tuned with --keep-bias on the validation "

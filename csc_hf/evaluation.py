@@ -1,5 +1,6 @@
 """Evaluation of saved models, shared by ``csc-bench evaluate`` and ``csc-bench run``: correct every split of the test
-configs with a model (``keep_bias`` tuned on the validation split, or the decoding saved with the model) and score it
+configs with a model (``keep_bias`` and ``similarity_prior`` tuned on the validation split, or the decoding saved
+with the model) and score it
 (:func:`evaluate_model`); save each split's predictions as edits (:func:`write_predictions`,
 :func:`read_predictions`); and compare two models' saved predictions on the same sentences (:func:`paired_comparisons`).
 """
@@ -50,8 +51,9 @@ def tune_decoding(
     corrector, validation, keep_bias_grid: Sequence[float], similarity_prior_grid: Sequence[float] = (0.0,)
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The ``keep_bias`` and ``similarity_prior`` of the two grids with the best character-level correction F1 on
-    ``validation`` (ties: the smaller values), and each cell's F1 keyed ``"keep_bias/similarity_prior"`` (none tried
-    when the grids make one cell). A seq2seq model has no logits to bias: it keeps 0 and 0 untried."""
+    ``validation`` (ties: the smaller prior, then the smaller bias), and each cell's F1 keyed
+    ``"keep_bias/similarity_prior"`` (none tried when the grids make one cell). A seq2seq model has no logits to
+    bias: it keeps 0 and 0 untried."""
     cells = [(b, p) for b in keep_bias_grid for p in similarity_prior_grid]
     if corrector.seq2seq:
         return {"keep_bias": 0.0, "similarity_prior": 0.0}, {}
@@ -62,7 +64,7 @@ def tune_decoding(
         predictions = corrector.with_options(keep_bias=bias, similarity_prior=prior).correct(validation["source"])
         f1 = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
         validation_f1[f"{bias:g}/{prior:g}"] = f1
-    best = max(cells, key=lambda cell: (validation_f1[f"{cell[0]:g}/{cell[1]:g}"], -cell[0], -cell[1]))
+    best = max(cells, key=lambda cell: (validation_f1[f"{cell[0]:g}/{cell[1]:g}"], -cell[1], -cell[0]))
     return {"keep_bias": best[0], "similarity_prior": best[1]}, validation_f1
 
 
@@ -93,7 +95,7 @@ def evaluate_model(
     the training data of ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``). ``precision``
     is the Corrector's (``auto``: bf16 autocast where the CPU computes bf16)."""
     from . import hub
-    from .pipeline import Corrector
+    from .pipeline import DECODING_KEYS, Corrector
     from .pipeline import save_decoding as write_decoding
 
     corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code,
@@ -109,7 +111,7 @@ def evaluate_model(
             if max_validation:
                 validation = validation.select(range(min(max_validation, len(validation))))
         chosen, validation_f1 = tune_decoding(corrector, validation, grids["keep_bias"], grids["similarity_prior"])
-        corrector.keep_bias, corrector.similarity_prior = chosen["keep_bias"], chosen["similarity_prior"]
+        corrector = corrector.with_options(**chosen)  # checks the values
         tuning = {"grid": grids}
         if validation is not None:
             tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1",
@@ -118,9 +120,7 @@ def evaluate_model(
                         "%s)", model_dir, chosen["keep_bias"], chosen["similarity_prior"], validation_f1)
     if save_decoding:
         if hub.is_local(model_dir):
-            decoding = {"keep_bias": corrector.keep_bias, "threshold": corrector.threshold,
-                        "similarity_prior": corrector.similarity_prior}
-            saved = write_decoding(model_dir, decoding, tuning)
+            saved = write_decoding(model_dir, {name: getattr(corrector, name) for name in DECODING_KEYS}, tuning)
             logger.info("saved the decoding in %s", saved)
         else:
             logger.warning("%s is not a local folder: its decoding is not saved", model_dir)
@@ -144,8 +144,7 @@ def evaluate_model(
                        bootstrap=bootstrap)
         known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
         records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec) if known else None,
-                        "keep_bias": corrector.keep_bias, "threshold": corrector.threshold,
-                        "similarity_prior": corrector.similarity_prior, "scores": scores})
+                        **{name: getattr(corrector, name) for name in DECODING_KEYS}, "scores": scores})
         changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
         logger.info("%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s", name, spec.split, len(predictions),
                     changed, scores["char_cor_f1"], time.monotonic() - started)

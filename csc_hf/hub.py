@@ -144,6 +144,8 @@ def card_metadata(name: str, records: list[dict], training: dict, license: str =
     """The card's YAML front matter: licence, base model (a Hub ``init_from``), datasets, pipeline tag, tags, and a
     ``model-index`` with one result per scored test split (the csc_bench config and its parameters, the metrics
     under their names and convention)."""
+    from .pipeline import DECODING_KEYS  # pipeline imports this module
+
     init_from = training.get("init_from")
     dataset_ids = [BENCHMARK] if training.get("use_benchmark", True) else []
     dataset_ids += [spec.removeprefix("datasets:") for spec in training.get("train_files") or []
@@ -170,7 +172,7 @@ def card_metadata(name: str, records: list[dict], training: dict, license: str =
         convention = r["scores"].get("convention", "strict")
         metrics = [{"type": key, "name": f"{METRIC_NAMES[key]} ({convention} convention)",
                     "value": round(float(r["scores"][key]), 4),
-                    "args": {"convention": convention, **({"keep_bias": r["keep_bias"]} if "keep_bias" in r else {})}}
+                    "args": {"convention": convention, **{k: r[k] for k in DECODING_KEYS if k in r}}}
                    for key in CARD_KEYS]
         results.append({"task": dict(TASK), "dataset": dataset, "metrics": metrics})
     if results:
@@ -184,6 +186,8 @@ def model_card(name: str, records: list[dict], training: dict | None = None, dec
     settings, what it was trained on, and each test split's scores with intervals where present (or a line saying it
     has no scores yet)."""
     import yaml
+
+    from .pipeline import DECODING_KEYS  # pipeline imports this module
 
     training, decoding = training or {}, decoding or {}
     meta = card_metadata(name, records, training, license, model_type)
@@ -209,8 +213,9 @@ def model_card(name: str, records: list[dict], training: dict | None = None, dec
             for key in CARD_KEYS:
                 low, high = s.get(f"{key}_ci_low"), s.get(f"{key}_ci_high")
                 cells.append(f"{s[key]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else ""))
-            rows.append(f"| {r['config']}/{r['split']} | {r.get('keep_bias', '-')} | " + " | ".join(cells) + " |")
-        header = f"| test set | keep_bias | {' | '.join(CARD_KEYS)} |"
+            decoding = ", ".join(f"{k} {r[k]:g}" for k in DECODING_KEYS if k in r) or "-"
+            rows.append(f"| {r['config']}/{r['split']} | {decoding} | " + " | ".join(cells) + " |")
+        header = f"| test set | decoding | {' | '.join(CARD_KEYS)} |"
         table = "\n".join([header, "|---" * (len(CARD_KEYS) + 2) + "|", *rows])
         params = {json.dumps(scrub(p), ensure_ascii=False, sort_keys=True) if p is not None else None
                   for p in (scored_with(r, training) for r in records)}

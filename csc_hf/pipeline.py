@@ -25,7 +25,8 @@ ships in their folder and is not installed; csc_hf's own models load without it)
   generation settings; its output is aligned to the source (`aligned_substitutions`: shared characters matched
   first, the rest by `csc_hf.scoring.align`, whitespace ignored on both sides) and only substitutions at a source
   position are kept. Its windows are sized in characters from each text's tokens per character.
-Seq2seq models give no probabilities (`probability` is None), so `threshold` and `keep_bias` must stay 0.
+Seq2seq models give no probabilities (`probability` is None), so `threshold`, `keep_bias` and `similarity_prior`
+must stay 0.
 
 Rules, for every model:
 - Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters; everything else (Latin, digits,
@@ -125,6 +126,18 @@ def protected_positions(text: str, terms: Iterable[str]) -> set[int]:
     return positions
 
 
+def check_decoding(name: str, value: Any, label: str | None = None) -> float:
+    """`value` of the decoding setting `name` (one of `DECODING_KEYS`) as a float, or an error naming `label` (default
+    `name`): `keep_bias` any finite number, `threshold` in [0, 1], `similarity_prior` at least 0 (0: off)."""
+    label = label or name
+    value = check_number(label, value)
+    if name == "threshold" and not 0.0 <= value <= 1.0:
+        raise ValueError(f"{label} must be in [0, 1], got {value}")
+    if name == "similarity_prior" and value < 0:
+        raise ValueError(f"{label} must be at least 0 (0: off), got {value}")
+    return value
+
+
 def check_number(name: str, value: Any) -> float:
     """`value` as a float, or an error naming the parameter `name` if it is not a finite real number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -155,7 +168,8 @@ def decode_edits(
     source = logits.gather(-1, source_ids)
     boosted = similar[input_ids] if similar is not None and similarity_prior else None
     if boosted is not None:  # the padding points at the source, whose logit is set just after
-        logits.scatter_add_(-1, boosted, torch.full(boosted.shape, similarity_prior, dtype=logits.dtype))
+        unboosted = logits.gather(-1, boosted)
+        logits.scatter_add_(-1, boosted, logits.new_full(boosted.shape, similarity_prior))
     if keep_bias or boosted is not None:
         logits.scatter_(-1, source_ids, source + keep_bias)
     predicted = logits.argmax(-1)
@@ -165,9 +179,8 @@ def decode_edits(
     rows, columns = (editable & (predicted != input_ids)).nonzero(as_tuple=True)
     ids = predicted[rows, columns]
     scores = logits[rows, columns].double()
-    if boosted is not None:
-        scores.scatter_add_(-1, boosted[rows, columns], torch.full(boosted[rows, columns].shape, -similarity_prior,
-                                                                   dtype=scores.dtype))
+    if boosted is not None:  # the model's own logits back
+        scores.scatter_(-1, boosted[rows, columns], unboosted[rows, columns].double())
     scores.scatter_(-1, source_ids[rows, columns], source[rows, columns].double())
     probabilities = (scores.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)).exp()
     kept = probabilities >= threshold
@@ -233,12 +246,7 @@ def load_decoding(path: str | os.PathLike) -> dict[str, float]:
     if not isinstance(data, dict) or (unknown := sorted(set(data) - {*DECODING_KEYS, "tuning"})):
         raise ValueError(f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
                          + (f", got the unknown keys {unknown}" if isinstance(data, dict) else ""))
-    decoding = {name: check_number(f"{found}: {name}", data[name]) for name in DECODING_KEYS if name in data}
-    if not 0.0 <= decoding.get("threshold", 0.0) <= 1.0:
-        raise ValueError(f"{found}: threshold must be in [0, 1], got {decoding['threshold']}")
-    if decoding.get("similarity_prior", 0.0) < 0:
-        raise ValueError(f"{found}: similarity_prior must be at least 0, got {decoding['similarity_prior']}")
-    return decoding
+    return {name: check_decoding(name, data[name], f"{found}: {name}") for name in DECODING_KEYS if name in data}
 
 
 def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
@@ -246,7 +254,7 @@ def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuni
     grid, scores) to the model folder's `csc_decoding.json`, whole or not at all; returns its path."""
     if unknown := sorted(set(decoding) - set(DECODING_KEYS)):
         raise ValueError(f"unknown decoding settings {unknown}; choose from {list(DECODING_KEYS)}")
-    data = {name: check_number(name, value) for name, value in decoding.items()}
+    data = {name: check_decoding(name, value) for name, value in decoding.items()}
     if tuning:
         data["tuning"] = dict(tuning)
     return write_atomic(Path(folder) / DECODING_FILE, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
@@ -329,12 +337,8 @@ class Corrector:
         protected_terms: Iterable[str],
         similarity_prior: float = 0.0,
     ) -> None:
-        threshold, keep_bias = check_number("threshold", threshold), check_number("keep_bias", keep_bias)
-        similarity_prior = check_number("similarity_prior", similarity_prior)
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be in [0, 1], got {threshold}")
-        if similarity_prior < 0:
-            raise ValueError(f"similarity_prior must be at least 0, got {similarity_prior}")
+        threshold, keep_bias = check_decoding("threshold", threshold), check_decoding("keep_bias", keep_bias)
+        similarity_prior = check_decoding("similarity_prior", similarity_prior)
         if self.seq2seq and (threshold or keep_bias or similarity_prior):
             raise ValueError("a seq2seq (BART) model gives no probabilities or logits per character: "
                              "threshold, keep_bias and similarity_prior must be 0")  # fmt: skip
@@ -449,11 +453,15 @@ class Corrector:
             self._char_ids[char] = found
         return found
 
-    def similar_tokens(self) -> torch.Tensor:
-        """`[vocab, K]`: the ids of each Han token's similar characters (`csc_hf.confusion.similar_characters` over
-        the vocabulary's single-character Han tokens), padded with the token's own id; every other token lists only
-        itself. Built once (seconds to a minute, by vocabulary size) and shared by `with_options` copies."""
-        if "table" not in self._similar:
+    def similar_tokens(self, device: str | torch.device = "cpu") -> torch.Tensor:
+        """`[vocab, K]` on `device`: the ids of each Han token's similar characters
+        (`csc_hf.confusion.similar_characters` over the vocabulary's single-character Han tokens), padded with the
+        token's own id; every other token lists only itself. Built once (seconds to a minute, by vocabulary size; from
+        pypinyin and the glyph fonts found, so their versions matter) and shared by `with_options` copies."""
+        key = str(torch.device(device))
+        if key in self._similar:
+            return self._similar[key]
+        if "cpu" not in self._similar:
             from csc_hf.confusion import similar_characters
 
             ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1 and self._han[i]}
@@ -462,8 +470,9 @@ class Corrector:
             table = torch.arange(self.model.config.vocab_size).unsqueeze(1).repeat(1, width)
             for char, others in similar.items():
                 table[ids[char], : len(others)] = torch.tensor([ids[c] for c in others], dtype=torch.long)
-            self._similar["table"] = table
-        return self._similar["table"]
+            self._similar["cpu"] = table
+        self._similar[key] = self._similar["cpu"].to(device)
+        return self._similar[key]
 
     def _encode(self, chunks: list[str]) -> dict[str, torch.Tensor]:
         """`input_ids` (`[CLS]`, one id per character, `[SEP]`, padding) and `attention_mask` of a batch."""
@@ -503,7 +512,7 @@ class Corrector:
         logits = self.model(**encoding).logits.float()
         input_ids = encoding["input_ids"]
         editable = self._editable.to(device)[input_ids]
-        similar = self.similar_tokens().to(device) if self.similarity_prior else None
+        similar = self.similar_tokens(device) if self.similarity_prior else None
         edits = decode_edits(input_ids, logits, self._han.to(device), editable, self.keep_bias, self.threshold,
                              similar, self.similarity_prior)
         rows, columns, ids, probabilities = edits
@@ -576,6 +585,6 @@ PIPELINE_REGISTRY.register_pipeline(
 
 __all__ = [
     "DECODING_FILE", "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit", "aligned_substitutions",
-    "check_number", "check_texts", "decode_edits", "generate_corrections", "load_decoding", "plan_windows",
-    "save_decoding",
+    "check_decoding", "check_number", "check_texts", "decode_edits", "generate_corrections", "load_decoding",
+    "plan_windows", "save_decoding",
 ]  # fmt: skip

@@ -202,7 +202,8 @@ def _decoding_table(analysis: RunAnalysis) -> list[str]:
 
     rows = [[m, *(cell(m, seed) for seed in analysis.seeds)] for m in analysis.models]
     text = (f"`keep_bias`, the bias added to the source character's logit, tuned on the validation split{among} "
-            "(best character-level correction F1; ties: the smaller bias). A seq2seq model has no source logit.")
+            "(best character-level correction F1; ties: the smaller prior, then the smaller bias). A seq2seq model has "
+            "no source logit.")
     if with_prior:
         text += (" Each cell is `keep_bias / similarity_prior`: the prior added to the logits of the characters that "
                  "sound or look like the source, tuned with it" + (f" among {', '.join(f'{p:g}' for p in prior_grid)}"

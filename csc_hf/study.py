@@ -136,16 +136,14 @@ class Preset:
         check_variants(self.variants, origin)
         if bad := [t for t in self.tests if t not in CONFIGS or t == "train"]:
             raise ValueError(f"{origin}: unknown test configs {bad}; choose from {', '.join(CONFIGS)}")
-        from .pipeline import check_number
+        from .pipeline import check_decoding
 
-        for name in ("keep_bias_grid", "similarity_prior_grid"):
-            grid = getattr(self, name)
+        for name in ("keep_bias", "similarity_prior"):
+            grid = getattr(self, f"{name}_grid")
             if not isinstance(grid, list) or not grid:
-                raise ValueError(f"{origin}: {name}={grid!r} must be a non-empty list of numbers")
+                raise ValueError(f"{origin}: {name}_grid={grid!r} must be a non-empty list of numbers")
             for value in grid:
-                check_number(f"{origin}: {name}", value)
-        if bad := [value for value in self.similarity_prior_grid if value < 0]:
-            raise ValueError(f"{origin}: similarity_prior_grid: {bad} below 0 (0 turns the prior off)")
+                check_decoding(name, value, f"{origin}: {name}_grid")
         if self.launcher:
             found = resources.trainer_config(self.launcher)  # as given, or a shipped accelerate config
             if not found.is_file():
@@ -635,6 +633,7 @@ def write_results(
 ) -> Path:
     """``results.json`` (with each stage's wall time, the paired comparisons and, with an augmentation stage, its
     leak filter, coverage, records and paired comparisons), ``results.csv`` and the report."""
+    from .pipeline import DECODING_KEYS
     from .report import write_report
 
     run_dir = Path(run_dir)
@@ -645,9 +644,9 @@ def write_results(
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
     with open(run_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["model", "seed", "config", "split", "error_prob", "keep_bias", *numeric])
+        writer.writerow(["model", "seed", "config", "split", "error_prob", *DECODING_KEYS, *numeric])
         for r in records:
-            writer.writerow([r["model"], r["seed"], r["config"], r["split"], r["error_prob"], r["keep_bias"],
-                             *(r["scores"].get(k, "") for k in numeric)])
+            writer.writerow([r["model"], r["seed"], r["config"], r["split"], r["error_prob"],
+                             *(r.get(k, "") for k in DECODING_KEYS), *(r["scores"].get(k, "") for k in numeric)])
     write_report(run_dir)
     return path

@@ -157,6 +157,8 @@ def test_seq2seq_checkpoint_is_aligned_to_the_source(seq2seq_dir):
     assert all(e["wrong"] not in "我们他" for r in protected(ODD + SENTENCES) for e in r["edits"])
     with pytest.raises(ValueError, match="no probabilities"):
         corrector.with_options(keep_bias=1.0)
+    with pytest.raises(ValueError, match="similarity_prior must be 0"):
+        corrector.with_options(similarity_prior=1.0)
 
 
 def rewrite(text: str) -> str:

@@ -115,6 +115,11 @@ def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, c
     chosen = f"{record['keep_bias']:g}/{record['similarity_prior']:g}"
     assert saved["tuning"]["scores"][chosen] == best and saved["similarity_prior"] == record["similarity_prior"]
     assert Corrector.from_pretrained(copy).similarity_prior == record["similarity_prior"]
+    save_decoding(copy, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
+    records = evaluate_model(copy, ["test"], preset.bench_params, bootstrap=0, keep_bias_grid=[0.0, 1000.0])
+    assert records[0]["similarity_prior"] == 2.5  # no prior grid: the saved prior, tuned with nothing else
+    with pytest.raises(ValueError, match="similarity_prior must be at least 0"):
+        evaluate_model(copy, ["test"], preset.bench_params, bootstrap=0, similarity_prior_grid=[-1.0])
 
 
 # ---- the file itself, on a tiny random model -------------------------------------------------------------------------
@@ -174,6 +179,9 @@ def test_corrector_builds_the_similarity_table_once_and_saves_the_prior(tiny_dir
     copy = corrector.with_options(similarity_prior=0.0)
     assert copy.similarity_prior == 0.0 and corrector.similarity_prior == 1.5 and copy.similar_tokens() is table
     assert corrector.correct("我们去北京") == corrector.correct(["我们去北京"])[0]
+    checker = pipeline("chinese-spelling-check", model=str(tiny_dir))
+    assert checker("我们去北京", similarity_prior=1e4)["prediction"] == corrector.with_options(
+        similarity_prior=1e4).correct("我们去北京")  # per call, as the Corrector decodes
     save_decoding(tiny_dir, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
     assert Corrector.from_pretrained(tiny_dir).similarity_prior == 2.5
     assert pipeline("chinese-spelling-check", model=str(tiny_dir)).corrector.similarity_prior == 2.5

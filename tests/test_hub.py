@@ -44,7 +44,7 @@ def trained(tmp_path_factory, small_corpus):
     for name in ("optimizer.pt", "scheduler.pt", "rng_state.pth"):
         (model / name).write_bytes(b"pickle")
     (model / "done.json").write_text("{}")
-    (model / "csc_decoding.json").write_text(json.dumps({"keep_bias": 2.0, "threshold": 0.1}))
+    (model / "csc_decoding.json").write_text(json.dumps({"keep_bias": 2.0, "threshold": 0.1, "similarity_prior": 3.0}))
     return model
 
 
@@ -93,8 +93,8 @@ def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
     metrics = {m["type"]: m for m in result["metrics"]}
     assert set(metrics) == set(hub.CARD_KEYS) and metrics["char_cor_f1"]["value"] == 0.5
     assert metrics["fpr"]["name"].endswith("(strict convention)") and metrics["fpr"]["args"]["keep_bias"] == 2.0
-    assert "`keep_bias` = 2.0, `threshold` = 0.1 (saved with the model)" in card
-    assert "| test/test | 2.0 | 0.500 [0.400, 0.600] | 0.600 |" in card
+    assert "`keep_bias` = 2.0, `threshold` = 0.1, `similarity_prior` = 3.0 (saved with the model)" in card
+    assert "| test/test | keep_bias 2 | 0.500 [0.400, 0.600] | 0.600 |" in card
 
 
 def test_card_without_results_says_there_are_no_scores(trained, tmp_path, capsys):

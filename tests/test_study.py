@@ -204,11 +204,15 @@ def test_stage_keys_follow_inputs(tmp_path):
 
 
 def test_a_similarity_prior_grid_changes_only_the_evaluations(tmp_path):
-    plain = Study(Preset.load("smoke"), tmp_path)
-    off = Study(dataclasses.replace(Preset.load("smoke"), similarity_prior_grid=[0.0]), tmp_path)
-    tuned = Study(dataclasses.replace(Preset.load("smoke"), similarity_prior_grid=[0.0, 2.0]), tmp_path)
-    assert plain.folders("bert", 0) == off.folders("bert", 0)  # the default leaves earlier runs' keys alone
-    (model, evaluation), (tuned_model, tuned_evaluation) = plain.folders("bert", 0), tuned.folders("bert", 0)
+    preset = Preset.load("smoke")
+    plain = Study(preset, tmp_path)
+    tuned = Study(dataclasses.replace(preset, similarity_prior_grid=[0.0, 2.0]), tmp_path)
+    model, evaluation = plain.folders("bert", 0)
+    build = plain.directory("build", preset.bench_params, preset.tests)
+    before = plain.directory(f"eval-{model.name}", preset.tests, preset.bootstrap, preset.keep_bias_grid, build.name,
+                             {"precision": plain._inference_precision()})  # the key before the prior existed
+    assert evaluation == before  # the default grid leaves earlier runs' evaluations where they are
+    tuned_model, tuned_evaluation = tuned.folders("bert", 0)
     assert model == tuned_model and evaluation != tuned_evaluation
 
 
