@@ -121,6 +121,8 @@ def evaluate_model(
     if save_decoding:
         if hub.is_local(model_dir):
             saved = write_decoding(model_dir, {name: getattr(corrector, name) for name in DECODING_KEYS}, tuning)
+            if corrector.similarity_prior:  # its characters too: they depend on pypinyin and the fonts found
+                corrector.save_similar(model_dir)
             logger.info("saved the decoding in %s", saved)
         else:
             logger.warning("%s is not a local folder: its decoding is not saved", model_dir)

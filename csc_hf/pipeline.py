@@ -36,14 +36,14 @@ Rules, for every model:
   predicted character's probability (the model's softmax, without the biases) is at least `threshold`.
   `similarity_prior` (default 0: off) adds that much to the logits of the characters that sound or look like the
   source by character knowledge alone (`csc_hf.confusion.similar_characters` over the vocabulary, built once per
-  Corrector), a prior for errors the model never saw corrected.
+  Corrector, or the model folder's `csc_similar.json`), a prior for errors the model never saw corrected.
 - Texts longer than the model's maximum length run in overlapping windows of characters; each character is predicted
   once, by the window where it is most central (`plan_windows`).
 - Texts are corrected in batches of similar length; results come back in input order.
 
 The decoding a model was evaluated with (`keep_bias`, `threshold`, `similarity_prior`) is saved next to it in
 `csc_decoding.json` (`save_decoding`; `csc-bench evaluate` with a `--keep-bias` or `--similarity-prior` grid and the
-study write it) and is the default of
+study write it, with the prior's characters in `csc_similar.json` when the prior is on) and is the default of
 `Corrector.from_pretrained`, the pipeline task, `csc-bench correct` and `csc-bench evaluate`; an explicit argument
 wins.
 """
@@ -83,6 +83,7 @@ from csc_hf.scoring import align
 logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
 DECODING_FILE = "csc_decoding.json"  # in a model folder: the decoding it was evaluated with (`save_decoding`)
+SIMILAR_FILE = "csc_similar.json"  # in a model folder: the similarity prior's characters it was evaluated with
 DECODING_KEYS = ("keep_bias", "threshold", "similarity_prior")  # the Corrector options it holds ("tuning": how chosen)
 UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no limit" (transformers' huge default)
 DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
@@ -229,14 +230,36 @@ def generate_corrections(
     return tokenizer.batch_decode(outputs, skip_special_tokens=True)
 
 
+def _model_file(path: str | os.PathLike, name: str) -> str | None:
+    """The file `name` of the model at `path` (a folder or a Hub id), or None when it has none."""
+    if hub.is_local(path) and not Path(path).expanduser().is_dir():  # a model built in memory, or its folder is gone
+        return None
+    return cached_file(os.path.expanduser(str(path)), name, _raise_exceptions_for_missing_entries=False,
+                       _raise_exceptions_for_connection_errors=False)  # fmt: skip
+
+
+def load_similar(path: str | os.PathLike) -> dict[str, str] | None:
+    """The similar characters saved with the model at `path` (`csc_similar.json`: each character mapped to a string
+    of its similar characters, written by `Corrector.save_similar`), or None when it has none. A malformed file is a
+    ValueError naming it."""
+    found = _model_file(path, SIMILAR_FILE)
+    if found is None:
+        return None
+    try:
+        data = json.loads(Path(found).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{found}: not a JSON file ({err}); delete it or evaluate the model again") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and len(k) == 1 and isinstance(v, str)
+                                             for k, v in data.items()):
+        raise ValueError(f"{found}: expected a JSON object mapping single characters to strings of characters")
+    return data
+
+
 def load_decoding(path: str | os.PathLike) -> dict[str, float]:
     """The decoding saved with the model at `path` (a folder or a Hub id): `{"keep_bias": ..., "threshold": ...}`
     (and `similarity_prior` when it was saved) from its `csc_decoding.json`, or `{}` when it has none. A malformed
     file is a ValueError naming it."""
-    if hub.is_local(path) and not Path(path).expanduser().is_dir():  # a model built in memory, or its folder is gone
-        return {}
-    found = cached_file(os.path.expanduser(str(path)), DECODING_FILE, _raise_exceptions_for_missing_entries=False,
-                        _raise_exceptions_for_connection_errors=False)  # fmt: skip
+    found = _model_file(path, DECODING_FILE)
     if found is None:
         return {}
     try:
@@ -272,6 +295,8 @@ class Corrector:
         keep_bias: added to the source character's logit before the argmax (larger: fewer edits); finite.
         similarity_prior: added to the logits of the characters similar to the source (see the module docstring);
             finite, at least 0; 0 (the default) turns the prior off.
+        similar_characters: the prior's candidates, each character mapped to a string of its similar characters
+            (default: `csc_hf.confusion.similar_characters` over the vocabulary, built on first use).
         protected_chars: characters never changed.
         protected_terms: strings whose every occurrence is left as is.
         overlap: characters shared by consecutive windows of a long text (default: a quarter of the window).
@@ -295,6 +320,7 @@ class Corrector:
         protected_chars: Iterable[str] = (),
         protected_terms: Iterable[str] = (),
         similarity_prior: float = 0.0,
+        similar_characters: Mapping[str, str] | None = None,
         overlap: int | None = None,
         device: str | torch.device | None = None,
         precision: str = "auto",
@@ -326,7 +352,7 @@ class Corrector:
         self._char_ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1}
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self._normalizer = getattr(backend, "normalizer", None)
-        self._similar: dict[str, torch.Tensor] = {}  # the prior's table, built on first use; copies share it
+        self._similar: dict[str, Any] = {"characters": similar_characters, "tables": {}}  # the prior; copies share it
         self._set_options(threshold, keep_bias, protected_chars, protected_terms, similarity_prior)
 
     def _set_options(
@@ -383,7 +409,9 @@ class Corrector:
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
         model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        return cls(model, tokenizer, **{**load_decoding(path), **kwargs})
+        similar = load_similar(path)
+        return cls(model, tokenizer, **{**load_decoding(path), **({"similar_characters": similar} if similar else {}),
+                                        **kwargs})
 
     def __call__(self, texts: str | Iterable[str]) -> dict[str, Any] | list[dict[str, Any]]:
         """`{"source", "prediction", "edits": [{"position", "wrong", "right", "probability"}]}` for a str, a list
@@ -454,25 +482,36 @@ class Corrector:
         return found
 
     def similar_tokens(self, device: str | torch.device = "cpu") -> torch.Tensor:
-        """`[vocab, K]` on `device`: the ids of each Han token's similar characters
-        (`csc_hf.confusion.similar_characters` over the vocabulary's single-character Han tokens), padded with the
-        token's own id; every other token lists only itself. Built once (seconds to a minute, by vocabulary size; from
-        pypinyin and the glyph fonts found, so their versions matter) and shared by `with_options` copies."""
-        key = str(torch.device(device))
-        if key in self._similar:
-            return self._similar[key]
-        if "cpu" not in self._similar:
+        """`[vocab, K]` on `device`: the ids of each Han token's similar characters, padded with the token's own id;
+        every other token lists only itself. The characters are those given to the Corrector (a model folder's
+        `csc_similar.json`), else `csc_hf.confusion.similar_characters` over the vocabulary's single-character Han
+        tokens, built on first use (seconds to a minute, by vocabulary size, from pypinyin and the glyph fonts found:
+        `save_similar` keeps them). Shared by `with_options` copies."""
+        tables, key = self._similar["tables"], str(torch.device(device))
+        if key in tables:
+            return tables[key]
+        if "cpu" not in tables:
             from csc_hf.confusion import similar_characters
 
             ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1 and self._han[i]}
-            similar = similar_characters(list(ids))
+            if self._similar["characters"] is None:
+                self._similar["characters"] = {c: "".join(o) for c, o in similar_characters(list(ids)).items()}
+            similar = {c: list(dict.fromkeys(o for o in others if o in ids and o != c))
+                       for c, others in self._similar["characters"].items() if c in ids}  # fmt: skip
             width = max(map(len, similar.values()), default=0) or 1
             table = torch.arange(self.model.config.vocab_size).unsqueeze(1).repeat(1, width)
             for char, others in similar.items():
                 table[ids[char], : len(others)] = torch.tensor([ids[c] for c in others], dtype=torch.long)
-            self._similar["cpu"] = table
-        self._similar[key] = self._similar["cpu"].to(device)
-        return self._similar[key]
+            tables["cpu"] = table
+        tables[key] = tables["cpu"].to(device)
+        return tables[key]
+
+    def save_similar(self, folder: str | os.PathLike) -> Path:
+        """Write the prior's similar characters to `folder`'s `csc_similar.json` (whole or not at all), so that the
+        model decodes with the same prior where pypinyin or the fonts differ; returns its path."""
+        self.similar_tokens()
+        text = json.dumps(self._similar["characters"], indent=0, ensure_ascii=False, sort_keys=True)
+        return write_atomic(Path(folder) / SIMILAR_FILE, text + "\n")
 
     def _encode(self, chunks: list[str]) -> dict[str, torch.Tensor]:
         """`input_ids` (`[CLS]`, one id per character, `[SEP]`, padding) and `attention_mask` of a batch."""
@@ -541,7 +580,8 @@ class ChineseSpellingCheckPipeline(Pipeline):
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("batch_size", 32)
         super().__init__(*args, **kwargs)
-        saved = load_decoding(self.model.name_or_path) if self.model.name_or_path else {}
+        path = self.model.name_or_path
+        saved = {**load_decoding(path), "similar_characters": load_similar(path)} if path else {}
         self.corrector = Corrector(self.model, self.tokenizer, batch_size=self._batch_size,
                                    **{**saved, **self._forward_params})  # fmt: skip
 
@@ -584,7 +624,7 @@ PIPELINE_REGISTRY.register_pipeline(
 )
 
 __all__ = [
-    "DECODING_FILE", "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit", "aligned_substitutions",
-    "check_decoding", "check_number", "check_texts", "decode_edits", "generate_corrections", "load_decoding",
-    "plan_windows", "save_decoding",
+    "DECODING_FILE", "SIMILAR_FILE", "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit",
+    "aligned_substitutions", "check_decoding", "check_number", "check_texts", "decode_edits",
+    "generate_corrections", "load_decoding", "load_similar", "plan_windows", "save_decoding",
 ]  # fmt: skip

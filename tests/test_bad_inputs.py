@@ -96,7 +96,7 @@ def _corrector(call: str = "", **options):
     return run
 
 
-def _saved_corrector(tokenizer: bool = True, decoding: str | None = None):
+def _saved_corrector(tokenizer: bool = True, decoding: str | None = None, similar: str | None = None):
     """``Corrector.from_pretrained`` of a tiny model saved in ``tmp/m`` (with its tokenizer, and ``decoding`` as its
     csc_decoding.json)."""
 
@@ -112,6 +112,8 @@ def _saved_corrector(tokenizer: bool = True, decoding: str | None = None):
             characters.save_pretrained(tmp / "m")
         if decoding is not None:
             (tmp / "m" / DECODING_FILE).write_text(decoding, encoding="utf-8")
+        if similar is not None:
+            (tmp / "m" / "csc_similar.json").write_text(similar, encoding="utf-8")
         return Corrector.from_pretrained(tmp / "m")
 
     return run
@@ -155,6 +157,9 @@ LIBRARY_MODELS: list[Bad] = [
     Bad("Corrector similarity_prior a str", _corrector(similarity_prior="2"), "similarity_prior must be a number"),
     Bad("pipeline similarity_prior inf", _corrector("pipeline", similarity_prior=float("inf")),
         "similarity_prior must be a finite number"),
+    Bad("csc_similar.json not a mapping of characters", _saved_corrector(similar='{"们": ["门"]}'),
+        "csc_similar.json: expected a JSON object mapping single characters to strings"),
+    Bad("csc_similar.json not JSON", _saved_corrector(similar="们: 门"), "csc_similar.json: not a JSON file"),
     Bad("csc_decoding.json similarity_prior negative", _saved_corrector(decoding='{"similarity_prior": -2}'),
         "similarity_prior must be at least 0"),
 ]

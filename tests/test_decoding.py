@@ -16,9 +16,11 @@ from csc_hf.evaluation import PREDICTIONS, evaluate_model, read_predictions
 from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
 from csc_hf.pipeline import (
     DECODING_FILE,
+    SIMILAR_FILE,
     Corrector,
     decode_edits,
     load_decoding,
+    load_similar,
     save_decoding,
 )
 from csc_hf.study import RECORDS, Preset, Study
@@ -114,6 +116,7 @@ def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, c
     best = max(saved["tuning"]["scores"].values())
     chosen = f"{record['keep_bias']:g}/{record['similarity_prior']:g}"
     assert saved["tuning"]["scores"][chosen] == best and saved["similarity_prior"] == record["similarity_prior"]
+    assert (copy / SIMILAR_FILE).is_file() == (record["similarity_prior"] > 0)
     assert Corrector.from_pretrained(copy).similarity_prior == record["similarity_prior"]
     save_decoding(copy, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
     records = evaluate_model(copy, ["test"], preset.bench_params, bootstrap=0, keep_bias_grid=[0.0, 1000.0])
@@ -185,6 +188,28 @@ def test_corrector_builds_the_similarity_table_once_and_saves_the_prior(tiny_dir
     save_decoding(tiny_dir, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
     assert Corrector.from_pretrained(tiny_dir).similarity_prior == 2.5
     assert pipeline("chinese-spelling-check", model=str(tiny_dir)).corrector.similarity_prior == 2.5
+
+
+def test_saved_similar_characters_decode_without_rebuilding_them(tiny_dir, monkeypatch):
+    from csc_hf import confusion
+
+    corrector = Corrector.from_pretrained(tiny_dir, similarity_prior=1e4)
+    expected, table = corrector.correct("我们去北京天安门"), corrector.similar_tokens()
+    assert corrector.save_similar(tiny_dir) == tiny_dir / SIMILAR_FILE and load_similar(tiny_dir)["们"][0] == "门"
+
+    def rebuilt(chars, *args, **kwargs):
+        raise AssertionError("the saved characters should be used")
+
+    monkeypatch.setattr(confusion, "similar_characters", rebuilt)  # as on a machine with other fonts or pypinyin
+    loaded = Corrector.from_pretrained(tiny_dir, similarity_prior=1e4)
+    assert torch.equal(loaded.similar_tokens(), table) and loaded.correct("我们去北京天安门") == expected
+    checker = pipeline("chinese-spelling-check", model=str(tiny_dir), similarity_prior=1e4)
+    assert checker("我们去北京天安门")["prediction"] == expected
+    (tiny_dir / SIMILAR_FILE).write_text('{"们": "门门我", "x": "们", "我": "我"}', encoding="utf-8")
+    table = Corrector.from_pretrained(tiny_dir).similar_tokens()  # no repeats, no key itself, no unknown characters
+    ids = CSCTokenizer.from_pretrained(tiny_dir).convert_tokens_to_ids
+    assert table[ids("们")].tolist()[:2] == [ids("门"), ids("我")]
+    assert set(table[ids("我")].tolist()) == {ids("我")}
 
 
 def test_evaluate_model_of_a_hub_id_does_not_save(monkeypatch, tiny_dir, small_params, caplog):
