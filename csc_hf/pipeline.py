@@ -230,25 +230,28 @@ def generate_corrections(
     return tokenizer.batch_decode(outputs, skip_special_tokens=True)
 
 
-def _model_file(path: str | os.PathLike, name: str) -> str | None:
-    """The file `name` of the model at `path` (a folder or a Hub id), or None when it has none."""
+def _model_json(path: str | os.PathLike, name: str) -> tuple[str, Any] | None:
+    """The json file `name` of the model at `path` (a folder or a Hub id) as `(its path, its data)`, or None when
+    the model has none; a file that is not JSON is a ValueError naming it."""
     if hub.is_local(path) and not Path(path).expanduser().is_dir():  # a model built in memory, or its folder is gone
         return None
-    return cached_file(os.path.expanduser(str(path)), name, _raise_exceptions_for_missing_entries=False,
-                       _raise_exceptions_for_connection_errors=False)  # fmt: skip
+    found = cached_file(os.path.expanduser(str(path)), name, _raise_exceptions_for_missing_entries=False,
+                        _raise_exceptions_for_connection_errors=False)  # fmt: skip
+    if found is None:
+        return None
+    try:
+        return found, json.loads(Path(found).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
 
 
 def load_similar(path: str | os.PathLike) -> dict[str, str] | None:
     """The similar characters saved with the model at `path` (`csc_similar.json`: each character mapped to a string
     of its similar characters, written by `Corrector.save_similar`), or None when it has none. A malformed file is a
     ValueError naming it."""
-    found = _model_file(path, SIMILAR_FILE)
-    if found is None:
+    if (saved := _model_json(path, SIMILAR_FILE)) is None:
         return None
-    try:
-        data = json.loads(Path(found).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{found}: not a JSON file ({err}); delete it or evaluate the model again") from None
+    found, data = saved
     if not isinstance(data, dict) or not all(isinstance(k, str) and len(k) == 1 and isinstance(v, str)
                                              for k, v in data.items()):
         raise ValueError(f"{found}: expected a JSON object mapping single characters to strings of characters")
@@ -259,17 +262,18 @@ def load_decoding(path: str | os.PathLike) -> dict[str, float]:
     """The decoding saved with the model at `path` (a folder or a Hub id): `{"keep_bias": ..., "threshold": ...}`
     (and `similarity_prior` when it was saved) from its `csc_decoding.json`, or `{}` when it has none. A malformed
     file is a ValueError naming it."""
-    found = _model_file(path, DECODING_FILE)
-    if found is None:
+    if (saved := _model_json(path, DECODING_FILE)) is None:
         return {}
-    try:
-        data = json.loads(Path(found).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
+    found, data = saved
     if not isinstance(data, dict) or (unknown := sorted(set(data) - {*DECODING_KEYS, "tuning"})):
         raise ValueError(f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
                          + (f", got the unknown keys {unknown}" if isinstance(data, dict) else ""))
     return {name: check_decoding(name, data[name], f"{found}: {name}") for name in DECODING_KEYS if name in data}
+
+
+def _saved_options(path: str | os.PathLike) -> dict[str, Any]:
+    """The Corrector options saved with the model at `path`: its decoding and the prior's characters."""
+    return {**load_decoding(path), "similar_characters": load_similar(path)}
 
 
 def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
@@ -399,7 +403,8 @@ class Corrector:
         exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never tried)
         or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as `AutoModelForMaskedLM`;
         `trust_remote_code` runs the model's own code from its folder. The decoding saved with the model
-        (`load_decoding`) gives the defaults of `keep_bias` and `threshold`; `kwargs` go to `Corrector` and win."""
+        (`load_decoding`, `load_similar`) gives the defaults of `keep_bias`, `threshold`, `similarity_prior` and
+        `similar_characters`; `kwargs` go to `Corrector` and win."""
         path = str(path)
         check_precision(kwargs.get("precision", "auto"))  # before any loading
         if hub.is_local(path):
@@ -409,9 +414,7 @@ class Corrector:
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
         model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        similar = load_similar(path)
-        return cls(model, tokenizer, **{**load_decoding(path), **({"similar_characters": similar} if similar else {}),
-                                        **kwargs})
+        return cls(model, tokenizer, **{**_saved_options(path), **kwargs})
 
     def __call__(self, texts: str | Iterable[str]) -> dict[str, Any] | list[dict[str, Any]]:
         """`{"source", "prediction", "edits": [{"position", "wrong", "right", "probability"}]}` for a str, a list
@@ -564,9 +567,9 @@ class ChineseSpellingCheckPipeline(Pipeline):
     objects, a saved folder or a Hub id. Each text gives the `Corrector`'s dict.
 
     Options, at construction or per call: `threshold`, `keep_bias`, `protected_chars`, `protected_terms`,
-    `similarity_prior`. The defaults of `threshold`, `keep_bias` and `similarity_prior` are the decoding saved with
-    the model (`load_decoding` of its
-    `name_or_path`: the folder or Hub id it was loaded from), else 0.
+    `similarity_prior`. The defaults of `threshold`, `keep_bias` and `similarity_prior` (and the prior's characters)
+    are the decoding saved with the model (`load_decoding` and `load_similar` of its `name_or_path`: the folder or
+    Hub id it was loaded from), else 0.
     `batch_size` (default 32) is the number of texts per forward step; a list is corrected in length-sorted batches
     and returned in input order; a dataset or generator streams.
     """
@@ -580,8 +583,7 @@ class ChineseSpellingCheckPipeline(Pipeline):
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("batch_size", 32)
         super().__init__(*args, **kwargs)
-        path = self.model.name_or_path
-        saved = {**load_decoding(path), "similar_characters": load_similar(path)} if path else {}
+        saved = _saved_options(self.model.name_or_path) if self.model.name_or_path else {}
         self.corrector = Corrector(self.model, self.tokenizer, batch_size=self._batch_size,
                                    **{**saved, **self._forward_params})  # fmt: skip
 
