@@ -1,13 +1,15 @@
 """Lever probe (issue 12): a character-similarity prior at decoding, for errors the model never saw.
 
-For every Han source character, the prior adds ``beta`` to the logits of the characters that sound or look like it
-by character knowledge alone (``Corrector.similar_tokens``: ``csc_hf.confusion.similar_characters`` over the model's
-whole vocabulary: same or fuzzy-similar pinyin syllable of the first dictionary reading, up to 40 candidates; close
-strokes and glyphs, up to 12) — never the training pairs. The source keeps ``keep_bias``. The library decodes so with
-``Corrector(similarity_prior=beta, keep_bias=...)``; this probe makes one forward pass per split (fp32, one thread)
-and decodes every (beta, keep_bias) cell from the stored logits of the source, the best other Han character and the
-similar candidates, giving the same predictions as ``csc_hf.pipeline.decode_edits`` with threshold 0, scored with
-``csc_hf.score`` (character-level correction F1, FPR). beta = 0 is the model's own decoding.
+For every Han source character, the prior adds ``similarity_prior`` to the logits of the characters that sound or
+look like it by character knowledge alone (``Corrector.similar_tokens``: ``csc_hf.confusion.similar_characters``
+over the model's whole vocabulary: same or fuzzy-similar pinyin syllable of the first dictionary reading, up to 40
+candidates; close strokes and glyphs, up to 12) — never the training pairs. The source keeps ``keep_bias``. The
+library decodes so with ``Corrector(similarity_prior=..., keep_bias=...)``; this probe makes one forward pass per
+split (fp32, one thread) and decodes every (keep_bias, similarity_prior) cell from the stored logits of the source,
+the best other Han character and the similar candidates, giving the same predictions as
+``csc_hf.pipeline.decode_edits`` with threshold 0, scored with ``csc_hf.score`` (character-level correction F1,
+FPR). Cells are named ``keep_bias/similarity_prior``, as ``csc_hf.evaluation.tune_decoding`` names them; ``0/0`` is
+the model's own decoding.
 
     python bench/lever_prior.py MODEL_DIR --output prior.json [--splits train/validation test/test unseen_k/test ...]
 
@@ -29,7 +31,7 @@ from csc_hf.benchmark.builder import load_dataset
 from csc_hf.pipeline import Corrector
 
 SPLITS = ["train/validation", "test/test", "unseen_k/test", "unseen_v/test", "sighan15/test", "clean/test"]
-BETAS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
+PRIORS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
 KEEP_BIASES = (0.0, 1.0, 2.0, 3.0, 4.0)
 
 
@@ -56,10 +58,10 @@ def stored_logits(corrector: Corrector, texts: list[str], table: torch.Tensor) -
     return stored
 
 
-def decode(texts: list[str], stored: list, tokens: list[str], beta: float, keep_bias: float) -> list[str]:
+def decode(texts: list[str], stored: list, tokens: list[str], keep_bias: float, prior: float) -> list[str]:
     predictions = []
     for text, (editable, source, best, best_id, candidates, candidate_logits) in zip(texts, stored):
-        boosted, column = (candidate_logits + beta).max(-1)
+        boosted, column = (candidate_logits + prior).max(-1)
         prior_wins = boosted > best
         top = torch.where(prior_wins, boosted, best)
         top_id = torch.where(prior_wins, candidates.gather(-1, column.unsqueeze(-1)).squeeze(-1), best_id)
@@ -91,16 +93,17 @@ def main(argv: list[str] | None = None) -> None:
         start = time.perf_counter()
         stored = stored_logits(corrector, sources, table)
         grid = {}
-        for beta in BETAS:
-            for keep_bias in KEEP_BIASES:
-                scores = score(sources, decode(sources, stored, tokens, beta, keep_bias), targets, bootstrap=0)
-                grid[f"{beta:g}/{keep_bias:g}"] = {k: round(scores[k], 4) for k in
+        for keep_bias in KEEP_BIASES:
+            for prior in PRIORS:
+                scores = score(sources, decode(sources, stored, tokens, keep_bias, prior), targets, bootstrap=0)
+                grid[f"{keep_bias:g}/{prior:g}"] = {k: round(scores[k], 4) for k in
                                                    ("char_cor_f1", "char_cor_p", "char_cor_r", "char_det_f1", "fpr")}
         results[spec] = {"sentences": len(sources), "forward_s": round(time.perf_counter() - start, 1), "grid": grid}
         best = max(grid, key=lambda cell: grid[cell]["char_cor_f1"])
-        print(f"{spec}: beta/keep_bias 0/0 {grid['0/0']}; best {best} {grid[best]}", file=sys.stderr, flush=True)
+        print(f"{spec}: keep_bias/similarity_prior 0/0 {grid['0/0']}; best {best} {grid[best]}", file=sys.stderr,
+              flush=True)
     with open(args.output, "w", encoding="utf-8") as f:
-        json.dump({"model": args.model, "cells": "beta/keep_bias", "splits": results}, f, indent=1)
+        json.dump({"model": args.model, "cells": "keep_bias/similarity_prior", "splits": results}, f, indent=1)
 
 
 if __name__ == "__main__":

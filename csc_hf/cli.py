@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import traceback
@@ -223,12 +222,11 @@ def _check_model(model: str) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap {args.bootstrap}: give a number of resamples >= 0 (0: no intervals)")
-    if args.keep_bias is not None and not all(math.isfinite(bias) for bias in args.keep_bias):
-        raise ValueError(f"--keep-bias {' '.join(map(str, args.keep_bias))}: give finite numbers")
     from .pipeline import DECODING_KEYS, check_decoding
 
-    for prior in args.similarity_prior or ():
-        check_decoding("similarity_prior", prior, "--similarity-prior")
+    for name in ("keep_bias", "similarity_prior"):
+        for value in getattr(args, name) or ():
+            check_decoding(name, value, f"--{name.replace('_', '-')}")
     unknown = [name for name in args.configs if name not in CONFIGS]
     if unknown:
         raise ValueError(f"--configs: unknown {unknown}; choose from {', '.join(CONFIGS)}")

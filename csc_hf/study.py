@@ -56,6 +56,7 @@ from .results import CONTROLLED, SIGHAN
 logger = get_logger(__name__)
 RECORDS = "records.json"  # an evaluation folder's result records
 AUGMENTATION = "augmentation.json"  # the augment stage's leak filter and coverage
+DECODING_COPY = "decoding"  # an evaluation folder's copy of the decoding files it saved with its model
 PRESET_KEYS = {
     "description", "bench_params", "variants", "seeds", "tests", "bootstrap", "keep_bias_grid", "similarity_prior_grid",
     "launcher", "model", "bart", "pretrain", "finetune", "eval_batch_size", "augmentation",
@@ -192,6 +193,23 @@ def _resolved(config: dict) -> dict:
 
     keys = precision_keys(config, {})
     return {**config, "precision": "bf16" if keys["bf16"] else "fp32"} if "bf16" in keys else config
+
+
+def copy_decoding(source: Path, target: Path) -> list[str]:
+    """Copy the decoding files that an evaluation saves with a model (``csc_decoding.json``, ``csc_similar.json``)
+    from the folder ``source`` to ``target``, each whole, where ``source`` has them and ``target``'s differ; returns
+    the names copied. An evaluation stage keeps such a copy, and restores it to its model when it is skipped as
+    finished: a grid changed and changed back leaves the model with the decoding its results were scored with."""
+    from .pipeline import DECODING_FILE, SIMILAR_FILE
+
+    copied = []
+    for name in (DECODING_FILE, SIMILAR_FILE):
+        if (source / name).is_file():
+            text = (source / name).read_text(encoding="utf-8")
+            if not (target / name).is_file() or (target / name).read_text(encoding="utf-8") != text:
+                write_atomic(target / name, text, make_parents=True)
+                copied.append(name)
+    return copied
 
 
 def stage_key(*parts: Any) -> str:
@@ -423,7 +441,12 @@ class Study:
                 r.update(model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {}))
             (stage.directory / RECORDS).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",
                                                    encoding="utf-8")
+            copy_decoding(model_stage.directory, stage.directory / DECODING_COPY)
             stage.finish({"records": len(records)})
+        elif not self.finished_only and (restored := copy_decoding(stage.directory / DECODING_COPY,
+                                                                   model_stage.directory)):
+            logger.info("%s: restored %s (the decoding its results were scored with)", model_stage.directory,
+                        ", ".join(restored))
         return stage
 
     # ---- the run ------------------------------------------------------------------------------------------------

@@ -88,7 +88,11 @@ def test_smoke_run_tests_sighan_credibility(smoke_run):
 
 def test_rerun_skips_finished_stages(smoke_run, caplog):
     before = (smoke_run / "results.json").read_bytes()
+    decoding = next((smoke_run / "stages").glob("train-bert-seed0-*")) / "csc_decoding.json"
+    scored = decoding.read_text(encoding="utf-8")
+    decoding.write_text('{"keep_bias": 7.0}', encoding="utf-8")  # as another evaluation of the model would leave it
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run)]) == 0
+    assert decoding.read_text(encoding="utf-8") == scored and "restored csc_decoding.json" in caplog.text
     n = planned(smoke_run)
     assert f"{n} stages, {n} finished" in caplog.text  # the log: progress goes to the csc_hf logger, not stdout
     assert "train bert" not in caplog.text and "pretrain" not in caplog.text
