@@ -97,16 +97,11 @@ def training_record(model_dir: str | Path) -> dict:
 
 
 def decoding_settings(model_dir: str | Path) -> dict:
-    """The decoding settings (``csc_hf.pipeline.DECODING_KEYS``) of any json object file in the model folder that
-    holds them (numbers only); {} when none does."""
-    from .pipeline import DECODING_KEYS  # pipeline imports this module
+    """The decoding saved with the model (``csc_hf.pipeline.load_decoding``: its ``csc_decoding.json``, checked); {}
+    when it has none."""
+    from .pipeline import load_decoding  # pipeline imports this module
 
-    found = {}
-    for path in sorted(Path(model_dir).glob("*.json")):
-        data = _read_json(path)
-        found.update({k: data[k] for k in DECODING_KEYS
-                      if isinstance(data.get(k), (int, float)) and not isinstance(data.get(k), bool)})
-    return found
+    return load_decoding(model_dir)
 
 
 def is_machine_local(text: str) -> bool:
@@ -187,7 +182,7 @@ def model_card(name: str, records: list[dict], training: dict | None = None, dec
     has no scores yet)."""
     import yaml
 
-    from .pipeline import DECODING_KEYS  # pipeline imports this module
+    from .pipeline import DECODING_KEYS, decoding_defaults  # pipeline imports this module
 
     training, decoding = training or {}, decoding or {}
     meta = card_metadata(name, records, training, license, model_type)
@@ -202,7 +197,7 @@ def model_card(name: str, records: list[dict], training: dict | None = None, dec
         f"(`csc-bench correct {name} TEXT`), which applies the decoding settings below.",
         "## Decoding\n\n" + (", ".join(f"`{k}` = {v}" for k, v in decoding.items()) + " (saved with the model)."
                               if decoding else "No decoding settings are saved with the model: the corrector's "
-                              "defaults apply (`keep_bias` 0, `threshold` 0, `similarity_prior` 0)."),
+                              f"defaults apply ({', '.join(f'`{k}` {v:g}' for k, v in decoding_defaults().items())})."),
         "## Training data\n\n" + _training_data(training),
     ]
     if records:

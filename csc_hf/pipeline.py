@@ -49,6 +49,7 @@ wins.
 """
 
 import copy
+import inspect
 import json
 import math
 import numbers
@@ -137,6 +138,12 @@ def check_decoding(name: str, value: Any, label: str | None = None) -> float:
     if name == "similarity_prior" and value < 0:
         raise ValueError(f"{label} must be at least 0 (0: off), got {value}")
     return value
+
+
+def decoding_defaults() -> dict[str, float]:
+    """The Corrector's default of each decoding setting (`DECODING_KEYS`)."""
+    parameters = inspect.signature(Corrector.__init__).parameters
+    return {name: parameters[name].default for name in DECODING_KEYS}
 
 
 def check_number(name: str, value: Any) -> float:
@@ -627,6 +634,6 @@ PIPELINE_REGISTRY.register_pipeline(
 
 __all__ = [
     "DECODING_FILE", "SIMILAR_FILE", "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit",
-    "aligned_substitutions", "check_decoding", "check_number", "check_texts", "decode_edits",
+    "aligned_substitutions", "check_decoding", "check_number", "check_texts", "decode_edits", "decoding_defaults",
     "generate_corrections", "load_decoding", "load_similar", "plan_windows", "save_decoding",
 ]  # fmt: skip

@@ -4,14 +4,18 @@ import re
 import subprocess
 import sys
 from dataclasses import fields
+from pathlib import Path
 
 import datasets
 import pyarrow as pa
 import pytest
+import yaml
 
+import csc_hf
 from csc_hf.benchmark import CONFIGS, load_dataset
+from csc_hf.benchmark.builder import code_files
 from csc_hf.benchmark.configs import probs_split
-from csc_hf.benchmark.export import export
+from csc_hf.benchmark.export import CARD, export
 from csc_hf.benchmark.plan import AUGMENTED_COPIES, BenchParams, plan_for, read_pair_file
 
 
@@ -108,9 +112,22 @@ def test_same_bytes_in_a_fresh_process(built, small_params, tmp_path):
     assert out == table_digest(built["unseen_k"]["test"])
 
 
+def test_the_cache_key_covers_every_module_the_data_is_made_with():
+    """The datasets cache key hashes the generating code and every csc_hf module it imports (files.py reads the
+    corpus and confusion files, dataset_stats.py the SIGHAN-15 pairs), and not the models' code."""
+    names = {path.relative_to(Path(csc_hf.__file__).parent).as_posix() for path in code_files()}
+    assert {"benchmark/plan.py", "chars/pinyin.py", "corruption.py", "files.py", "dataset_stats.py"} <= names
+    assert not any(name.startswith("modeling/") or name in ("pipeline.py", "training.py") for name in names)
+
+
 def test_export_loads_with_plain_datasets(built, small_params, tmp_path):
     folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=str(tmp_path / "c"), **small_params)
-    assert (folder / "README.md").read_text(encoding="utf-8").startswith("---\nconfigs:")
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert card.startswith("---\nconfigs:")
+    header = yaml.safe_load(card.split("---\n")[1])  # the shipped card's metadata, tags included, and the configs
+    shipped = yaml.safe_load(CARD.read_text(encoding="utf-8").split("---\n")[1])
+    assert header == {"configs": header["configs"], **shipped}
+    assert header["tags"] == ["chinese-spelling-check", "spelling-correction"] and len(header["configs"]) == 2
     plain = datasets.load_dataset(str(folder), "unseen_k", cache_dir=str(tmp_path / "d"))
     assert plain["test"].features == built["unseen_k"]["test"].features
     assert plain["test"].to_list() == built["unseen_k"]["test"].to_list()
