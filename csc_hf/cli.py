@@ -18,10 +18,11 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
-from .benchmark.configs import CONFIGS, splits_of
+from .benchmark.configs import CONFIGS, TEST_CONFIGS, check_configs, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
 from .files import check_output, write_atomic
+from .hub import RUNS_DIR
 from .logging import ENV as VERBOSITY_ENV, env_verbosity, verbosity
 from .precision import PRECISIONS
 
@@ -188,7 +189,7 @@ def cmd_run(args: argparse.Namespace) -> None:
     from .study import Preset, Study
 
     preset = Preset.load(args.preset)
-    study = Study(preset, args.output or f"runs/{preset.name}", finished_only=args.finished_only)
+    study = Study(preset, args.output or str(Path(RUNS_DIR) / preset.name), finished_only=args.finished_only)
     results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all finished
     print(f"results: {results}, {results.with_name('results.csv')}; report: {results.with_name('report.md')}")
 
@@ -227,9 +228,10 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     for name in ("keep_bias", "similarity_prior"):
         for value in getattr(args, name) or ():
             check_decoding(name, value, f"--{name.replace('_', '-')}")
-    unknown = [name for name in args.configs if name not in CONFIGS]
-    if unknown:
-        raise ValueError(f"--configs: unknown {unknown}; choose from {', '.join(CONFIGS)}")
+    try:
+        check_configs(args.configs, "test config", TEST_CONFIGS)
+    except ValueError as error:
+        raise ValueError(f"--configs: {error}") from None
     check_output(args.output)
     _check_model(args.model)
     from .evaluation import evaluate_model
@@ -263,7 +265,7 @@ def cmd_correct(args: argparse.Namespace) -> None:
     from .pipeline import DECODING_KEYS, Corrector, check_decoding
 
     if bool(args.texts) == bool(args.file):
-        raise ValueError("give TEXT arguments or --file, not both")
+        raise ValueError("give TEXT arguments or --file, not both" if args.texts else "give TEXT arguments or --file")
     for name in DECODING_KEYS:
         if getattr(args, name) is not None:
             check_decoding(name, getattr(args, name), f"--{name.replace('_', '-')}")
@@ -335,7 +337,7 @@ def _command(sub, func: Callable[[argparse.Namespace], None], help: str, descrip
 def _add_precision(command: argparse.ArgumentParser) -> None:
     """The ``--precision`` option of the commands that run a model."""
     command.add_argument("--precision", choices=PRECISIONS, default="auto", help="auto (default: bf16 autocast on a CPU "
-                         "with bf16 in hardware, else fp32), bf16 or fp32")
+                         "with bf16 in hardware or a CUDA GPU that supports it, else fp32), bf16 or fp32")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -353,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "by datasets) and print the confusion-set and per-config statistics; with --augmentation also the "
                      "augmentation's leak filter (pairs kept, removed as keys of S_unseen^k or pairs of S_unseen^v) "
                      "and the augmented train split's statistics.", bench=True)
-    build.add_argument("configs", nargs="*", help=f"configs to build (default: all): {', '.join(CONFIGS)}")
+    build.add_argument("configs", nargs="*", help="configs to build (default: all those available: sighan15 needs "
+                       f"pycorrector or --sighan15-path): {', '.join(CONFIGS)}")
     build.add_argument("--output", help="also write stats.json and the confusion sets S*.json to this folder "
                        "(with --augmentation, S_train_augmented.json too)")
     build.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
@@ -361,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = _command(sub, cmd_export, "write configs in the Hub layout (parquet + README.md)", "Write parquet files "
                       "and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads.", bench=True)
     export.add_argument("directory")
-    export.add_argument("configs", nargs="*", help="configs to export (default: all)")
+    export.add_argument("configs", nargs="*", help="configs to export (default: all those available, as build)")
     export.add_argument("--overwrite", action="store_true", help="replace DIRECTORY if it exists")
     export.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
 
@@ -382,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = _command(sub, cmd_run, "the whole study: build, pretrain, train the variants, evaluate, report",
                    "Run a preset end to end; finished stages are skipped, interrupted ones resume.")
     run.add_argument("--preset", default="cpu", help="smoke (minutes), cpu (default: hours on 2 cores), paper (GPU), or a YAML path")
-    run.add_argument("--output", help="run folder (default: runs/PRESET)")
+    run.add_argument("--output", help=f"run folder (default: {RUNS_DIR}/PRESET)")
     run.add_argument("--variants", nargs="+", metavar="VARIANT", help="run only these variants, in this order (default: the preset's)")
     run.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="run only these seeds (default: the preset's)")
     run.add_argument("--finished-only", action="store_true",
@@ -443,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     correct.add_argument("--output", help="output file (default: stdout)")
     correct.add_argument("--keep-bias", type=float, help="bias added to the source character's logit (default: the "
                          "model's saved decoding, csc_decoding.json, else 0)")
-    correct.add_argument("--threshold", type=float, help="keep an edit only above this probability (default: the "
+    correct.add_argument("--threshold", type=float, help="keep an edit only at or above this probability (default: the "
                          "model's saved decoding, else 0)")
     correct.add_argument("--similarity-prior", type=float, metavar="BETA", help="added to the logits of characters "
                          "that sound or look like the source (default: the model's saved decoding, else 0: off)")

@@ -24,7 +24,6 @@ from .files import read_text, write_atomic
 from .logging import get_logger
 
 logger = get_logger(__name__)
-FORMATS = ("json", "sighan13-pronunciation", "sighan13-shape", "pycorrector-pinyin", "pycorrector-stroke")
 
 
 class ConfusionSet(Mapping[str, Mapping[str, str]]):
@@ -140,6 +139,7 @@ _LAYOUTS: dict[str, tuple[str, tuple[str, ...], bool]] = {
     "pycorrector-pinyin": ("\t", ("phonetic",), False),
     "pycorrector-stroke": ("\t", ("graphic",), False),
 }
+FORMATS = ("json", *_LAYOUTS)  # the formats a set reads and writes: JSON and the text layouts
 
 
 def _guess_format(path: Path, text: str) -> str:

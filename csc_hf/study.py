@@ -32,7 +32,7 @@ import yaml
 
 from . import __version__, resources
 from .benchmark.builder import load_dataset
-from .benchmark.configs import CONFIGS, splits_of
+from .benchmark.configs import TEST_CONFIGS, check_configs, splits_of
 from .benchmark.plan import (
     AUGMENTED_COPIES,
     PACKAGED_CONFUSION,
@@ -57,10 +57,6 @@ logger = get_logger(__name__)
 RECORDS = "records.json"  # an evaluation folder's result records
 AUGMENTATION = "augmentation.json"  # the augment stage's leak filter and coverage
 DECODING_COPY = "decoding"  # an evaluation folder's copy of the decoding files it saved with its model
-PRESET_KEYS = {
-    "description", "bench_params", "variants", "seeds", "tests", "bootstrap", "keep_bias_grid", "similarity_prior_grid",
-    "launcher", "model", "bart", "pretrain", "finetune", "eval_batch_size", "augmentation",
-}
 
 
 @dataclass(frozen=True)
@@ -98,7 +94,7 @@ class Preset:
     bench_params: dict = field(default_factory=dict)  # csc_bench parameters (BenchParams fields)
     variants: list[str] = field(default_factory=lambda: ["bert"])  # names of csc_hf.modeling.VARIANTS
     seeds: list[int] = field(default_factory=lambda: [0])
-    tests: list[str] = field(default_factory=lambda: [c for c in CONFIGS if c != "train"])
+    tests: list[str] = field(default_factory=lambda: list(TEST_CONFIGS))
     bootstrap: int = 1000  # bootstrap resamples for the intervals
     keep_bias_grid: list[float] = field(default_factory=lambda: [0.0])  # source-logit bias, tuned on validation
     similarity_prior_grid: list[float] = field(default_factory=lambda: [0.0])  # decoding prior, tuned with keep_bias
@@ -125,9 +121,10 @@ class Preset:
             known = ", ".join(resources.preset_names())
             raise FileNotFoundError(f"preset {name_or_path!r} not found ({path}); presets: {known}")
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        unknown = sorted(set(data) - PRESET_KEYS)
+        keys = {f.name for f in fields(cls)} - {"name"}  # the name is the file's
+        unknown = sorted(set(data) - keys)
         if unknown:
-            raise ValueError(f"{path}: unknown keys {unknown}; a preset has {sorted(PRESET_KEYS)}")
+            raise ValueError(f"{path}: unknown keys {unknown}; a preset has {sorted(keys)}")
         preset = cls(name=path.stem, **data)
         preset.validate(path)
         return preset
@@ -135,8 +132,10 @@ class Preset:
     def validate(self, origin: Path | str) -> None:
         BenchParams(**self.bench_params).validate()
         check_variants(self.variants, origin)
-        if bad := [t for t in self.tests if t not in CONFIGS or t == "train"]:
-            raise ValueError(f"{origin}: unknown test configs {bad}; choose from {', '.join(CONFIGS)}")
+        try:
+            check_configs(self.tests, "test config", TEST_CONFIGS)
+        except ValueError as error:
+            raise ValueError(f"{origin}: tests: {error}") from None
         from .pipeline import check_decoding
 
         for name in ("keep_bias", "similarity_prior"):

@@ -188,7 +188,7 @@ def test_bad_presets_fail_before_training(tmp_path):
     with pytest.raises(ValueError, match=r"unknown keys \['variant'\]"):
         Preset.load(str(bad))
     bad.write_text("tests: [unseen]\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"unknown test configs \['unseen'\]"):
+    with pytest.raises(ValueError, match=r"tests: unknown test config 'unseen'; choose from test, "):
         Preset.load(str(bad))
     bad.write_text("augmentation: {variants: [bertt]}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.yaml: augmentation: unknown variants \['bertt'\]"):

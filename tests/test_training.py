@@ -94,6 +94,19 @@ def test_base_configs(tmp_path, small_params):
         load_config(child, ["seed=1"])
 
 
+def test_finetuning_config_is_the_cpu_presets_stage():
+    """trainer_configs/finetune.yaml trains as the cpu preset's fine-tuning stage (less use_cpu: it runs on GPUs too);
+    its other keys are a standalone run's own."""
+    from csc_hf.study import Preset
+
+    shipped, _ = read_config(ROOT / "trainer_configs" / "finetune.yaml")
+    stage = {k: v for k, v in Preset.load("cpu").finetune.items() if k != "use_cpu"}
+    assert {k: shipped.get(k) for k in stage} == stage and "use_cpu" not in shipped
+    assert set(shipped) - set(stage) == {"task", "init_from", "tokenizer_path", "bench_params", "seed",
+                                         "per_device_eval_batch_size", "eval_strategy", "eval_steps",
+                                         "include_for_metrics", "dataloader_num_workers"}
+
+
 def test_variant_configs_are_their_variant_over_one_base(tmp_path, monkeypatch):
     from csc_hf.modeling import VARIANTS
 

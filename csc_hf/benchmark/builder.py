@@ -15,7 +15,7 @@ from pathlib import Path
 
 import datasets
 
-from .configs import CONFIGS, splits_of
+from .configs import CONFIGS, check_configs, splits_of
 from .plan import BenchParams, input_fingerprint, params_of, plan_for
 from .tables import FEATURES, examples_table
 
@@ -34,8 +34,7 @@ class CSCBenchConfig(datasets.BuilderConfig, BenchParams):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.name not in CONFIGS:
-            raise ValueError(f"unknown csc_bench config {self.name!r}; choose one of {', '.join(CONFIGS)}")
+        check_configs([self.name])
         self.validate()
         self.probs = tuple(float(p) for p in self.probs)
 

@@ -10,6 +10,7 @@ Adding a test set is one new row of ``CONFIGS``. Each :class:`SplitSpec` names
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -69,7 +70,16 @@ CONFIGS: dict[str, ConfigSpec] = {
         (SplitSpec("test", "sighan15", None, 0.0),),
     ),
 }
-TEST_CONFIGS = tuple(name for name in CONFIGS if name not in ("train", "sighan15"))
+TEST_CONFIGS = tuple(name for name in CONFIGS if name != "train")  # what a model is scored on (the study's default)
+
+
+def check_configs(names: Sequence[str], label: str = "csc_bench config",
+                  choices: Sequence[str] = tuple(CONFIGS)) -> None:
+    """A ValueError naming ``label``, the unknown names and the choices, unless each of ``names`` is one of
+    ``choices`` (default: every config; :data:`TEST_CONFIGS` where a model is scored)."""
+    if unknown := [name for name in names if name not in choices]:
+        raise ValueError(f"unknown {label}{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                         f"choose from {', '.join(choices)}")
 
 
 def probs_split(error_prob: float) -> str:
@@ -80,8 +90,7 @@ def probs_split(error_prob: float) -> str:
 
 def splits_of(name: str, probs: tuple[float, ...]) -> tuple[SplitSpec, ...]:
     """The splits of config ``name`` (the ``probs`` config has one per P_e)."""
-    if name not in CONFIGS:
-        raise ValueError(f"unknown csc_bench config {name!r}; choose one of {', '.join(CONFIGS)}")
+    check_configs([name])
     if name == "probs":
         return tuple(SplitSpec(probs_split(p), "test", "S_train", p) for p in probs)
     return CONFIGS[name].splits

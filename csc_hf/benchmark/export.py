@@ -4,7 +4,6 @@ whose YAML ``configs:`` lets plain ``datasets.load_dataset(folder, config)`` rea
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import shutil
 import tempfile
@@ -15,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from .. import resources
+from .. import __version__, resources
 from .builder import code_hash, load_dataset
-from .configs import CONFIGS
+from .configs import CONFIGS, check_configs
 from .plan import BenchParams, input_files
 
 RECORD = "csc_bench_params.json"
@@ -42,7 +41,7 @@ def build_record(configs: Sequence[str], params: BenchParams) -> dict[str, Any]:
         "configs": list(configs),
         "params": {**values, "probs": list(values["probs"])},
         "inputs": input_files(params),
-        "generator": {"csc_hf": importlib.metadata.version("csc_hf"), "code_hash": code_hash()},
+        "generator": {"csc_hf": __version__, "code_hash": code_hash()},
     }
 
 
@@ -63,9 +62,7 @@ def export(directory: str | Path, configs: Sequence[str] = tuple(CONFIGS), overw
     target = Path(directory)
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True (--overwrite) to replace it")
-    for name in configs:
-        if name not in CONFIGS:
-            raise ValueError(f"unknown csc_bench config {name!r}; choose one of {', '.join(CONFIGS)}")
+    check_configs(configs)
     names = {f.name for f in fields(BenchParams)}
     bench = BenchParams(**{k: v for k, v in params.items() if k in names})
     bench.validate()
