@@ -25,6 +25,7 @@ from .files import check_output, write_atomic
 from .hub import RUNS_DIR
 from .logging import ENV as VERBOSITY_ENV, env_verbosity, verbosity
 from .precision import PRECISIONS
+from .stats import RESAMPLES, check_resamples
 
 
 def _none_or(kind):
@@ -221,8 +222,7 @@ def _check_model(model: str) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    if args.bootstrap < 0:
-        raise ValueError(f"--bootstrap {args.bootstrap}: give a number of resamples >= 0 (0: no intervals)")
+    check_resamples(args.bootstrap, "--bootstrap")
     from .pipeline import DECODING_KEYS, check_decoding
 
     for name in ("keep_bias", "similarity_prior"):
@@ -405,7 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "seq2seq model (generated, then aligned to the source).", bench=True)
     evaluate.add_argument("model", help="a model folder or Hub id")
     evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
-    evaluate.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000; 0: none)")
+    evaluate.add_argument("--bootstrap", type=int, default=RESAMPLES,
+                          help=f"bootstrap resamples (default {RESAMPLES}; 0: none)")
     evaluate.add_argument("--keep-bias", type=float, nargs="+", metavar="BIAS",
                           help="source-logit bias; several values: tuned on the validation split (with "
                           "--similarity-prior) and saved with the model (csc_decoding.json), the default of later "
@@ -433,7 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "seen/unseen breakdown (default for a csc_bench config: the benchmark's training set)")
     score.add_argument("--baseline", metavar="FILE", help="another system's predictions: paired test against it")
     score.add_argument("--baseline-format", metavar="FORMAT", help="format of --baseline (default: from its name and content)")
-    score.add_argument("--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000; 0: none)")
+    score.add_argument("--bootstrap", type=int, default=RESAMPLES, metavar="N",
+                       help=f"bootstrap resamples (default {RESAMPLES}; 0: none)")
     score.add_argument("--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)")
     score.add_argument("--output", metavar="FILE.json", help="also write the report to this json file")
     score.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")

@@ -22,6 +22,7 @@ from .dataset_stats import error_pairs
 from .files import read_lines, write_atomic
 from .logging import get_logger
 from .scoring import compare, score
+from .stats import RESAMPLES
 
 logger = get_logger(__name__)
 PREDICTIONS = "predictions"  # an evaluation folder's sub-folder: CONFIG.SPLIT.txt for each test split
@@ -185,7 +186,8 @@ def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
 
 
 def paired_comparisons(
-    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert", n_resamples: int = 1000
+    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert",
+    n_resamples: int = RESAMPLES,
 ) -> list[dict]:
     """Every model against ``baseline`` with the same seed, on every test split both saved predictions for: the
     paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value). A
@@ -200,7 +202,7 @@ def paired_comparisons(
 
 
 def augmentation_comparisons(
-    bench_params: dict, evaluations: Mapping[tuple[str, int], tuple[Path, Path]], n_resamples: int = 1000
+    bench_params: dict, evaluations: Mapping[tuple[str, int], tuple[Path, Path]], n_resamples: int = RESAMPLES
 ) -> list[dict]:
     """Each model trained with an augmentation against the same model and seed trained without (``evaluations``:
     ``{(variant, seed): (augmented evaluation folder, plain evaluation folder)}``), on every test split both saved

@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from csc_hf.corruption import ERROR_TYPES
-from csc_hf.stats import bootstrap_ci, paired_test
+from csc_hf.stats import CONFIDENCE, RESAMPLES, bootstrap_ci, paired_test
 
 __all__ = [
     "CONVENTIONS",
@@ -95,8 +95,8 @@ def score(
     metadata: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
     train_pairs: Iterable[tuple[Any, Any]] | None = None,
     ignore_index: int = -100,
-    bootstrap: int = 1000,
-    confidence: float = 0.95,
+    bootstrap: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
     numeric_only: bool = False,
 ) -> dict[str, Any]:
@@ -141,8 +141,8 @@ def compare(
     *,
     convention: str = "strict",
     method: str = "permutation",
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
+    n_resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
     **counting: Any,
 ) -> dict[str, dict[str, float]]:
@@ -295,7 +295,7 @@ def make_compute_metrics(
     convention: str = "strict",
     ignore_index: int = -100,
     bootstrap: int = 0,
-    confidence: float = 0.95,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> Callable[[Any], dict[str, float]]:
     """Build a ``compute_metrics`` for ``transformers.Trainer`` (token-classification CSC models).

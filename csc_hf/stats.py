@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+RESAMPLES = 1000  # the default number of bootstrap resamples, everywhere in csc_hf
+CONFIDENCE = 0.95  # the default level of every interval
+
 __all__ = ["Statistic", "bootstrap_ci", "paired_test"]
 
 Statistic = Callable[[Mapping[str, np.ndarray]], Mapping[str, "np.ndarray | float"]]
@@ -34,8 +37,8 @@ def bootstrap_ci(
     counts: Mapping[str, np.ndarray],
     statistic: Statistic,
     *,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
+    n_resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> dict[str, tuple[float, float]]:
     """Percentile bootstrap interval of every score, resampling sentences with replacement.
@@ -58,8 +61,8 @@ def paired_test(
     statistic: Statistic,
     *,
     method: str = "permutation",
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
+    n_resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
     seed: int = 0,
 ) -> dict[str, dict[str, float]]:
     """Compare two systems scored on the same sentences (row ``i`` of both tables is sentence ``i``).
@@ -116,9 +119,17 @@ def paired_test(
     return result
 
 
+def check_resamples(value: object, label: str = "bootstrap", minimum: int = 0) -> int:
+    """``value`` as a number of resamples (a whole number, at least ``minimum``; a bootstrap of 0 computes no
+    intervals), else a ValueError naming ``label``: the one check of every resample count in csc_hf."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        zero = " (0: no intervals)" if minimum == 0 else ""
+        raise ValueError(f"{label} must be a whole number >= {minimum}{zero}, got {value!r}")
+    return int(value)
+
+
 def _check_resampling(n_resamples: int, confidence: float) -> None:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    check_resamples(n_resamples, "n_resamples", 1)
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
 

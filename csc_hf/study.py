@@ -52,6 +52,7 @@ from .evaluation import (
 from .files import write_atomic
 from .logging import get_logger, plain_transformers_output
 from .results import CONTROLLED, SIGHAN
+from .stats import RESAMPLES, check_resamples
 
 logger = get_logger(__name__)
 RECORDS = "records.json"  # an evaluation folder's result records
@@ -95,7 +96,7 @@ class Preset:
     variants: list[str] = field(default_factory=lambda: ["bert"])  # names of csc_hf.modeling.VARIANTS
     seeds: list[int] = field(default_factory=lambda: [0])
     tests: list[str] = field(default_factory=lambda: list(TEST_CONFIGS))
-    bootstrap: int = 1000  # bootstrap resamples for the intervals
+    bootstrap: int = RESAMPLES  # bootstrap resamples for the intervals
     keep_bias_grid: list[float] = field(default_factory=lambda: [0.0])  # source-logit bias, tuned on validation
     similarity_prior_grid: list[float] = field(default_factory=lambda: [0.0])  # decoding prior, tuned with keep_bias
     launcher: str | None = None  # an accelerate config file: trainings run under `accelerate launch`
@@ -132,6 +133,7 @@ class Preset:
     def validate(self, origin: Path | str) -> None:
         BenchParams(**self.bench_params).validate()
         check_variants(self.variants, origin)
+        check_resamples(self.bootstrap, f"{origin}: bootstrap")
         try:
             check_configs(self.tests, "test config", TEST_CONFIGS)
         except ValueError as error:

@@ -38,6 +38,7 @@ from .files import check_output, iter_jsonl, read_lines, write_atomic
 from .logging import get_logger
 from .report import markdown_table
 from .scoring import CONVENTIONS, align, compare, score
+from .stats import CONFIDENCE, RESAMPLES, check_resamples
 
 __all__ = [
     "PREDICTION_FORMATS",
@@ -54,7 +55,6 @@ __all__ = [
 logger = get_logger(__name__)
 
 PREDICTION_FORMATS = ("text", "jsonl", "edits")
-CONFIDENCE = 0.95
 _EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # the lines of csc_hf.evaluation.write_predictions
 # (score key, row label) of the main table, in reading order
 _MAIN_SCORES = tuple(
@@ -280,8 +280,7 @@ def length_changes(sources: Sequence[str], predictions: Sequence[str]) -> dict[s
 
 
 def _check_bootstrap(bootstrap: int, with_baseline: bool) -> None:
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
-        raise ValueError(f"bootstrap (--bootstrap) must be a whole number >= 0, got {bootstrap!r}")
+    check_resamples(bootstrap, "bootstrap (--bootstrap)")
     if with_baseline and bootstrap < 1:
         raise ValueError("the paired test against a baseline needs bootstrap resamples; give --bootstrap 1 or more")
 
@@ -292,7 +291,7 @@ def score_report(
     *,
     train_pairs: set[tuple[str, str]] | None = None,
     baseline: Sequence[str] | None = None,
-    bootstrap: int = 1000,
+    bootstrap: int = RESAMPLES,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Scores under both conventions (with ``bootstrap`` resamples), the length changes and, with ``baseline``, the
@@ -391,7 +390,7 @@ def score_files(
     baseline_format: str | None = None,
     train: str | None = None,
     params: Mapping | None = None,
-    bootstrap: int = 1000,
+    bootstrap: int = RESAMPLES,
     seed: int = 0,
     cache_dir: str | None = None,
     output: str | Path | None = None,
