@@ -8,6 +8,7 @@ with the model) and score it
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -157,6 +158,9 @@ def evaluate_model(
 # ---- predictions and paired comparisons ----------------------------------------------------------------------------
 
 
+EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # a line of write_predictions: position:character edits
+
+
 def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[str]) -> None:
     """One line per sentence: the prediction's edits to its source as ``position:character`` separated by spaces
     (an empty line when it changes nothing). A prediction must have its source's length (every corrector's does)."""
@@ -164,7 +168,9 @@ def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[
     for i, (source, prediction) in enumerate(zip(sources, predictions, strict=True)):
         if len(prediction) != len(source):
             raise ValueError(f"{path}: prediction {i} has {len(prediction)} characters, its source {len(source)}")
-        lines.append(" ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
+        lines.append(line := " ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
+        if not EDITS_LINE.fullmatch(line):
+            raise ValueError(f"{path}: prediction {i} changes a character into whitespace, which edits cannot hold")
     write_atomic(path, "".join(line + "\n" for line in lines), make_parents=True)
 
 
@@ -176,10 +182,13 @@ def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
     predictions = []
     for number, (line, source) in enumerate(zip(lines, sources), 1):
         chars = list(source)
+        if not EDITS_LINE.fullmatch(line):
+            raise ValueError(f"{path}, line {number}: expected position:character edits separated by spaces, got "
+                             f"{line!r}")
         for edit in line.split():
             position, _, char = edit.partition(":")
-            if not (position.isdigit() and int(position) < len(chars) and len(char) == 1):
-                raise ValueError(f"{path}, line {number}: bad edit {edit!r}")
+            if int(position) >= len(chars):
+                raise ValueError(f"{path}, line {number}: bad edit {edit!r}: its sentence has {len(chars)} characters")
             chars[int(position)] = char
         predictions.append("".join(chars))
     return predictions

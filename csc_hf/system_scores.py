@@ -21,7 +21,6 @@ training pairs, by seen/unseen pair; the length changes of predictions that :fun
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from .benchmark import BenchParams, load_dataset
 from .benchmark.configs import CONFIGS, splits_of
 from .corruption import ERROR_TYPES
 from .dataset_stats import error_pairs, judge_pair, load_pairs, split_name, training_part
-from .evaluation import read_predictions, training_pairs  # the study's saved edits and its benchmark training pairs
+from .evaluation import EDITS_LINE, read_predictions, training_pairs  # the study's saved edits, its training pairs
 from .files import check_output, iter_jsonl, read_lines, write_atomic
 from .logging import get_logger
 from .report import markdown_table
@@ -55,7 +54,6 @@ __all__ = [
 logger = get_logger(__name__)
 
 PREDICTION_FORMATS = ("text", "jsonl", "edits")
-_EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # the lines of csc_hf.evaluation.write_predictions
 # (score key, row label) of the main table, in reading order
 _MAIN_SCORES = tuple(
     (f"{level}_{task}_{part}", f"{word} {task_word} {part.upper() if part != 'f1' else 'F1'}")
@@ -209,7 +207,7 @@ def detect_format(path: str | Path, lines: Sequence[str]) -> str:
                 return "jsonl"
         except (json.JSONDecodeError, TypeError):
             pass
-    if lines and all(_EDITS_LINE.fullmatch(line) for line in lines):
+    if lines and all(EDITS_LINE.fullmatch(line) for line in lines):
         return "edits"
     return "text"
 

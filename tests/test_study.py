@@ -177,6 +177,11 @@ def test_predictions_round_trip_as_edits(tmp_path):
         read_predictions(path, sources)
     with pytest.raises(ValueError, match="prediction 0 has 4 characters, its source 5"):
         write_predictions(path, sources[:1], ["我们去学"])
+    path.write_text("1:们 x:们\n\n\n", encoding="utf-8")  # what the writer never writes (nor score's edits format reads)
+    with pytest.raises(ValueError, match=r"line 1: expected position:character edits separated by spaces, got '1:们 x"):
+        read_predictions(path, sources)
+    with pytest.raises(ValueError, match="prediction 0 changes a character into whitespace"):
+        write_predictions(path, ["我门"], ["我 "])
 
 
 def test_bad_presets_fail_before_training(tmp_path):
