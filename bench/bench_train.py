@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 from transformers import HfArgumentParser
 
+from csc_hf.hub import TRAINING_RECORD
 from csc_hf.study import Preset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def run(config: dict, folder: Path, processes: int, threads: int | None) -> dict
                 str(ROOT / "trainer_configs/accelerate/cpu_2proc.yaml")] if processes == 2 else [sys.executable]
     env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     subprocess.run([*launcher, "-m", "csc_hf.train", str(path)], check=True, cwd=ROOT, capture_output=True, env=env)
-    history = json.loads((folder / name / "csc_training.json").read_text())["log_history"]
+    history = json.loads((folder / name / TRAINING_RECORD).read_text())["log_history"]
     summary = next(h for h in history if "train_samples_per_second" in h)
     return {key: summary[f"train_{key}_per_second"] for key in ("samples", "steps")}
 

@@ -187,12 +187,13 @@ def cmd_confusion(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
-    from .study import Preset, Study
+    from .report import REPORT_FILE
+    from .study import RESULTS_CSV, Preset, Study
 
     preset = Preset.load(args.preset)
     study = Study(preset, args.output or str(Path(RUNS_DIR) / preset.name), finished_only=args.finished_only)
     results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all finished
-    print(f"results: {results}, {results.with_name('results.csv')}; report: {results.with_name('report.md')}")
+    print(f"results: {results}, {results.with_name(RESULTS_CSV)}; report: {results.with_name(REPORT_FILE)}")
 
 
 class _KeysHelp(argparse.Action):

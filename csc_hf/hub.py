@@ -58,7 +58,11 @@ METRIC_NAMES = {  # CARD_KEYS in words (csc_hf.scoring)
 }
 TASK = {"type": "chinese-spelling-check", "name": "Chinese Spelling Check"}
 BENCHMARK = "csc_bench"  # the dataset name of the generated benchmark (csc_hf.load_dataset("csc_bench", CONFIG))
-DROPPED_FILES = ("done.json", "records.json", "trainer_state.json")  # run bookkeeping, not part of a model
+TRAINING_RECORD = "csc_training.json"  # in a model folder: how `csc-bench train` trained it (csc_hf.training)
+TRAIN_CONFIG = "train_config.yaml"  # in a study's training stage: the config it trained with (csc_hf.study)
+DONE = "done.json"  # in a study's stage folder: the marker that it finished
+RECORDS = "records.json"  # in a study's evaluation folder: its result records
+DROPPED_FILES = (DONE, RECORDS, "trainer_state.json")  # run bookkeeping, not part of a model
 COPIED_SUFFIXES = (".json", ".safetensors", ".py", ".txt", ".model")  # weights, configs, remote code, vocabularies
 VERBATIM = ("tokenizer.json",)  # serialized tokenizers: tokens, no paths; copied as they are
 LOCAL_KEYS = ("is_local", "local_files_only", "_name_or_path", "name_or_path", "cache_dir", "_commit_hash")
@@ -89,10 +93,10 @@ def training_record(model_dir: str | Path) -> dict:
 
     folder = Path(model_dir)
     try:
-        config = yaml.safe_load((folder / "train_config.yaml").read_text(encoding="utf-8"))
+        config = yaml.safe_load((folder / TRAIN_CONFIG).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         config = None
-    record = _read_json(folder / "csc_training.json")
+    record = _read_json(folder / TRAINING_RECORD)
     return {**(config if isinstance(config, dict) else {}), **{k: v for k, v in record.items() if k != "log_history"}}
 
 

@@ -27,6 +27,7 @@ from .results import (
 )
 
 PLOT_DIR = "report_plots"
+REPORT_FILE = "report.md"  # a run folder's report (its plots in PLOT_DIR)
 LEVELS = {"char_cor_f1": "character-level correction F1", "sent_cor_f1": "sentence-level correction F1"}
 
 
@@ -413,7 +414,7 @@ def write_report(run_dir: str | Path, analysis: RunAnalysis | None = None) -> Pa
         sets = [t for t in analysis.test_sets if any(t in pair for pair in analysis.seen_unseen)]
         plots["seen_unseen"] = plot_bars(analysis, sets, run_dir / PLOT_DIR / "seen_unseen.png",
                                          "Seen and unseen errors and contexts")
-    path = run_dir / "report.md"
+    path = run_dir / REPORT_FILE
     relative = {name: plot.relative_to(run_dir).as_posix() for name, plot in plots.items()}
     path.write_text(report_markdown(analysis, relative), encoding="utf-8")
     return path

@@ -28,12 +28,13 @@ PRIMARY = "char_cor_f1"  # the metric that decides verdicts (the paper's advice:
 FALSE_POSITIVES = "fpr"  # the score of the error-free test sets: the share of their sentences a model changes
 FLOOR = 0.05
 """Below this best character-level correction F1 (on any test set with errors) a run's numbers mean nothing."""
+RESULTS_FILE = "results.json"  # a run folder's records, paired comparisons and stage times (csc_hf.study writes it)
 MEANINGLESS_PRESETS = ("smoke",)  # presets that only check that every stage runs
 
 
 def load_results(run_dir: str | Path) -> dict:
     """Read and check ``RUN_DIR/results.json`` (see ``csc-bench run``)."""
-    path = Path(run_dir) / "results.json"
+    path = Path(run_dir) / RESULTS_FILE
     text = read_text(path)
     try:
         results = json.loads(text)

@@ -51,12 +51,13 @@ from .evaluation import (
 )
 from .files import write_atomic
 from .logging import get_logger, plain_transformers_output
-from .results import CONTROLLED, SIGHAN
+from .hub import DONE, RECORDS, TRAIN_CONFIG
+from .results import CONTROLLED, RESULTS_FILE, SIGHAN
 from .stats import RESAMPLES, check_resamples
 
 logger = get_logger(__name__)
-RECORDS = "records.json"  # an evaluation folder's result records
 AUGMENTATION = "augmentation.json"  # the augment stage's leak filter and coverage
+RESULTS_CSV = "results.csv"  # a run folder's records as a table, beside its results.json and report.md
 DECODING_COPY = "decoding"  # an evaluation folder's copy of the decoding files it saved with its model
 
 
@@ -230,16 +231,16 @@ class Stage:
 
     @property
     def done(self) -> bool:
-        return (self.directory / "done.json").is_file()
+        return (self.directory / DONE).is_file()
 
     @property
     def seconds(self) -> float | None:
         """The wall time the stage took when it ran (also when this run found it finished)."""
-        return json.loads((self.directory / "done.json").read_text(encoding="utf-8")).get("seconds") if self.done else None
+        return json.loads((self.directory / DONE).read_text(encoding="utf-8")).get("seconds") if self.done else None
 
     def finish(self, summary: dict) -> None:
         summary = {**summary, "seconds": round(time.monotonic() - self.started, 1)}
-        write_atomic(self.directory / "done.json", json.dumps(summary, indent=1, default=str) + "\n")  # the marker: whole
+        write_atomic(self.directory / DONE, json.dumps(summary, indent=1, default=str) + "\n")  # the marker: whole
 
 
 def clock(seconds: float) -> str:
@@ -411,7 +412,7 @@ class Study:
         from .training import load_config, train
 
         config = {**config, "output_dir": str(stage.directory)}
-        config_path = stage.directory / "train_config.yaml"
+        config_path = stage.directory / TRAIN_CONFIG
         config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
         if self.preset.launcher:
             command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", self.preset.launcher,
@@ -549,7 +550,7 @@ class Study:
         from .modeling import VARIANTS
 
         candidates = {*grid, *((v, s) for s in self.preset.seeds for v in self.preset.variants)}
-        for done in (self.run_dir / "stages").glob("eval-*/done.json"):
+        for done in (self.run_dir / "stages").glob(f"eval-*/{DONE}"):
             records = json.loads((done.parent / RECORDS).read_text(encoding="utf-8"))
             candidates |= {(r["model"], r["seed"]) for r in records if r.get("model") in VARIANTS}
         found = {}
@@ -661,12 +662,12 @@ def write_results(
     from .report import write_report
 
     run_dir = Path(run_dir)
-    path = run_dir / "results.json"
+    path = run_dir / RESULTS_FILE
     payload = {"preset": preset.name, "params": preset.__dict__, "stage_seconds": timings, "records": records,
                "paired": list(paired), **({"augmentation": augmentation} if augmentation else {})}
     write_atomic(path, json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")  # processes share it
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
-    with open(run_dir / "results.csv", "w", newline="", encoding="utf-8") as handle:
+    with open(run_dir / RESULTS_CSV, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["model", "seed", "config", "split", "error_prob", *DECODING_KEYS, *numeric])
         for r in records:
