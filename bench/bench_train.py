@@ -75,7 +75,8 @@ def main() -> None:
                         best[processes, precision] = speed
     base = args.precisions[0]
     threads = f"{args.threads} thread{'s' * (args.threads > 1)} per process" if args.threads else "torch's threads"
-    print(f"{args.variant} (4 layers, hidden 256), {args.steps} steps of {args.batch} sentences, {threads}, "
+    sizes = f"{MODEL['num_hidden_layers']} layers, hidden {MODEL['hidden_size']}"
+    print(f"{args.variant} ({sizes}), {args.steps} steps of {args.batch} sentences, {threads}, "
           f"best of {args.repeats}:")
     for processes in args.processes:
         for precision in args.precisions:
