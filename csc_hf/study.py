@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import datetime
 import hashlib
+import io
 import json
 import shutil
 import subprocess
@@ -667,11 +668,12 @@ def write_results(
                "paired": list(paired), **({"augmentation": augmentation} if augmentation else {})}
     write_atomic(path, json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")  # processes share it
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
-    with open(run_dir / RESULTS_CSV, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["model", "seed", "config", "split", "error_prob", *DECODING_KEYS, *numeric])
-        for r in records:
-            writer.writerow([r["model"], r["seed"], r["config"], r["split"], r["error_prob"],
-                             *(r.get(k, "") for k in DECODING_KEYS), *(r["scores"].get(k, "") for k in numeric)])
+    table = io.StringIO(newline="")
+    writer = csv.writer(table)
+    writer.writerow(["model", "seed", "config", "split", "error_prob", *DECODING_KEYS, *numeric])
+    for r in records:
+        writer.writerow([r["model"], r["seed"], r["config"], r["split"], r["error_prob"],
+                         *(r.get(k, "") for k in DECODING_KEYS), *(r["scores"].get(k, "") for k in numeric)])
+    write_atomic(run_dir / RESULTS_CSV, table.getvalue())  # whole or not at all, as results.json
     write_report(run_dir)
     return path
