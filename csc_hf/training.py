@@ -72,7 +72,9 @@ class ModelArguments:
     variant: str = field(default="bert", metadata={"help": f"one of {', '.join(VARIANTS)}"})
     model_overrides: dict = field(default_factory=dict, metadata={"help": "CSCConfig / BartConfig / BertConfig fields"})
     init_from: str | None = field(default=None, metadata={"help": "a BERT (or BART) checkpoint folder or Hub name"})
-    tokenizer_path: str | None = field(default=None, metadata={"help": "a saved CSCTokenizer (default: build one)"})
+    tokenizer_path: str | None = field(default=None, metadata={
+        "help": "a saved CSCTokenizer, or a BERT checkpoint's vocab.txt folder (default: init_from's, else built from "
+                "the training text)"})
     vocab_min_freq: int = field(default=1, metadata={"help": "characters seen fewer times in the training targets stay "
                                 "out of a new vocabulary (the confusion set's and the pair files' characters are in)"})
     fonts: list[str] | None = field(default=None, metadata={"help": "font files for glyphs (file.ttc#2 for a face)"})
@@ -351,9 +353,10 @@ def maker_of(folder: str) -> str | None:
 
 
 def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> None:
-    """A local ``init_from`` (see :func:`csc_hf.hub.is_local`) must be a saved model folder and a ``tokenizer_path``
-    a saved tokenizer: a missing one is an error that says which command makes it, and the Hub is never tried."""
-    for key, needs in (("init_from", "config.json"), ("tokenizer_path", "tokenizer.json")):
+    """A local ``init_from`` (see :func:`csc_hf.hub.is_local`) must be a saved model folder, and the folder the
+    tokenizer comes from (``tokenizer_path``, else ``init_from``) must hold one (:func:`start_tokenizer_file`): a
+    missing one is an error that says which command makes it, and the Hub is never tried."""
+    for key in ("init_from", "tokenizer_path"):
         value = getattr(model_args, key)
         if not value or not hub.is_local(value):
             continue
@@ -362,9 +365,48 @@ def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> 
             maker = maker_of(value)
             fix = f"make it with `{maker}`" if maker else "train a model into it first, or give a saved model folder or a Hub name"
             raise FileNotFoundError(f"{origin}: {key}={value}: the folder does not exist; {fix}")
-        if not (folder / needs).is_file():
-            what = "no saved model (config.json)" if key == "init_from" else "no tokenizer files (tokenizer.json of a saved CSCTokenizer)"
-            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds {what}")
+        if key == "init_from" and not (folder / "config.json").is_file():
+            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds no saved model (config.json)")
+        if (key == "tokenizer_path" or not model_args.tokenizer_path) and start_tokenizer_file(folder) is None:
+            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds no tokenizer files (a saved "
+                                    "CSCTokenizer's tokenizer.json or a BERT vocab.txt)"
+                                    + ("; give tokenizer_path" if key == "init_from" else ""))
+
+
+def start_tokenizer_file(folder: Path) -> str | None:
+    """Which tokenizer a local checkpoint folder holds: ``tokenizer.json`` of a saved CSCTokenizer, ``vocab.txt`` of a
+    BERT checkpoint (another tokenizer.json, e.g. bert-base-chinese's WordPiece one, is not a character tokenizer),
+    or None."""
+    config = _read_json_object(folder / "tokenizer_config.json")
+    if (folder / "tokenizer.json").is_file() and config.get("tokenizer_class", "CSCTokenizer") == "CSCTokenizer":
+        return "tokenizer.json"
+    return "vocab.txt" if (folder / "vocab.txt").is_file() else None
+
+
+def start_tokenizer(path: str) -> CSCTokenizer:
+    """The tokenizer of a start checkpoint or ``tokenizer_path`` (a local folder or a Hub name): its saved
+    CSCTokenizer, or one character per token over its BERT ``vocab.txt`` with the same ids, so that it fits the
+    checkpoint's embeddings (bert-base-chinese, macbert4csc)."""
+    if hub.is_local(path):
+        kind = start_tokenizer_file(Path(path))
+        if kind is None:
+            raise FileNotFoundError(f"{path} holds no tokenizer files (a saved CSCTokenizer's tokenizer.json or a BERT "
+                                    "vocab.txt)")
+        return CSCTokenizer.from_pretrained(path) if kind == "tokenizer.json" else CSCTokenizer.from_bert_vocab(path)
+    from transformers.utils import cached_file
+
+    config_file = cached_file(path, "tokenizer_config.json", _raise_exceptions_for_missing_entries=False)
+    if config_file and _read_json_object(Path(config_file)).get("tokenizer_class") == "CSCTokenizer":
+        return CSCTokenizer.from_pretrained(path)
+    return CSCTokenizer.from_bert_vocab(cached_file(path, "vocab.txt"))
+
+
+def _read_json_object(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def pairs_equal_length(model_args: ModelArguments) -> bool:
@@ -637,12 +679,12 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     check_pretrain_corpus(model_args, data_args)
     set_seed(training_args.seed)  # before the model is built: its initialisation is part of the run
     train_set, eval_set, pair_chars = training_data(data_args, pairs_equal_length(model_args))
-    if model_args.tokenizer_path:
-        tokenizer = CSCTokenizer.from_pretrained(model_args.tokenizer_path)
+    if start := model_args.tokenizer_path or model_args.init_from:  # a checkpoint's embeddings fit its own vocabulary
+        tokenizer = start_tokenizer(start)
         unknown = sorted(set(pair_chars) - set(tokenizer.get_vocab()))
         if unknown:
             logger.warning("%d characters of train_files / validation_files are not in the tokenizer %s and become "
-                           "[UNK]: %s", len(unknown), model_args.tokenizer_path, "".join(unknown[:50]))
+                           "[UNK]: %s", len(unknown), start, "".join(unknown[:50]))
     else:
         extra = pair_chars
         if data_args.use_benchmark:

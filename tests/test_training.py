@@ -143,6 +143,35 @@ def test_missing_init_from_never_tries_the_hub(tmp_path, small_params):
         "`csc-bench train trainer_configs/pretrain_mlm.yaml`"]
 
 
+def test_a_bert_checkpoint_trains_over_its_own_vocabulary(tmp_path, small_params, small_corpus):
+    """``init_from`` a plain BertForMaskedLM folder with a WordPiece ``vocab.txt`` (as bert-base-chinese or
+    macbert4csc) and no ``tokenizer_path``: the model trains from its weights over its vocabulary, with its ids (the
+    tokenizer was built from the training text, and the encoder's embeddings no longer fit it)."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    from csc_hf.modeling import CSCForCorrection
+
+    chars = sorted(set(small_corpus.read_text(encoding="utf-8")) - {"\n"})
+    tokens = ["[PAD]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "##的", "中国", *chars]  # WordPiece-like
+    bert = tmp_path / "bert"
+    BertForMaskedLM(BertConfig(vocab_size=len(tokens), **TINY)).save_pretrained(bert)
+    (bert / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    config = write_config(tmp_path / "c.yaml", **base_config(small_params, tmp_path / "o", task="correction",
+                                                             variant="bert", init_from=str(bert), max_steps=2,
+                                                             learning_rate=0.0))
+    out = train(*load_config(config))
+    vocabulary = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    assert all(vocabulary[t] == i for i, t in enumerate(tokens) if len(t) == 1) and len(vocabulary) == len(tokens)
+    start = BertForMaskedLM.from_pretrained(bert).bert.embeddings.word_embeddings.weight
+    trained = CSCForCorrection.from_pretrained(out)
+    assert torch.equal(trained.csc.bert.embeddings.word_embeddings.weight, start)  # learning rate 0: as loaded
+    (bert / "vocab.txt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"init_from=.*bert: the folder holds no tokenizer files .*give "
+                                                r"tokenizer_path"):
+        load_config(config)
+
+
 def test_local_model_names():
     from csc_hf.hub import is_local
 
