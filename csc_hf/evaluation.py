@@ -146,8 +146,7 @@ def evaluate_model(
             write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
         scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
                        bootstrap=bootstrap)
-        known = spec.pool not in ("scontext", "sighan15")  # real or re-substituted errors have no P_e
-        records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec) if known else None,
+        records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec),
                         **{name: getattr(corrector, name) for name in DECODING_KEYS}, "scores": scores})
         changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
         logger.info("%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s", name, spec.split, len(predictions),

@@ -19,7 +19,7 @@ class SplitSpec:
     split: str
     pool: str
     confusion: str | None
-    error_prob: float | str
+    error_prob: float | str | None  # a P_e, the BenchParams field that holds it, or None: real or re-substituted errors
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ CONFIGS: dict[str, ConfigSpec] = {
     ),
     "scontext": ConfigSpec(
         "Seen context: training sentences whose every wrong character is replaced by another candidate of S.",
-        (SplitSpec("test", "scontext", "S", 0.0),),
+        (SplitSpec("test", "scontext", "S", None),),
     ),
     "probs": ConfigSpec(
         "Error probabilities: the in-distribution test at each P_e of `probs`, one split per P_e (pe01 = 1%, ...).",
@@ -67,7 +67,7 @@ CONFIGS: dict[str, ConfigSpec] = {
     "clean": ConfigSpec("The test sentences without errors (measures over-correction).", _test(None, 0.0)),
     "sighan15": ConfigSpec(
         "The real SIGHAN-2015 test set (simplified, 1,100 sentences) from `sighan15_path` or pycorrector 0.4.9.",
-        (SplitSpec("test", "sighan15", None, 0.0),),
+        (SplitSpec("test", "sighan15", None, None),),
     ),
 }
 TEST_CONFIGS = tuple(name for name in CONFIGS if name != "train")  # what a model is scored on (the study's default)

@@ -127,8 +127,9 @@ class BenchParams:
         """The field values in order, hashable (a ``probs`` list becomes a tuple)."""
         return tuple(tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams)))
 
-    def error_prob_of(self, spec: SplitSpec) -> float:
-        """The ``P_e`` of a split: the number in the config table, or the parameter it names."""
+    def error_prob_of(self, spec: SplitSpec) -> float | None:
+        """The ``P_e`` of a split: the number in the config table, the parameter it names, or None (its errors are
+        real or re-substituted: ``scontext``, ``sighan15``)."""
         return getattr(self, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
 
     def available_configs(self) -> list[str]:
