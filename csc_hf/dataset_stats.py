@@ -236,7 +236,7 @@ def _read_file(path: Path, equal_lengths: bool = True) -> Pairs:
     return read_tsv(path, equal_lengths)
 
 
-def _columns(name: str, data: datasets.Dataset, equal_lengths: bool = True) -> Pairs:
+def pair_columns(name: str, data: datasets.Dataset, equal_lengths: bool = True) -> Pairs:
     """The ``source`` and ``target`` columns of a `datasets.Dataset`, checked."""
     missing = [c for c in ("source", "target") if c not in data.column_names]
     if missing:
@@ -268,7 +268,7 @@ def load_pairs(
     if spec.startswith("datasets:") or is_saved_dataset(spec):
         data = open_dataset(spec.removeprefix("datasets:"))
         splits = data.items() if isinstance(data, datasets.DatasetDict) else [("test", data)]
-        return {split_name(spec, split): _columns(split_name(spec, split), ds, equal_lengths) for split, ds in splits}
+        return {(name := split_name(spec, split)): pair_columns(name, ds, equal_lengths) for split, ds in splits}
     folder, _, config = spec.rpartition(":")
     if folder and Path(folder).is_dir():
         configs = [config]
@@ -276,7 +276,7 @@ def load_pairs(
         folder, configs = spec, datasets.get_dataset_config_names(spec)
     elif spec in CONFIGS:
         data = load_dataset("csc_bench", spec, cache_dir=cache_dir, **(params or {}))
-        return {split_name(spec, split): _columns(split_name(spec, split), ds, equal_lengths) for split, ds in data.items()}
+        return {(name := split_name(spec, split)): pair_columns(name, ds, equal_lengths) for split, ds in data.items()}
     else:
         raise FileNotFoundError(
             f"{spec}: not a file, a folder, FOLDER:CONFIG or a csc_bench config ({', '.join(CONFIGS)})"
@@ -285,7 +285,7 @@ def load_pairs(
     for config in configs:
         for split, ds in load_dataset(folder, config).items():
             name = split_name(f"{folder}:{config}", split)
-            result[name] = _columns(name, ds, equal_lengths)
+            result[name] = pair_columns(name, ds, equal_lengths)
     return result
 
 

@@ -31,7 +31,7 @@ import datasets
 from .benchmark import BenchParams, load_dataset
 from .benchmark.configs import CONFIGS, splits_of
 from .corruption import ERROR_TYPES
-from .dataset_stats import error_pairs, judge_pair, load_pairs, split_name, training_part
+from .dataset_stats import error_pairs, judge_pair, load_pairs, pair_columns, split_name, training_part
 from .evaluation import EDITS_LINE, read_predictions, training_pairs  # the study's saved edits, its training pairs
 from .files import check_output, iter_jsonl, read_lines, write_atomic
 from .logging import get_logger
@@ -121,13 +121,6 @@ def _folder_splits(ref: str) -> tuple[dict[str, tuple[str, Any]], str] | None:
     return splits, chosen
 
 
-def _check_pairs(name: str, sources: Sequence[Any], targets: Sequence[Any]) -> None:
-    for i, (source, target) in enumerate(zip(sources, targets, strict=True)):
-        if not isinstance(source, str) or not isinstance(target, str) or not target or len(source) != len(target):
-            raise ValueError(f"{name}, row {i}: source and target must be aligned non-empty strings "
-                             f"(got {source!r} and {target!r})")
-
-
 def _judged_errors(sources: Sequence[str], targets: Sequence[str]) -> list[dict]:
     """Each row's gold errors typed by character knowledge (:func:`csc_hf.confusion.pair_type`, cached)."""
     return [{"errors": [{"position": j, "type": judge_pair(t, s)} for j, (s, t) in enumerate(zip(source, target))
@@ -146,11 +139,7 @@ def _row_errors(data) -> list[dict] | None:
 
 
 def _from_dataset(name: str, data, bench_config: str | None = None) -> References:
-    missing = [c for c in ("source", "target") if c not in data.column_names]
-    if missing:
-        raise ValueError(f"{name}: no column {', '.join(missing)} (has {', '.join(data.column_names)})")
-    sources, targets = list(data["source"]), list(data["target"])
-    _check_pairs(name, sources, targets)
+    sources, targets = pair_columns(name, data)  # checked: aligned pairs of strings
     ids = [str(i) for i in data["id"]] if "id" in data.column_names else None
     metadata = _row_errors(data)
     typed = metadata is not None
