@@ -21,6 +21,7 @@ from pathlib import Path
 from .benchmark.configs import CONFIGS, TEST_CONFIGS, check_configs, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
+from .dataset_stats import PAIR_KINDS
 from .files import check_output, write_atomic
 from .hub import RUNS_DIR
 from .logging import ENV as VERBOSITY_ENV, env_verbosity, verbosity
@@ -474,8 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze = _command(sub, cmd_analyze, "dataset statistics, coverage and context overlap of any CSC data",
                        "Table-9 statistics of each DATA; with --train / --confusion, how much of its errors they cover "
                        "and how much context it shares with --train.", bench=True)
-    analyze.add_argument("data", nargs="+", metavar="DATA", help="a csc_bench config (e.g. sighan15), an exported "
-                         "folder or FOLDER:CONFIG, a wrong<TAB>correct TSV, or a .jsonl with source/target")
+    analyze.add_argument("data", nargs="+", metavar="DATA", help=f"a csc_bench config (e.g. sighan15), {PAIR_KINDS}")
     analyze.add_argument("--train", action="append", metavar="DATA", help="training data (its train split) for coverage and context overlap")
     analyze.add_argument("--confusion", action="append", metavar="FILE",
                          help="a confusion set file (any `csc-bench confusion` layout) or S, S_train, S_unseen_k, ... of the benchmark")

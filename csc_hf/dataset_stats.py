@@ -26,6 +26,8 @@ from .corruption import ERROR_TYPES, NO_ERROR, Corruption, PackedText, pack, pai
 from .files import iter_jsonl, read_lines
 
 Pairs = tuple[list[str], list[str]]  # (sources, targets)
+PAIR_KINDS = ("a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
+              "a save_to_disk folder or datasets:PATH with source/target columns")  # what load_pairs reads
 CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_train_phonetic", "S_train_graphic")
 _HASH_MULTIPLIER = np.uint64(0x100000001B3)  # FNV-64 prime: n-gram hashes as a polynomial in it
 

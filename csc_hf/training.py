@@ -51,7 +51,7 @@ from .benchmark.builder import load_dataset
 from .benchmark.plan import BenchParams, plan_for
 from .corpus import CORPORA, MIXES, SOURCES, check_installed, check_not_pairs, corpus_sentences, overlaps
 from .corruption import unpack
-from .dataset_stats import Pairs, load_pairs, training_part
+from .dataset_stats import PAIR_KINDS, Pairs, load_pairs, training_part
 from .logging import get_logger
 from .modeling import VARIANTS, CSCTokenizer, build_model, is_seq2seq
 from .precision import PRECISIONS, check_precision, cpu_has_bf16
@@ -60,8 +60,7 @@ from .scoring import make_compute_metrics, preprocess_logits_for_metrics
 logger = get_logger(__name__)
 TASKS = ("correction", "mlm")
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
-DATA_KINDS = ("each a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or "
-              "FOLDER:CONFIG, a save_to_disk folder or datasets:PATH with source/target columns")
+DATA_KINDS = f"each {PAIR_KINDS}"
 
 
 @dataclass
