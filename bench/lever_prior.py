@@ -28,6 +28,7 @@ import torch
 
 from csc_hf import score
 from csc_hf.benchmark.builder import load_dataset
+from csc_hf.evaluation import decoding_cell
 from csc_hf.pipeline import Corrector
 
 SPLITS = ["train/validation", "test/test", "unseen_k/test", "unseen_v/test", "sighan15/test", "clean/test"]
@@ -96,11 +97,11 @@ def main(argv: list[str] | None = None) -> None:
         for keep_bias in KEEP_BIASES:
             for prior in PRIORS:
                 scores = score(sources, decode(sources, stored, tokens, keep_bias, prior), targets, bootstrap=0)
-                grid[f"{keep_bias:g}/{prior:g}"] = {k: round(scores[k], 4) for k in
+                grid[decoding_cell(keep_bias, prior)] = {k: round(scores[k], 4) for k in
                                                    ("char_cor_f1", "char_cor_p", "char_cor_r", "char_det_f1", "fpr")}
         results[spec] = {"sentences": len(sources), "forward_s": round(time.perf_counter() - start, 1), "grid": grid}
         best = max(grid, key=lambda cell: grid[cell]["char_cor_f1"])
-        print(f"{spec}: keep_bias/similarity_prior 0/0 {grid['0/0']}; best {best} {grid[best]}", file=sys.stderr,
+        print(f"{spec}: keep_bias/similarity_prior 0/0 {grid[decoding_cell(0, 0)]}; best {best} {grid[best]}", file=sys.stderr,
               flush=True)
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump({"model": args.model, "cells": "keep_bias/similarity_prior", "splits": results}, f, indent=1)

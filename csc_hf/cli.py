@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
+from . import resources
 from .benchmark.configs import CONFIGS, TEST_CONFIGS, check_configs, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
@@ -27,6 +28,7 @@ from .hub import RUNS_DIR
 from .logging import ENV as VERBOSITY_ENV, env_verbosity, verbosity
 from .precision import PRECISIONS
 from .stats import RESAMPLES, check_resamples
+from .system_scores import PREDICTION_FORMATS
 
 
 def _none_or(kind):
@@ -230,10 +232,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     for name in ("keep_bias", "similarity_prior"):
         for value in getattr(args, name) or ():
             check_decoding(name, value, f"--{name.replace('_', '-')}")
-    try:
-        check_configs(args.configs, "test config", TEST_CONFIGS)
-    except ValueError as error:
-        raise ValueError(f"--configs: {error}") from None
+    check_configs(args.configs, "test config", TEST_CONFIGS, where="--configs")
     check_output(args.output)
     _check_model(args.model)
     from .evaluation import evaluate_model
@@ -386,7 +385,10 @@ def build_parser() -> argparse.ArgumentParser:
     conf.set_defaults(func=cmd_confusion)
     run = _command(sub, cmd_run, "the whole study: build, pretrain, train the variants, evaluate, report",
                    "Run a preset end to end; finished stages are skipped, interrupted ones resume.")
-    run.add_argument("--preset", default="cpu", help="smoke (minutes), cpu (default: hours on 2 cores), paper (GPU), or a YAML path")
+    default = "cpu"
+    shipped = "; ".join(f"{name}{' (default)' if name == default else ''}: {text}"
+                        for name, text in resources.preset_descriptions().items())
+    run.add_argument("--preset", default=default, help=f"a shipped preset ({shipped}) or a YAML path")
     run.add_argument("--output", help=f"run folder (default: {RUNS_DIR}/PRESET)")
     run.add_argument("--variants", nargs="+", metavar="VARIANT", help="run only these variants, in this order (default: the preset's)")
     run.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="run only these seeds (default: the preset's)")
@@ -431,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--references", required=True, metavar="REF", help="one split: a csc_bench config (test, "
                        "unseen_k, probs/pe05, train/validation, sighan15, ...), an exported FOLDER:CONFIG[/SPLIT], a "
                        "wrong<TAB>correct TSV, or a .jsonl with source/target")
-    score.add_argument("--format", help="text, jsonl or edits (default: from the file's name and content)")
+    score.add_argument("--format", help=f"{', '.join(PREDICTION_FORMATS)} (default: from the file's name and content)")
     score.add_argument("--train", metavar="DATA", help="training data (any REF kind; its train splits) for the "
                        "seen/unseen breakdown (default for a csc_bench config: the benchmark's training set)")
     score.add_argument("--baseline", metavar="FILE", help="another system's predictions: paired test against it")

@@ -49,13 +49,17 @@ def training_pairs(
     return set(error_pairs(train["source"], train["target"]))
 
 
+def decoding_cell(keep_bias: float, similarity_prior: float) -> str:
+    """The key of one cell of the decoding grid, ``"keep_bias/similarity_prior"`` (``"1/0.5"``)."""
+    return f"{keep_bias:g}/{similarity_prior:g}"
+
+
 def tune_decoding(
     corrector, validation, keep_bias_grid: Sequence[float], similarity_prior_grid: Sequence[float] = (0.0,)
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The ``keep_bias`` and ``similarity_prior`` of the two grids with the best character-level correction F1 on
-    ``validation`` (ties: the smaller prior, then the smaller bias), and each cell's F1 keyed
-    ``"keep_bias/similarity_prior"`` (none tried when the grids make one cell). A seq2seq model has no logits to
-    bias: it keeps 0 and 0 untried."""
+    ``validation`` (ties: the smaller prior, then the smaller bias), and each cell's F1 keyed by ``decoding_cell``
+    (none tried when the grids make one cell). A seq2seq model has no logits to bias: it keeps 0 and 0 untried."""
     cells = [(b, p) for b in keep_bias_grid for p in similarity_prior_grid]
     if corrector.seq2seq:
         return {"keep_bias": 0.0, "similarity_prior": 0.0}, {}
@@ -65,8 +69,8 @@ def tune_decoding(
     for bias, prior in cells:
         predictions = corrector.with_options(keep_bias=bias, similarity_prior=prior).correct(validation["source"])
         f1 = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
-        validation_f1[f"{bias:g}/{prior:g}"] = f1
-    best = max(cells, key=lambda cell: (validation_f1[f"{cell[0]:g}/{cell[1]:g}"], -cell[1], -cell[0]))
+        validation_f1[decoding_cell(bias, prior)] = f1
+    best = max(cells, key=lambda cell: (validation_f1[decoding_cell(*cell)], -cell[1], -cell[0]))
     return {"keep_bias": best[0], "similarity_prior": best[1]}, validation_f1
 
 

@@ -27,6 +27,19 @@ def is_local(name: str | Path) -> bool:
     return bool(slash) and (first == RUNS_DIR or Path(first).is_dir())
 
 
+def model_file(path: str | Path, name: str) -> Path | None:
+    """File ``name`` of a model: in a local folder (:func:`is_local`), or of a Hub id (downloaded, or from the cache
+    offline); None when the model has none, its folder is gone or the Hub cannot be reached."""
+    if is_local(path):
+        file = Path(path).expanduser() / name
+        return file if file.is_file() else None
+    from transformers.utils import cached_file
+
+    found = cached_file(str(path), name, _raise_exceptions_for_missing_entries=False,
+                        _raise_exceptions_for_connection_errors=False)  # fmt: skip
+    return Path(found) if found else None
+
+
 def check_model_folder(path: str | Path, what: str = "model folder", tokenizer: bool = True) -> None:
     """Raise a FileNotFoundError that names what a local model folder lacks: the folder, its ``config.json``, or
     (with ``tokenizer``) its tokenizer files."""

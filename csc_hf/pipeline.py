@@ -71,7 +71,6 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 from transformers.pipelines import PIPELINE_REGISTRY
-from transformers.utils import cached_file
 
 from csc_hf import hub
 from csc_hf.chars.pinyin import is_han
@@ -237,17 +236,14 @@ def generate_corrections(
     return tokenizer.batch_decode(outputs, skip_special_tokens=True)
 
 
-def _model_json(path: str | os.PathLike, name: str) -> tuple[str, Any] | None:
+def _model_json(path: str | os.PathLike, name: str) -> tuple[Path, Any] | None:
     """The json file `name` of the model at `path` (a folder or a Hub id) as `(its path, its data)`, or None when
     the model has none; a file that is not JSON is a ValueError naming it."""
-    if hub.is_local(path) and not Path(path).expanduser().is_dir():  # a model built in memory, or its folder is gone
-        return None
-    found = cached_file(os.path.expanduser(str(path)), name, _raise_exceptions_for_missing_entries=False,
-                        _raise_exceptions_for_connection_errors=False)  # fmt: skip
+    found = hub.model_file(path, name)  # None for a model built in memory too, or when its folder is gone
     if found is None:
         return None
     try:
-        return found, json.loads(Path(found).read_text(encoding="utf-8"))
+        return found, json.loads(found.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
 

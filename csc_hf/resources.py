@@ -16,6 +16,8 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
+import yaml
+
 SHIPPED = ("trainer_configs", "metrics", "dataset_scripts")  # the repository's top-level folders the package ships
 
 
@@ -51,6 +53,12 @@ def preset_path(name: str) -> Path:
 def preset_names() -> list[str]:
     """The names of the shipped presets, sorted."""
     return sorted(p.stem for p in (shipped_dir("trainer_configs") / "presets").glob("*.yaml"))
+
+
+def preset_descriptions() -> dict[str, str]:
+    """Each shipped preset's ``description``, by name (sorted)."""
+    return {name: (yaml.safe_load(preset_path(name).read_text(encoding="utf-8")) or {}).get("description", "")
+            for name in preset_names()}
 
 
 def dataset_card() -> Path:

@@ -136,10 +136,7 @@ class Preset:
         BenchParams(**self.bench_params).validate()
         check_variants(self.variants, origin)
         check_resamples(self.bootstrap, f"{origin}: bootstrap")
-        try:
-            check_configs(self.tests, "test config", TEST_CONFIGS)
-        except ValueError as error:
-            raise ValueError(f"{origin}: tests: {error}") from None
+        check_configs(self.tests, "test config", TEST_CONFIGS, where=f"{origin}: tests")
         from .pipeline import check_decoding
 
         for name in ("keep_bias", "similarity_prior"):

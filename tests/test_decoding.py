@@ -12,7 +12,7 @@ from transformers import pipeline
 
 from csc_hf import load_dataset
 from csc_hf.cli import main
-from csc_hf.evaluation import PREDICTIONS, evaluate_model, read_predictions
+from csc_hf.evaluation import PREDICTIONS, decoding_cell, evaluate_model, read_predictions
 from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
 from csc_hf.pipeline import (
     DECODING_FILE,
@@ -114,7 +114,7 @@ def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, c
     saved = json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))
     assert set(saved["tuning"]["scores"]) == {"0/0", "0/2", "1000/0", "1000/2"}
     best = max(saved["tuning"]["scores"].values())
-    chosen = f"{record['keep_bias']:g}/{record['similarity_prior']:g}"
+    chosen = decoding_cell(record["keep_bias"], record["similarity_prior"])
     assert saved["tuning"]["scores"][chosen] == best and saved["similarity_prior"] == record["similarity_prior"]
     assert (copy / SIMILAR_FILE).is_file() == (record["similarity_prior"] > 0)
     assert Corrector.from_pretrained(copy).similarity_prior == record["similarity_prior"]

@@ -73,13 +73,14 @@ CONFIGS: dict[str, ConfigSpec] = {
 TEST_CONFIGS = tuple(name for name in CONFIGS if name != "train")  # what a model is scored on (the study's default)
 
 
-def check_configs(names: Sequence[str], label: str = "csc_bench config",
-                  choices: Sequence[str] = tuple(CONFIGS)) -> None:
-    """A ValueError naming ``label``, the unknown names and the choices, unless each of ``names`` is one of
-    ``choices`` (default: every config; :data:`TEST_CONFIGS` where a model is scored)."""
+def check_configs(names: Sequence[str], label: str = "csc_bench config", choices: Sequence[str] = tuple(CONFIGS),
+                  where: str = "") -> None:
+    """A ValueError naming ``where`` (the parameter or file, when given), ``label``, the unknown names and the
+    choices, unless each of ``names`` is one of ``choices`` (default: every config; :data:`TEST_CONFIGS` where a
+    model is scored)."""
     if unknown := [name for name in names if name not in choices]:
-        raise ValueError(f"unknown {label}{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-                         f"choose from {', '.join(choices)}")
+        raise ValueError(f"{where + ': ' if where else ''}unknown {label}{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(map(repr, unknown))}; choose from {', '.join(choices)}")
 
 
 def probs_split(error_prob: float) -> str:
