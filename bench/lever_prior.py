@@ -4,12 +4,11 @@ For every Han source character, the prior adds ``similarity_prior`` to the logit
 look like it by character knowledge alone (``Corrector.similar_tokens``: ``csc_hf.confusion.similar_characters``
 over the model's whole vocabulary: same or fuzzy-similar pinyin syllable of the first dictionary reading, up to 40
 candidates; close strokes and glyphs, up to 12) — never the training pairs. The source keeps ``keep_bias``. The
-library decodes so with ``Corrector(similarity_prior=..., keep_bias=...)``; this probe makes one forward pass per
-split (fp32, one thread) and decodes every (keep_bias, similarity_prior) cell from the stored logits of the source,
-the best other Han character and the similar candidates, giving the same predictions as
-``csc_hf.pipeline.decode_edits`` with threshold 0, scored with ``csc_hf.score`` (character-level correction F1,
-FPR). Cells are named ``keep_bias/similarity_prior``, as ``csc_hf.evaluation.tune_decoding`` names them; ``0/0`` is
-the model's own decoding.
+library decodes so with ``Corrector(similarity_prior=..., keep_bias=...)``; this probe decodes every (keep_bias,
+similarity_prior) cell from one forward pass per split (``Corrector.correct_each``, fp32, one thread) and scores
+each with ``csc_hf.score`` (character-level correction F1, FPR). Cells are named ``keep_bias/similarity_prior``
+(``csc_hf.evaluation.decoding_cell``), as ``csc_hf.evaluation.tune_decoding`` names them; ``0/0`` is the model's own
+decoding.
 
     python bench/lever_prior.py MODEL_DIR --output prior.json [--splits train/validation test/test unseen_k/test ...]
 
@@ -36,43 +35,6 @@ PRIORS = (0.0, 1.0, 2.0, 3.0, 4.0, 6.0)
 KEEP_BIASES = (0.0, 1.0, 2.0, 3.0, 4.0)
 
 
-@torch.no_grad()
-def stored_logits(corrector: Corrector, texts: list[str], table: torch.Tensor) -> list[tuple[torch.Tensor, ...]]:
-    """Per text: editable mask, source logit, best other Han logit and id, candidate ids and logits."""
-    han, stored = corrector._han, [None] * len(texts)
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    for b in range(0, len(order), 64):
-        rows = order[b : b + 64]
-        chunks = [texts[i][: corrector.window] for i in rows]
-        encoding = corrector._encode(chunks)
-        logits = corrector.model(**encoding).logits.float()
-        ids = encoding["input_ids"]
-        editable = corrector._editable[ids] & han[ids]
-        source = logits.gather(-1, ids.unsqueeze(-1)).squeeze(-1)
-        other = logits.masked_fill(~han, float("-inf")).scatter(-1, ids.unsqueeze(-1), float("-inf"))
-        best, best_id = other.max(-1)
-        candidates = table[ids]
-        candidate_logits = other.gather(-1, candidates)  # the source itself (padding) is -inf
-        for r, i in enumerate(rows):
-            n = len(chunks[r]) + 1
-            stored[i] = tuple(x[r, 1:n] for x in (editable, source, best, best_id, candidates, candidate_logits))
-    return stored
-
-
-def decode(texts: list[str], stored: list, tokens: list[str], keep_bias: float, prior: float) -> list[str]:
-    predictions = []
-    for text, (editable, source, best, best_id, candidates, candidate_logits) in zip(texts, stored):
-        boosted, column = (candidate_logits + prior).max(-1)
-        prior_wins = boosted > best
-        top = torch.where(prior_wins, boosted, best)
-        top_id = torch.where(prior_wins, candidates.gather(-1, column.unsqueeze(-1)).squeeze(-1), best_id)
-        chars = list(text)
-        for p in (editable & (top > source + keep_bias)).nonzero().flatten().tolist():
-            chars[p] = tokens[top_id[p]]
-        predictions.append("".join(chars))
-    return predictions
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model")
@@ -82,8 +44,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     corrector = Corrector.from_pretrained(args.model, precision="fp32")
-    tokens = corrector._tokens
-    table = corrector.similar_tokens()
     results = {}
     for spec in args.splits:
         config, split = spec.split("/")
@@ -91,18 +51,19 @@ def main(argv: list[str] | None = None) -> None:
         if split == "validation":
             data = data.select(range(min(args.validation_sentences, len(data))))
         sources, targets = list(data["source"]), list(data["target"])
+        cells = [(keep_bias, prior) for keep_bias in KEEP_BIASES for prior in PRIORS]
         start = time.perf_counter()
-        stored = stored_logits(corrector, sources, table)
+        each = corrector.correct_each(sources, [{"keep_bias": b, "similarity_prior": p} for b, p in cells])
+        seconds = round(time.perf_counter() - start, 1)
         grid = {}
-        for keep_bias in KEEP_BIASES:
-            for prior in PRIORS:
-                scores = score(sources, decode(sources, stored, tokens, keep_bias, prior), targets, bootstrap=0)
-                grid[decoding_cell(keep_bias, prior)] = {k: round(scores[k], 4) for k in
-                                                   ("char_cor_f1", "char_cor_p", "char_cor_r", "char_det_f1", "fpr")}
-        results[spec] = {"sentences": len(sources), "forward_s": round(time.perf_counter() - start, 1), "grid": grid}
+        for cell, predictions in zip(cells, each):
+            scores = score(sources, predictions, targets, bootstrap=0)
+            grid[decoding_cell(*cell)] = {k: round(scores[k], 4) for k in
+                                          ("char_cor_f1", "char_cor_p", "char_cor_r", "char_det_f1", "fpr")}
+        results[spec] = {"sentences": len(sources), "decode_s": seconds, "grid": grid}
         best = max(grid, key=lambda cell: grid[cell]["char_cor_f1"])
-        print(f"{spec}: keep_bias/similarity_prior 0/0 {grid[decoding_cell(0, 0)]}; best {best} {grid[best]}", file=sys.stderr,
-              flush=True)
+        print(f"{spec}: keep_bias/similarity_prior 0/0 {grid[decoding_cell(0, 0)]}; best {best} {grid[best]}",
+              file=sys.stderr, flush=True)
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump({"model": args.model, "cells": "keep_bias/similarity_prior", "splits": results}, f, indent=1)
 

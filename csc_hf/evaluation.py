@@ -65,11 +65,11 @@ def tune_decoding(
         return {"keep_bias": 0.0, "similarity_prior": 0.0}, {}
     if len(cells) == 1:
         return {"keep_bias": cells[0][0], "similarity_prior": cells[0][1]}, {}
-    validation_f1 = {}
-    for bias, prior in cells:
-        predictions = corrector.with_options(keep_bias=bias, similarity_prior=prior).correct(validation["source"])
-        f1 = score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
-        validation_f1[decoding_cell(bias, prior)] = f1
+    options = [{"keep_bias": bias, "similarity_prior": prior} for bias, prior in cells]
+    each = corrector.correct_each(validation["source"], options)  # one forward pass for the whole grid
+    validation_f1 = {decoding_cell(*cell): score(validation["source"], predictions, validation["target"],
+                                                  bootstrap=0)["char_cor_f1"]
+                     for cell, predictions in zip(cells, each)}
     best = max(cells, key=lambda cell: (validation_f1[decoding_cell(*cell)], -cell[1], -cell[0]))
     return {"keep_bias": best[0], "similarity_prior": best[1]}, validation_f1
 

@@ -89,6 +89,7 @@ UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no lim
 DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
 Edit = tuple[int, str, float | None]
 """A kept correction: position in the text, the right character, its probability (None for BART)."""
+Candidate = tuple[int, int, str, float | None]  # an edit of a batch: (row, column, right character, probability)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded; they stand in as U+FFFD (unknown)
 
 
@@ -442,9 +443,22 @@ class Corrector:
         predictions = [apply_edits(text, edits) for text, edits in zip(batch, self._edits(batch))]
         return predictions[0] if isinstance(texts, str) else predictions
 
-    @torch.no_grad()
+    def correct_each(self, texts: Iterable[str], options: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+        """The predictions of ``self.with_options(**o).correct(texts)`` for each ``o`` of ``options``, from one forward
+        pass over ``texts``: tuning a decoding (``keep_bias`` × ``similarity_prior``) costs one pass, not one per
+        setting."""
+        batch = check_texts(texts)
+        each = self._edits_each(batch, [self.with_options(**option) for option in options])
+        return [[apply_edits(text, edits) for text, edits in zip(batch, found)] for found in each]
+
     def _edits(self, texts: list[str]) -> list[list[Edit]]:
-        """The kept edits of each text, by position. Windows run longest first, in batches of `batch_size`."""
+        """The kept edits of each text, by position."""
+        return self._edits_each(texts, [self])[0]
+
+    @torch.no_grad()
+    def _edits_each(self, texts: list[str], decoders: Sequence["Corrector"]) -> list[list[list[Edit]]]:
+        """The kept edits of each text, by position, for each of ``decoders`` (this corrector or copies with other
+        options), from one forward pass. Windows run longest first, in batches of `batch_size`."""
         plan = [
             (i, *window)
             for i, text in enumerate(texts)
@@ -452,20 +466,22 @@ class Corrector:
         ]
         plan.sort(key=lambda window: window[2] - window[1], reverse=True)
         self.model.eval()
-        edits: list[list[Edit]] = [[] for _ in texts]
+        each: list[list[list[Edit]]] = [[[] for _ in texts] for _ in decoders]
         for b in range(0, len(plan), self.batch_size):
             batch = plan[b : b + self.batch_size]
             chunks = [texts[i][start:end] for i, start, end, _, _ in batch]
-            for row, column, right, probability in self._predict(chunks):
-                i, start, _, keep_start, keep_end = batch[row]
-                if keep_start <= start + column < keep_end:
-                    edits[i].append((start + column, right, probability))
-        for i, text in enumerate(texts):
-            if self.protected_terms and edits[i]:
-                protected = protected_positions(text, self.protected_terms)
-                edits[i] = [edit for edit in edits[i] if edit[0] not in protected]
-            edits[i].sort()
-        return edits
+            for edits, candidates in zip(each, self._predict(chunks, decoders)):
+                for row, column, right, probability in candidates:
+                    i, start, _, keep_start, keep_end = batch[row]
+                    if keep_start <= start + column < keep_end:
+                        edits[i].append((start + column, right, probability))
+        for decoder, edits in zip(decoders, each):
+            for i, text in enumerate(texts):
+                if decoder.protected_terms and edits[i]:
+                    protected = protected_positions(text, decoder.protected_terms)
+                    edits[i] = [edit for edit in edits[i] if edit[0] not in protected]
+                edits[i].sort()
+        return each
 
     def _window_of(self, text: str) -> tuple[int, int]:
         """The window and overlap, in characters, for `text`: `window` and `overlap` for a model that reads one token
@@ -532,13 +548,14 @@ class Corrector:
         device = self.model.device
         return {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
 
-    def _predict(self, chunks: list[str]) -> list[tuple[int, int, str, float | None]]:
-        """Candidate edits `(row, column, right, probability)` of a batch of texts that fit the model, computed under
-        bf16 autocast when `self.bf16` (the decoding itself reads the logits in fp32)."""
+    def _predict(self, chunks: list[str], decoders: Sequence["Corrector"]) -> list[list[Candidate]]:
+        """Candidate edits `(row, column, right, probability)` of a batch of texts that fit the model, for each of
+        `decoders` (this corrector or copies with other options: one forward pass), computed under bf16 autocast when
+        `self.bf16` (the decoding itself reads the logits in fp32)."""
         with torch.autocast(self.model.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            return self._predict_in_precision([_SURROGATE.sub("\ufffd", chunk) for chunk in chunks])
+            return self._predict_in_precision([_SURROGATE.sub("\ufffd", chunk) for chunk in chunks], decoders)
 
-    def _predict_in_precision(self, chunks: list[str]) -> list[tuple[int, int, str, float | None]]:
+    def _predict_in_precision(self, chunks: list[str], decoders: Sequence["Corrector"]) -> list[list[Candidate]]:
         if self.seq2seq:
             if self.per_character:  # csc_hf's BART: its output is read position by position
                 predictions = bart_correct(self.model, self.tokenizer, chunks, batch_size=len(chunks))
@@ -546,23 +563,28 @@ class Corrector:
             else:
                 predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
                 changes = [aligned_substitutions(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
-            return [
+            return [[
                 (row, column, right, None)
                 for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
                 for column, right in substitutions
-                if (wrong := chunk[column]) != right and is_han(wrong) and is_han(right) and wrong not in self.protected_chars
-            ]
+                if (wrong := chunk[column]) != right and is_han(wrong) and is_han(right)
+                and wrong not in decoder.protected_chars
+            ] for decoder in decoders]
         device = self.model.device
         encoding = self._encode(chunks)
         logits = self.model(**encoding).logits.float()
         input_ids = encoding["input_ids"]
-        editable = self._editable.to(device)[input_ids]
-        similar = self.similar_tokens(device) if self.similarity_prior else None
-        edits = decode_edits(input_ids, logits, self._han.to(device), editable, self.keep_bias, self.threshold,
-                             similar, self.similarity_prior)
-        rows, columns, ids, probabilities = edits
-        rights = [self._tokens[i] for i in ids.tolist()]
-        return list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist()))  # column 0 is [CLS]
+        each = []
+        for k, decoder in enumerate(decoders):
+            editable = decoder._editable.to(device)[input_ids]
+            similar = decoder.similar_tokens(device) if decoder.similarity_prior else None
+            rows, columns, ids, probabilities = decode_edits(
+                input_ids, logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
+                self._han.to(device), editable, decoder.keep_bias, decoder.threshold, similar, decoder.similarity_prior,
+            )
+            rights = [self._tokens[i] for i in ids.tolist()]
+            each.append(list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())))  # 0: [CLS]
+        return each
 
 
 class ChineseSpellingCheckPipeline(Pipeline):

@@ -88,6 +88,26 @@ def test_every_route_reproduces_the_studys_predictions_without_arguments(studied
     assert (model_dir / DECODING_FILE).read_bytes() == before  # no grid: nothing tuned, nothing saved
 
 
+def test_one_forward_pass_decodes_every_setting_as_its_own_corrector(studied, split):
+    _, model_dir, _ = studied
+    sources, _ = split
+    corrector = Corrector.from_pretrained(model_dir, batch_size=16)
+    texts = sources[:100] + ["".join(sources[:12])]  # the last is longer than a window
+    assert len(texts[-1]) > corrector.window
+    options = [{"keep_bias": 0.0}, {"keep_bias": 1.0, "similarity_prior": 3.0}, {"threshold": 0.6},
+               {"protected_chars": sorted(set(texts[0]))}, {"protected_terms": [texts[1][:6]]}]
+    passes = []
+    hook = corrector.model.register_forward_hook(lambda *_: passes.append(1))
+    try:
+        each = corrector.correct_each(texts, options)
+        one = len(passes)
+        assert each == [corrector.with_options(**option).correct(texts) for option in options]
+    finally:
+        hook.remove()
+    assert one == len(passes) // (len(options) + 1)  # the grid cost the passes of one setting
+    assert len({tuple(predictions) for predictions in each[:3]}) == 3  # the settings decode differently
+
+
 def test_evaluate_with_a_grid_tunes_and_saves_the_chosen_value(studied, tmp_path, capsys):
     preset, model_dir, _ = studied
     copy = tmp_path / "model"
