@@ -6,6 +6,7 @@ other Hugging Face checkpoint.
     # {"source": "我门去北京。", "prediction": "我们去北京。",
     #  "edits": [{"position": 1, "wrong": "门", "right": "们", "probability": 0.93}]}
     corrector.correct(texts)                      # predictions only: the fast path for evaluation
+    corrector.correct_each(texts, [{"keep_bias": 0}, {"keep_bias": 2, "similarity_prior": 3}])  # one forward pass
 
     import csc_hf.pipeline                        # registers the task with transformers
     checker = pipeline("chinese-spelling-check", model="path/to/model")
