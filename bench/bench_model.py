@@ -27,6 +27,7 @@ from csc_hf.pipeline import TASK, Corrector, decode_edits
 from csc_hf.study import Preset
 
 BACKBONE = Preset.load("cpu").model  # the cpu preset's encoder (one home for its sizes)
+GRID = [{"keep_bias": value} for value in Preset.load("cpu").keep_bias_grid]  # the decoding it tunes
 VOCAB, BATCH, LENGTH = 6000, 32, 48
 EXTRA = {  # beyond the paper's grid: the speed options
     "all_gate+frozen": {**VARIANTS["all_gate"], "freeze_sources": True},
@@ -85,7 +86,9 @@ def corrector_speed(tokenizer: CSCTokenizer, n: int, rounds: int = 3) -> None:
     random, so keep_bias is set to leave about one edit per sentence, as a trained model does on a test set. Rows:
     forward = `model(**batch)` on pre-tokenized batches sorted by length as the Corrector sorts them; forward, input
     order = the same unsorted; correct() = `Corrector.correct` (tokenize, forward, decode, strings); __call__() = with
-    the edit dicts; pipeline = the `chinese-spelling-check` task. Fastest of `rounds` passes, alternating.
+    the edit dicts; pipeline = the `chinese-spelling-check` task; then a tuning grid of len(GRID) `keep_bias` values
+    (the `cpu` preset's), one `correct()` per value against `correct_each` (one forward pass decodes them all).
+    Fastest of `rounds` passes, alternating.
     """
     sentences = random.Random(0).sample(clean_sentences(peoples_daily_lines()), n)
     model = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **BACKBONE)).eval()
@@ -112,6 +115,8 @@ def corrector_speed(tokenizer: CSCTokenizer, n: int, rounds: int = 3) -> None:
         "correct()": lambda: corrector.correct(sentences),
         "__call__()": lambda: corrector(sentences),
         "pipeline": lambda: checker(sentences),
+        f"correct() x {len(GRID)} keep_bias": lambda: [corrector.with_options(**o).correct(sentences) for o in GRID],
+        f"correct_each(), {len(GRID)} keep_bias": lambda: corrector.correct_each(sentences, GRID),
     }
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(rounds):
@@ -120,9 +125,9 @@ def corrector_speed(tokenizer: CSCTokenizer, n: int, rounds: int = 3) -> None:
             run()
             times[name].append(time.perf_counter() - start)
     base = min(times["forward"])
-    print(f"{'':26} {'seconds':>9} {'sentences/s':>12} {'x forward':>10}")
+    print(f"{'':28} {'seconds':>9} {'sentences/s':>12} {'x forward':>10}")
     for name, seconds in times.items():
-        print(f"{name:26} {min(seconds):9.2f} {n / min(seconds):12.0f} {base / min(seconds):10.2f}")
+        print(f"{name:28} {min(seconds):9.2f} {n / min(seconds):12.0f} {base / min(seconds):10.2f}")
 
 
 def main() -> None:
