@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from .benchmark.plan import AUGMENTED_COPIES
 from .results import (
     CREDIBILITY_RULE,
     METRICS,
@@ -328,7 +329,10 @@ def _credibility_section(credibility: Credibility, warning: str | None) -> list[
         f"Each model is trained twice, as many epochs each: on the training sentences corrupted with S_train (the "
         f"grid's model), and on those rows plus augmentation data, the same sentences again corrupted with the "
         f"confusion set `{c.confusion}` (the move of adding Wang271K) less every pair that would leak into the unseen "
-        f"test sets ({leaks}). Both are evaluated on the same test sentences.",
+        f"test sets ({leaks}). Both are evaluated on the same test sentences. Over {AUGMENTED_COPIES} times the rows, "
+        f"the augmented model takes {AUGMENTED_COPIES} times the steps: a model far from converged gains from the "
+        f"steps alone, which this comparison does not tell from the added pairs (a plain model trained as many steps "
+        f"does; BENCHMARKS.md).",
     ]
     if c.coverage:
         columns = [("S_train", "error_coverage"), ("S_train", "pair_coverage"), ("augmented", "error_coverage"),
