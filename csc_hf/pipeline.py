@@ -575,13 +575,14 @@ class Corrector:
         encoding = self._encode(chunks)
         logits = self.model(**encoding).logits.float()
         input_ids = encoding["input_ids"]
+        han = self._han.to(device)
         each = []
         for k, decoder in enumerate(decoders):
             editable = decoder._editable.to(device)[input_ids]
             similar = decoder.similar_tokens(device) if decoder.similarity_prior else None
             rows, columns, ids, probabilities = decode_edits(
                 input_ids, logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
-                self._han.to(device), editable, decoder.keep_bias, decoder.threshold, similar, decoder.similarity_prior,
+                han, editable, decoder.keep_bias, decoder.threshold, similar, decoder.similarity_prior,
             )
             rights = [self._tokens[i] for i in ids.tolist()]
             each.append(list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())))  # 0: [CLS]

@@ -372,27 +372,26 @@ def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> 
                                     + ("; give tokenizer_path" if key == "init_from" else ""))
 
 
-def start_tokenizer_file(path: str | Path) -> str | None:
-    """Which tokenizer a checkpoint holds: ``tokenizer.json`` of a saved CSCTokenizer, ``vocab.txt`` of a BERT
+def start_tokenizer_file(path: str | Path) -> Path | None:
+    """The tokenizer file a checkpoint holds: ``tokenizer.json`` of a saved CSCTokenizer, ``vocab.txt`` of a BERT
     checkpoint (another tokenizer.json, e.g. bert-base-chinese's WordPiece one, is not a character tokenizer), or
     None."""
     config_file = hub.model_file(path, "tokenizer_config.json")
     config = hub.read_json_object(config_file) if config_file else {}
-    if hub.model_file(path, "tokenizer.json") and config.get("tokenizer_class", "CSCTokenizer") == "CSCTokenizer":
-        return "tokenizer.json"
-    return "vocab.txt" if hub.model_file(path, "vocab.txt") else None
+    found = hub.model_file(path, "tokenizer.json")
+    if found and config.get("tokenizer_class", "CSCTokenizer") == "CSCTokenizer":
+        return found
+    return hub.model_file(path, "vocab.txt")
 
 
 def start_tokenizer(path: str) -> CSCTokenizer:
     """The tokenizer of a start checkpoint or ``tokenizer_path`` (a local folder or a Hub name): its saved
     CSCTokenizer, or one character per token over its BERT ``vocab.txt`` with the same ids, so that it fits the
     checkpoint's embeddings (bert-base-chinese, macbert4csc)."""
-    kind = start_tokenizer_file(path)
-    if kind is None:
+    file = start_tokenizer_file(path)
+    if file is None:
         raise FileNotFoundError(f"{path} holds {NO_TOKENIZER}")
-    if kind == "tokenizer.json":
-        return CSCTokenizer.from_pretrained(path)
-    return CSCTokenizer.from_bert_vocab(hub.model_file(path, "vocab.txt"))
+    return CSCTokenizer.from_pretrained(path) if file.name == "tokenizer.json" else CSCTokenizer.from_bert_vocab(file)
 
 
 def pairs_equal_length(model_args: ModelArguments) -> bool:
