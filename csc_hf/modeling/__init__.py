@@ -18,6 +18,7 @@ from ..logging import expected_load_report
 from .bart import bart_config, bart_correct, build_bart
 from .configuration_csc import VARIANTS, CSCConfig, is_seq2seq, variant_family
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
+from .masked_lm import SparseBertForMaskedLM
 from .modeling_csc import CSCForCorrection, CSCModel, CSCPreTrainedModel
 from .tokenization_csc import CSCTokenizer
 
@@ -71,6 +72,7 @@ __all__ = [
     "CSCModel",
     "CSCPreTrainedModel",
     "CSCTokenizer",
+    "SparseBertForMaskedLM",
     "bart_config",
     "bart_correct",
     "build_bart",

@@ -1,0 +1,38 @@
+"""Masked-LM pretraining of the semantic encoder, with the output layer computed only where it is scored.
+
+A masked-LM step scores ~15% of the positions, yet `BertForMaskedLM` projects every position onto the whole
+vocabulary (hidden x vocab_size, with its log-softmax: about a quarter of the `cpu` preset's pretraining FLOPs) and
+throws 85% of it away. `SparseBertForMaskedLM` (ModernBERT's ``sparse_prediction``) gathers the labelled positions
+first: in training, with labels, its ``logits`` are ``(labelled positions, vocab_size)`` in the batch's row-major
+order and its loss is `BertForMaskedLM`'s (the mean cross-entropy over the labelled positions). Without labels, or
+in eval mode (evaluation, `compute_metrics`), it is `BertForMaskedLM` itself. Its weights and saved checkpoints are a
+plain `BertForMaskedLM`'s: `BertForMaskedLM.from_pretrained` and the Auto classes load them.
+"""
+
+from torch.nn import CrossEntropyLoss
+from transformers import BertForMaskedLM
+from transformers.modeling_outputs import MaskedLMOutput
+
+
+class SparseBertForMaskedLM(BertForMaskedLM):
+    """`BertForMaskedLM` whose training forward runs the masked-LM head only at the positions with a label."""
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None, inputs_embeds=None,
+                encoder_hidden_states=None, encoder_attention_mask=None, labels=None, **kwargs):
+        if labels is None or not self.training:
+            return super().forward(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                   encoder_hidden_states, encoder_attention_mask, labels=labels, **kwargs)
+        kwargs.pop("return_dict", None)
+        outputs = self.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            position_ids=position_ids, inputs_embeds=inputs_embeds,
+                            encoder_hidden_states=encoder_hidden_states,
+                            encoder_attention_mask=encoder_attention_mask, return_dict=True, **kwargs)
+        flat = labels.flatten()
+        positions = (flat != -100).nonzero().squeeze(1)  # index_select: its backward adds in order (deterministic)
+        scores = self.cls(outputs.last_hidden_state.flatten(0, -2).index_select(0, positions))
+        loss = CrossEntropyLoss()(scores, flat.index_select(0, positions))
+        return MaskedLMOutput(loss=loss, logits=scores, hidden_states=outputs.hidden_states,
+                              attentions=outputs.attentions)
+
+
+__all__ = ["SparseBertForMaskedLM"]

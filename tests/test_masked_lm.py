@@ -1,0 +1,61 @@
+"""SparseBertForMaskedLM: BertForMaskedLM's loss and gradients with the output layer run only where labels are."""
+
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM
+
+from csc_hf.modeling import SparseBertForMaskedLM
+
+CONFIG = {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+          "intermediate_size": 64, "max_position_embeddings": 64, "hidden_dropout_prob": 0.0,
+          "attention_probs_dropout_prob": 0.0}
+
+
+@pytest.fixture()
+def models():
+    torch.manual_seed(0)
+    dense = BertForMaskedLM(BertConfig(**CONFIG))
+    sparse = SparseBertForMaskedLM(BertConfig(**CONFIG))
+    sparse.load_state_dict(dense.state_dict())
+    return dense, sparse
+
+
+def batch():
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(5, 97, (4, 12), generator=g)
+    mask = torch.ones_like(ids)
+    mask[2, 9:] = 0  # padding
+    labels = torch.where(torch.rand(ids.shape, generator=g) < 0.25, ids, -100).masked_fill(mask == 0, -100)
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def test_training_loss_logits_and_gradients_are_bert_for_masked_lms(models):
+    dense, sparse = models
+    inputs = batch()
+    out_dense, out_sparse = dense.train()(**inputs), sparse.train()(**inputs)
+    labelled = inputs["labels"] != -100
+    assert out_sparse.logits.shape == (int(labelled.sum()), CONFIG["vocab_size"])
+    torch.testing.assert_close(out_sparse.logits, out_dense.logits[labelled])
+    torch.testing.assert_close(out_sparse.loss, out_dense.loss)
+    out_dense.loss.backward()
+    out_sparse.loss.backward()
+    for (name, a), (_, b) in zip(dense.named_parameters(), sparse.named_parameters()):
+        torch.testing.assert_close(b.grad, a.grad, msg=name)
+
+
+def test_eval_mode_and_no_labels_give_every_position(models):
+    dense, sparse = models
+    inputs = batch()
+    full = dense.eval()(**inputs)
+    torch.testing.assert_close(sparse.eval()(**inputs).logits, full.logits)  # evaluation: compute_metrics' logits
+    torch.testing.assert_close(sparse.eval()(**inputs).loss, full.loss)
+    without = {k: v for k, v in inputs.items() if k != "labels"}
+    torch.testing.assert_close(sparse.train()(**without).logits, dense.train()(**without).logits)
+
+
+def test_checkpoint_is_a_plain_bert_for_masked_lm(models, tmp_path):
+    _, sparse = models
+    sparse.save_pretrained(tmp_path)
+    loaded = BertForMaskedLM.from_pretrained(tmp_path).eval()
+    inputs = batch()
+    torch.testing.assert_close(loaded(**inputs).logits, sparse.eval()(**inputs).logits)
