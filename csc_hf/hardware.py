@@ -1,0 +1,123 @@
+"""The CPU a run computes on: its instruction sets, the compute path they give, and how many cores are free.
+
+    hardware.describe()        # "Intel(R) Xeon(R) Processor, 2 CPUs; flags: avx2 avx512f ...; bf16 path (AMX)"
+    hardware.torch_threads()   # torch threads for a run here: the usable CPUs less those other processes keep busy
+
+A process that asks for more threads than the cores left to it waits on its slowest thread at every parallel region
+(OpenMP barriers): beside one busy process a 2-thread step on 2 cores slows far more than a 1-thread step does
+(BENCHMARKS.md, "Contention"). Pure functions over /proc, with fallbacks where it is missing (not Linux).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
+"""The CPU flags that decide torch's CPU kernels: AVX2/FMA (fp32), AVX-512, and bf16 in hardware (AVX512-BF16, AMX)."""
+
+
+def cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, set[str]]:
+    """The CPU's model name and flags ("" and an empty set where /proc/cpuinfo is missing)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "", set()
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+        if not line.strip() and fields:  # the first processor's block is enough
+            break
+    return fields.get("model name", ""), set(fields.get("flags", "").split())
+
+
+def compute_path(flags: set[str] | None = None) -> str:
+    """``bf16 (AMX)``, ``bf16 (AVX512-BF16)``, ``fp32 (AVX-512)``, ``fp32 (AVX2)`` or ``fp32``: what the cpu
+    preset's ``precision: auto`` computes in on this CPU and which units do its matrix products. Without flags
+    (no /proc/cpuinfo), torch's own probe decides bf16 (`csc_hf.precision.cpu_has_bf16`)."""
+    if flags is None:
+        flags = cpuinfo()[1]
+    if not flags:
+        from .precision import cpu_has_bf16
+
+        return "bf16" if cpu_has_bf16() else "fp32"
+    if "amx_bf16" in flags:
+        return "bf16 (AMX)"
+    if "avx512_bf16" in flags:
+        return "bf16 (AVX512-BF16)"
+    if "avx512f" in flags:
+        return "fp32 (AVX-512)"
+    return "fp32 (AVX2)" if "avx2" in flags else "fp32"
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, e.g. under taskset or a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _cpu_ticks(path: str = "/proc/stat") -> tuple[int, int] | None:
+    """(busy, total) ticks of all CPUs since boot; steal (a VM's CPU taken by the host) counts as busy."""
+    try:
+        fields = Path(path).read_text(encoding="utf-8").splitlines()[0].split()
+    except (OSError, IndexError):
+        return None
+    ticks = [int(x) for x in fields[1:]]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+    return sum(ticks[:8]) - idle, sum(ticks[:8])
+
+
+def others_busy(start: tuple[int, int], end: tuple[int, int], own_seconds: float, hz: int, cpus: int) -> float:
+    """CPUs that other processes kept busy between two `/proc/stat` readings ((busy, total) ticks of all CPUs),
+    given this process's CPU seconds between them."""
+    seconds = (end[1] - start[1]) / hz  # CPU-seconds that passed on all CPUs
+    if seconds <= 0:
+        return 0.0
+    others = (end[0] - start[0]) / hz - own_seconds
+    return max(0.0, min(cpus, others / seconds * cpus))
+
+
+def busy_cpus(interval: float = 1.0) -> float:
+    """CPUs kept busy by *other* processes over the next ``interval`` seconds (this process's own CPU time taken
+    out); where /proc/stat is missing, the 1-minute load average less one (this process)."""
+    start, own = _cpu_ticks(), time.process_time()
+    if start is None:
+        try:
+            return max(0.0, os.getloadavg()[0] - 1.0)
+        except OSError:
+            return 0.0
+    time.sleep(interval)
+    end = _cpu_ticks()
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return others_busy(start, end, time.process_time() - own, hz, os.cpu_count() or 1)
+
+
+def threads_for(usable: int, busy: float) -> int:
+    """Torch threads beside ``busy`` CPUs of other work on ``usable`` CPUs: the whole cores left (a core more than
+    half busy counts as taken), at least one."""
+    return max(1, min(usable, usable - int(busy + 0.5)))
+
+
+def torch_threads(interval: float = 1.0) -> int:
+    """Threads a run should give torch here and now: `threads_for` of the usable CPUs and the other processes' load
+    measured over ``interval`` seconds. ``OMP_NUM_THREADS``, when set, wins (the user chose)."""
+    chosen = os.environ.get("OMP_NUM_THREADS", "")
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
+    return threads_for(usable_cpus(), busy_cpus(interval))
+
+
+def describe() -> str:
+    """One line for a log or a benchmark: the CPU's model, its CPUs, the flags of `FLAGS` it has, its path."""
+    name, flags = cpuinfo()
+    have = [flag for flag in FLAGS if flag in flags]
+    return (f"{name or 'CPU'}, {usable_cpus()} usable CPUs; flags: {' '.join(have) or 'unknown'}; "
+            f"compute path: {compute_path(flags or None)}")
+
+
+__all__ = ["FLAGS", "busy_cpus", "compute_path", "cpuinfo", "describe", "others_busy", "threads_for", "torch_threads",
+           "usable_cpus"]

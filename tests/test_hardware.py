@@ -1,0 +1,70 @@
+"""csc_hf.hardware: the CPU's flags and compute path, and the torch threads a run takes beside other work."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from csc_hf import hardware
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model name\t: AMD EPYC 7B13
+flags\t\t: fpu sse2 avx fma avx2 bmi2
+
+processor\t: 1
+model name\t: AMD EPYC 7B13
+flags\t\t: fpu sse2 avx fma avx2 bmi2
+"""
+
+
+def test_reads_the_first_processors_name_and_flags(tmp_path):
+    path = tmp_path / "cpuinfo"
+    path.write_text(CPUINFO)
+    assert hardware.cpuinfo(str(path)) == ("AMD EPYC 7B13", {"fpu", "sse2", "avx", "fma", "avx2", "bmi2"})
+    assert hardware.cpuinfo(str(tmp_path / "missing")) == ("", set())
+
+
+@pytest.mark.parametrize("flags, path", [
+    ({"avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"}, "bf16 (AMX)"),  # Sapphire Rapids
+    ({"avx2", "avx512f", "avx512_bf16"}, "bf16 (AVX512-BF16)"),  # Cooper Lake, Zen 4
+    ({"avx2", "avx512f"}, "fp32 (AVX-512)"),
+    ({"avx2", "fma"}, "fp32 (AVX2)"),  # Zen 3
+    ({"sse2"}, "fp32"),
+])  # fmt: skip
+def test_compute_path(flags, path):
+    assert hardware.compute_path(flags) == path
+
+
+@pytest.mark.parametrize("usable, busy, threads", [
+    (2, 0.0, 2), (2, 0.4, 2), (2, 0.6, 1), (2, 1.0, 1), (2, 3.5, 1), (8, 2.2, 6), (1, 0.0, 1),
+])  # fmt: skip
+def test_threads_for_the_cores_left(usable, busy, threads):
+    assert hardware.threads_for(usable, busy) == threads
+
+
+def test_omp_num_threads_wins(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert hardware.torch_threads(interval=0.01) == 3
+
+
+def test_sees_a_busy_process():
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        assert hardware.busy_cpus(1.0) >= 0.6  # the busy loop (other work on the machine only adds to it)
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def test_own_time_is_not_others():
+    # 2 CPUs, 100 ticks/s, 1 s: 150 busy ticks of 200, of which this process ran 1.0 s: others kept 0.5 CPU busy
+    assert hardware.others_busy((0, 0), (150, 200), 1.0, 100, 2) == pytest.approx(0.5)
+    assert hardware.others_busy((0, 0), (100, 200), 1.0, 100, 2) == 0.0
+    assert hardware.others_busy((5, 9), (5, 9), 0.0, 100, 2) == 0.0  # no time passed
+
+
+def test_describe_names_the_path():
+    assert "compute path: " in hardware.describe()
