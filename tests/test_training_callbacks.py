@@ -1,0 +1,66 @@
+"""Checkpoints by time (csc_hf.training_callbacks.SaveEvery) in a real Trainer run, with a clock the test moves."""
+
+import pytest
+import torch
+from transformers import Trainer, TrainerCallback, TrainingArguments
+
+from csc_hf.training_callbacks import SaveEvery
+
+
+class Regression(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 1)
+
+    def forward(self, x, y):
+        return {"loss": torch.nn.functional.mse_loss(self.linear(x).squeeze(-1), y)}
+
+
+class Clock:
+    """A clock that a callback moves by `step` seconds at the start of every training step."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Tick(TrainerCallback):
+    def __init__(self, clock: Clock):
+        self.clock = clock
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.clock.now += self.clock.step
+
+
+def train(tmp_path, seconds_per_step: float, save_every: float, **args) -> list[int]:
+    """Train 10 steps; the steps whose checkpoints were written."""
+    torch.manual_seed(0)
+    data = [{"x": torch.randn(4), "y": torch.randn(())} for _ in range(40)]
+    clock = Clock(seconds_per_step)
+    arguments = TrainingArguments(output_dir=str(tmp_path), max_steps=10, per_device_train_batch_size=4, use_cpu=True,
+                                  report_to="none", disable_tqdm=True, save_total_limit=None, **args)
+    trainer = Trainer(model=Regression(), args=arguments, train_dataset=data,
+                      callbacks=[Tick(clock), SaveEvery(save_every, clock=clock)])
+    trainer.train()
+    return sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*"))
+
+
+def test_saves_by_time_when_steps_are_slow(tmp_path):
+    # 40 s a step, a checkpoint every 100 s: steps 3 (120 s), 6 and 9; the last step by the Trainer's own rule
+    assert train(tmp_path, 40.0, 100.0, save_strategy="steps", save_steps=1000) == [3, 6, 9, 10]
+
+
+def test_step_checkpoints_reset_the_clock(tmp_path):
+    # save_steps 2 comes first every time: time alone never adds a checkpoint
+    assert train(tmp_path, 40.0, 100.0, save_strategy="steps", save_steps=2) == [2, 4, 6, 8, 10]
+
+
+def test_fast_steps_add_nothing(tmp_path):
+    assert train(tmp_path, 1.0, 100.0, save_strategy="no") == []
+
+
+def test_rejects_a_period_that_is_not_positive():
+    with pytest.raises(ValueError, match="seconds=0"):
+        SaveEvery(0)
