@@ -19,7 +19,8 @@ from transformers import TrainerCallback
 
 class SaveEvery(TrainerCallback):
     """Ask the Trainer for a checkpoint once ``seconds`` of training have passed since the last one (or since the
-    start of training), on top of its own ``save_strategy``."""
+    start of training), on top of its own ``save_strategy``; a run that saves no checkpoints (``save_strategy:
+    no``) stays so."""
 
     def __init__(self, seconds: float, clock=time.monotonic):
         if not seconds > 0:
@@ -31,6 +32,8 @@ class SaveEvery(TrainerCallback):
         self.last = self.clock()
 
     def on_step_end(self, args, state, control, **kwargs):
+        if args.save_strategy == "no":
+            return control
         due = self.clock() - self.last >= self.seconds
         if torch.distributed.is_available() and torch.distributed.is_initialized():
             flag = torch.tensor([int(due)])

@@ -58,7 +58,11 @@ def test_step_checkpoints_reset_the_clock(tmp_path):
 
 
 def test_fast_steps_add_nothing(tmp_path):
-    assert train(tmp_path, 1.0, 100.0, save_strategy="no") == []
+    assert train(tmp_path, 1.0, 100.0, save_strategy="steps", save_steps=1000) == [10]
+
+
+def test_a_run_without_checkpoints_stays_so(tmp_path):
+    assert train(tmp_path, 40.0, 100.0, save_strategy="no") == []
 
 
 def test_rejects_a_period_that_is_not_positive():
