@@ -14,6 +14,11 @@ import os
 import time
 from pathlib import Path
 
+OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
+"""OpenMP settings a run on a shared machine needs: idle threads of torch's pool sleep instead of spinning, so a
+parallel region that waits for a thread the OS has put aside frees its core for the process that took the other
+(BENCHMARKS.md, "Contention"). Read by libgomp once, when torch loads."""
+
 FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
 """The CPU flags that decide torch's CPU kernels: AVX2/FMA (fp32), AVX-512, and bf16 in hardware (AVX512-BF16, AMX)."""
 
@@ -111,6 +116,14 @@ def torch_threads(interval: float = 1.0) -> int:
     return threads_for(usable_cpus(), busy_cpus(interval))
 
 
+def configure_openmp(environ=os.environ) -> dict[str, str]:
+    """Set `OPENMP_DEFAULTS` in ``environ`` where the user set nothing; returns what it set. It takes effect in this
+    process only if torch (and its OpenMP runtime) has not loaded yet, and in every process started after it."""
+    chosen = {name: value for name, value in OPENMP_DEFAULTS.items() if name not in environ}
+    environ.update(chosen)
+    return chosen
+
+
 def describe() -> str:
     """One line for a log or a benchmark: the CPU's model, its CPUs, the flags of `FLAGS` it has, its path."""
     name, flags = cpuinfo()
@@ -119,5 +132,5 @@ def describe() -> str:
             f"compute path: {compute_path(flags or None)}")
 
 
-__all__ = ["FLAGS", "busy_cpus", "compute_path", "cpuinfo", "describe", "others_busy", "threads_for", "torch_threads",
+__all__ = ["FLAGS", "OPENMP_DEFAULTS", "busy_cpus", "compute_path", "configure_openmp", "cpuinfo", "describe", "others_busy", "threads_for", "torch_threads",
            "usable_cpus"]

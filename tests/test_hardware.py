@@ -1,5 +1,6 @@
 """csc_hf.hardware: the CPU's flags and compute path, and the torch threads a run takes beside other work."""
 
+import os
 import subprocess
 import sys
 import time
@@ -68,3 +69,18 @@ def test_own_time_is_not_others():
 
 def test_describe_names_the_path():
     assert "compute path: " in hardware.describe()
+
+
+def test_openmp_defaults_leave_the_users_choice():
+    environ = {"OMP_WAIT_POLICY": "ACTIVE"}
+    assert hardware.configure_openmp(environ) == {} and environ == {"OMP_WAIT_POLICY": "ACTIVE"}
+    environ = {}
+    assert hardware.configure_openmp(environ) == {"OMP_WAIT_POLICY": "PASSIVE"} == environ
+
+
+def test_openmp_defaults_reach_torchs_openmp_runtime():
+    code = "from csc_hf import hardware; hardware.configure_openmp(); import torch; torch.ones(9, 9).sum()"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["OMP_DISPLAY_ENV"] = "TRUE"  # libgomp prints the settings it read
+    err = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stderr
+    assert "OMP_WAIT_POLICY = 'PASSIVE'" in err
