@@ -1,0 +1,680 @@
+"""How far each stage of the study runs from what this CPU can compute: its time against its GEMM floor, in one run.
+
+    python bench/bench_limit.py [--rounds 5] [--precision auto] [--levers] [--compile] [--contention]
+    python bench/bench_limit.py --isa avx2 ...   # the same with MKL, oneDNN and ATen held to AVX2 (a Zen 3-like ISA)
+
+1. The CPU: its flags that matter (avx2, avx512f, avx512_bf16, amx_bf16, ...), torch's kernel level, threads, load.
+2. GEMM throughput (GFLOP/s) at the `cpu` preset's own shapes (tokens x 256 x 256, x 1024, the output layer over the
+   vocabulary), fp32 and, where the CPU has it, bf16.
+3. Each stage of the `cpu` preset as the study runs it, on the benchmark's real sentences in length-grouped batches
+   (the Trainer's `group_by_length`): the pretraining step (masked LM, 64 sentences), the fine-tuning step of `bert`
+   and of `all_gate` (32 sentences, masked fine-tuning), the evaluation forward pass and `Corrector.correct` (64
+   sentences, sorted by length). A training step is what `Trainer` does per step: forward under autocast, backward,
+   gradient clipping, AdamW, the scheduler (the collator is timed apart). Its **GEMM floor** is the time of its
+   matrix multiplications alone: every mm / addmm / bmm / convolution the step dispatched (recorded with a
+   `TorchDispatchMode`, at its shapes, strides and dtype; attention kernels as their batched products) replayed in
+   isolation, in the same run, between the stage's own timings. `x floor` = stage time / floor; `GFLOP/s` = the
+   step's GEMM FLOPs / its time.
+4. `--levers`: the speed levers, each against its stage's reference in the same rounds (same batches, alternating).
+   `--compile` adds `torch.compile` (minutes of compilation first).
+5. `--contention`: a pretraining step with 2 and 1 torch threads (and other OpenMP wait policies), each alone and
+   beside a competing CPU-bound process that the script starts, in separate processes.
+
+Every figure is the median over rounds that visit every configuration in turn, so load from other processes hits all
+alike; record `uptime` beside it. Times are per step (training) or per pass over the sentences (evaluation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+AVX2_ENV = {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+if "--isa" in sys.argv and sys.argv[sys.argv.index("--isa") + 1] == "avx2" and os.environ.get("ATEN_CPU_CAPABILITY") != "avx2":
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **AVX2_ENV})  # before torch loads its kernels
+
+import torch
+import yaml
+from bench_model import with_edit_rate  # bench/, the script's folder
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry
+from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling
+from transformers.trainer_pt_utils import LengthGroupedSampler
+
+from csc_hf import hardware, resources
+from csc_hf.benchmark.builder import load_dataset
+from csc_hf.modeling import CSCTokenizer, SparseBertForMaskedLM, build_model
+from csc_hf.pipeline import Corrector
+from csc_hf.precision import resolved
+from csc_hf.training import CorrectionCollator, encode_pairs
+
+aten = torch.ops.aten
+PRESET = yaml.safe_load(resources.preset_path("cpu").read_text(encoding="utf-8"))  # the study's recipe, as data
+MODEL = PRESET["model"]
+GEMMS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
+CONVOLUTIONS = {aten.convolution.default, aten.convolution_backward.default}
+ATTENTION = {aten._scaled_dot_product_flash_attention_for_cpu.default: 2,  # its batched products: QK^T, PV
+             aten._scaled_dot_product_flash_attention_for_cpu_backward.default: 4}  # dP, dS K, dS^T Q, P^T dO
+
+
+# ---- the GEMM floor -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A tensor argument as the replay needs it."""
+
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+
+    def make(self) -> torch.Tensor:
+        return torch.empty_strided(self.size, self.stride, dtype=self.dtype).normal_()
+
+
+def freeze(value):
+    """A hashable record of an op's argument: tensors as `Spec`, lists as tuples."""
+    if isinstance(value, torch.Tensor):
+        return Spec(tuple(value.shape), tuple(value.stride()), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value):
+    if isinstance(value, Spec):
+        return value.make()
+    return tuple(thaw(v) for v in value) if isinstance(value, tuple) else value
+
+
+def bmm_key(heads: int, m: int, k: int, n: int, dtype: torch.dtype) -> tuple:
+    """The record of a batched product (heads x m x k) @ (heads x k x n), both contiguous."""
+    return (aten.bmm.default, (Spec((heads, m, k), (m * k, k, 1), dtype), Spec((heads, k, n), (k * n, n, 1), dtype)), ())
+
+
+class GemmRecorder(TorchDispatchMode):
+    """Counts the matrix products dispatched under it (with their FLOPs); attention kernels are recorded as their
+    batched products (a `bmm` per product, at the attention's shapes and dtype)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: Counter[tuple] = Counter()
+        self.flops: dict[tuple, int] = {}
+        self.other: Counter[str] = Counter()  # ops that look like products but are not replayed (reported)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in GEMMS or func in CONVOLUTIONS:
+            key = (func, freeze(args), tuple(sorted((k, freeze(v)) for k, v in kwargs.items())))
+            self.calls[key] += 1
+            if key not in self.flops:
+                self.flops[key] = int(flop_registry[func._overloadpacket](*args, **kwargs, out_val=out))
+        elif func in ATTENTION:
+            query, key_, value = args[:3] if ATTENTION[func] == 2 else args[1:4]
+            (batch, heads, length, width), keys = query.shape, key_.shape[2]
+            products = (bmm_key(batch * heads, length, width, keys, query.dtype),  # Q K^T
+                        bmm_key(batch * heads, length, keys, value.shape[3], query.dtype))  # P V
+            for key in products * (ATTENTION[func] // 2):
+                self.calls[key] += 1
+                self.flops[key] = 2 * batch * heads * length * keys * width
+        elif any(word in func.__name__ for word in ("mm", "conv", "rnn", "gru", "attention", "linear")):
+            self.other[func.__name__] += 1
+        return out
+
+    def gflop(self) -> float:
+        return sum(self.flops[key] * n for key, n in self.calls.items()) / 1e9
+
+
+def replay(calls: Counter[tuple], tries: int = 5) -> float:
+    """CPU seconds the recorded products take in isolation: each signature run `tries` times after one warm-up call;
+    its fastest time counts, times how often the step ran it."""
+    total = 0.0
+    for (func, args, kwargs), count in calls.items():
+        real, real_kwargs = thaw(args), {name: thaw(value) for name, value in kwargs}
+        func(*real, **real_kwargs)
+        best = math.inf
+        for _ in range(tries):
+            start = time.process_time()
+            func(*real, **real_kwargs)
+            best = min(best, time.process_time() - start)
+        total += best * count
+    return total
+
+
+# ---- the stages ------------------------------------------------------------------------------------------------------
+
+
+def length_grouped(lengths: list[int], batch: int, n: int, seed: int = 0) -> list[list[int]]:
+    """`n` batches of indices spread evenly over an epoch as the Trainer's `group_by_length` sampler orders it (its
+    first batch is the longest one)."""
+    order = list(LengthGroupedSampler(batch, lengths=lengths, generator=torch.Generator().manual_seed(seed)))
+    batches = [order[i : i + batch] for i in range(0, len(order) - batch + 1, batch)]
+    return [batches[(2 * i + 1) * len(batches) // (2 * n)] for i in range(n)]
+
+
+@dataclass
+class Data:
+    """The benchmark's training pairs and test sentences, the study's vocabulary."""
+
+    tokenizer: CSCTokenizer
+    sources: list[str]
+    targets: list[str]
+    test: list[str]
+
+    @classmethod
+    def load(cls, test_sentences: int) -> Data:
+        train = load_dataset("csc_bench", "train")["train"]
+        test = load_dataset("csc_bench", "test")["test"]
+        extra = "".join(sorted({c for text in train["source"] for c in text}))  # the confusion set's characters
+        tokenizer = CSCTokenizer.from_texts(list(train["target"]), extra_chars=[extra])
+        return cls(tokenizer, list(train["source"]), list(train["target"]), list(test["source"][:test_sentences]))
+
+
+def optimizer_for(model: torch.nn.Module, recipe: dict, fused: bool = True):
+    """AdamW and the linear schedule as the Trainer builds them (no weight decay on biases and LayerNorm weights)."""
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and not n.endswith("bias") and "LayerNorm" not in n]
+    rest = [p for n, p in model.named_parameters() if p.requires_grad and (n.endswith("bias") or "LayerNorm" in n)]
+    groups = [{"params": decay, "weight_decay": recipe["weight_decay"]}, {"params": rest, "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=recipe["learning_rate"], fused=fused, foreach=None if fused else True)
+    warmup, total = recipe["warmup_steps"], recipe["max_steps"]
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: s / max(1, warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup))
+    )
+    return optimizer, schedule
+
+
+@dataclass
+class Config:
+    """One way to run a stage: `run(batch)` does one step (or one pass over the sentences)."""
+
+    name: str
+    run: Callable[[dict], object]
+    record: bool = True  # False: a compiled model, whose products are those of its reference (`floor_of`)
+    floor_of: str | None = None
+    calls: list[Counter] = field(default_factory=list)  # the recorded products, per batch
+    gflop: float = 0.0  # per batch
+    samples: dict[tuple[int, int], tuple[float, float, float]] = field(default_factory=dict)  # (round, batch) ->
+    # (wall s, CPU s, floor CPU s)
+
+
+def train_step(model, optimizer, schedule, bf16: bool, compiled=None) -> Callable[[dict], float]:
+    forward = model if compiled is None else compiled
+
+    def run(batch: dict) -> float:
+        model.train()
+        items = int((batch["labels"] != -100).sum())
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = forward(**batch, num_items_in_batch=items).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return run
+
+
+@dataclass
+class Stage:
+    name: str
+    batches: list
+    configs: list[Config]
+    unit: str = "step"
+    collate_ms: float = 0.0
+    tokens: float = 0.0  # mean tokens per batch (padding included)
+    padding: float = 0.0  # share of padding tokens
+
+
+class FastDropout(torch.nn.Module):
+    """Dropout whose mask comes from 16 random bits per element (two per 32-bit draw, `random_`), not from
+    `bernoulli_` (a 32-bit draw and a float compare per element): p is rounded to 1/65,536. A lever candidate, not in
+    the library: it changes the random draws (not their distribution), so it needs the paired quality check first."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p, self.threshold = p, round(p * 65536) - 32768
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0:
+            return x
+        bits = torch.empty((x.numel() + 1) // 2, dtype=torch.int32).random_().view(torch.int16)[: x.numel()]
+        return x * ((bits.view(x.shape) >= self.threshold).to(x.dtype) * (1 / (1 - self.p)))
+
+
+def with_fast_dropout(model: torch.nn.Module) -> torch.nn.Module:
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if isinstance(child, torch.nn.Dropout):
+                setattr(module, name, FastDropout(child.p))
+    return model
+
+
+LEVERS = {  # name: how the model or the step differs from the stage's reference (`lever_model`)
+    "output layer at masked positions": {"sparse": True},
+    "masked positions + eager attention": {"sparse": True, "attention": "eager"},
+    "masked + eager + FastDropout": {"sparse": True, "attention": "eager", "fast_dropout": True},
+    "eager attention": {"attention": "eager"},
+    "eager attention + FastDropout": {"attention": "eager", "fast_dropout": True},
+    "no attention dropout (recipe change)": {"config": {"attention_probs_dropout_prob": 0.0}},
+    "AdamW foreach (not fused)": {"fused": False},
+    "torch.compile": {"compile": True},
+}
+STAGE_LEVERS = {
+    "pretrain": ["output layer at masked positions", "masked positions + eager attention",
+                 "masked + eager + FastDropout", "no attention dropout (recipe change)", "AdamW foreach (not fused)"],
+    "finetune": ["eager attention", "eager attention + FastDropout"],
+}
+
+
+def lever_model(reference: torch.nn.Module, sparse: bool = False, attention: str | None = None,
+                fast_dropout: bool = False, config: dict | None = None, **_) -> torch.nn.Module:
+    """A copy of `reference` (same weights) with a lever's model changes."""
+    if config:
+        changed = copy.deepcopy(reference.config)
+        changed.update(config)
+        model = type(reference)(changed)
+        model.load_state_dict(reference.state_dict())
+    elif sparse:
+        model = SparseBertForMaskedLM(copy.deepcopy(reference.config))
+        model.load_state_dict(reference.state_dict())
+    else:
+        model = copy.deepcopy(reference)
+    if attention:
+        model.set_attn_implementation(attention)
+    return with_fast_dropout(model) if fast_dropout else model
+
+
+def training_configs(reference: torch.nn.Module, name: str, levers: list[str], recipe: dict, bf16: bool) -> list[Config]:
+    configs = []
+    for lever in [None, *levers]:
+        options = LEVERS.get(lever, {})
+        model = lever_model(reference, **options)
+        optimizer, schedule = optimizer_for(model, recipe, options.get("fused", True))
+        compiled = torch.compile(model) if options.get("compile") else None
+        configs.append(Config(lever or name, train_step(model, optimizer, schedule, bf16, compiled),
+                              record=compiled is None, floor_of=name if compiled is not None else None))
+    return configs
+
+
+def pretrain_batches(data: Data, n: int) -> tuple[list[dict], float]:
+    """`n` masked-LM batches of the benchmark's training targets (the collator's draws from seed 0) and the
+    collation's milliseconds per batch."""
+    encoded = data.tokenizer(data.targets, truncation=True, max_length=128)["input_ids"]
+    collator = DataCollatorForLanguageModeling(data.tokenizer, mlm_probability=0.15)
+    groups = length_grouped([len(x) for x in encoded], PRESET["pretrain"]["per_device_train_batch_size"], n)
+    torch.manual_seed(0)
+    start = time.perf_counter()
+    batches = [collator([{"input_ids": encoded[i]} for i in group]) for group in groups]
+    return batches, 1000 * (time.perf_counter() - start) / n
+
+
+def pretrain_model(data: Data) -> BertForMaskedLM:
+    """The `cpu` preset's masked-LM model, as `csc_hf.training` builds it (seed 0)."""
+    torch.manual_seed(0)
+    return BertForMaskedLM(BertConfig(vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id,
+                                      max_position_embeddings=512, **MODEL))
+
+
+def pretrain_stage(data: Data, n: int, bf16: bool, levers: list[str]) -> Stage:
+    batches, collate_ms = pretrain_batches(data, n)
+    configs = training_configs(pretrain_model(data), "BertForMaskedLM", levers, PRESET["pretrain"], bf16)
+    return Stage("pretraining (masked LM)", batches, configs, collate_ms=collate_ms, **shape_stats(batches))
+
+
+def finetune_stage(data: Data, variant: str, n: int, bf16: bool, levers: list[str]) -> Stage:
+    recipe = PRESET["finetune"]
+    encoded = encode_pairs(data.tokenizer, data.sources, data.targets, 128)
+    collator = CorrectionCollator(data.tokenizer, recipe["mask_rate"], 0)
+    groups = length_grouped(encoded["length"], recipe["per_device_train_batch_size"], n, seed=1)
+    start = time.perf_counter()
+    batches = [collator([{"input_ids": encoded["input_ids"][i], "labels": encoded["labels"][i]} for i in group])
+               for group in groups]
+    collate_ms = 1000 * (time.perf_counter() - start) / n
+    torch.manual_seed(0)
+    configs = training_configs(build_model(variant, data.tokenizer, **MODEL), variant, levers, recipe, bf16)
+    return Stage(f"fine-tuning `{variant}`", batches, configs, collate_ms=collate_ms, **shape_stats(batches))
+
+
+def evaluate_stage(data: Data, bf16: bool, levers: bool) -> Stage:
+    size = PRESET["eval_batch_size"]
+    torch.manual_seed(0)
+    model = build_model("bert", data.tokenizer, **MODEL).eval()
+    precision = "bf16" if bf16 else "fp32"
+
+    def forward_pass(batch_size: int, model: torch.nn.Module = model, autocast: bool = bf16) -> Callable[[dict], None]:
+        texts = sorted(data.test, key=len, reverse=True)
+        batches = [data.tokenizer(texts[i : i + batch_size], padding=True, return_tensors="pt")
+                   for i in range(0, len(texts), batch_size)]
+
+        @torch.no_grad()
+        def run(_) -> None:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                for batch in batches:
+                    model(**batch)
+
+        return run
+
+    # the model is random: keep_bias leaves about one edit per sentence, as a trained model does on a test set
+    keep_bias = with_edit_rate(Corrector(model, data.tokenizer, batch_size=size, precision=precision),
+                               data.test[:128]).keep_bias
+
+    def correct(batch_size: int) -> Callable[[dict], None]:
+        corrector = Corrector(model, data.tokenizer, batch_size=batch_size, precision=precision, keep_bias=keep_bias)
+        return lambda _: corrector.correct(data.test)
+
+    configs = [Config(f"forward, batch {size}", forward_pass(size)), Config(f"correct(), batch {size}", correct(size))]
+    if levers:
+        configs += [Config(f"forward, batch {b}", forward_pass(b)) for b in (32, 128)]
+        configs.append(Config("forward, eager attention", forward_pass(size, lever_model(model, attention="eager"))))
+        if bf16:
+            weights = copy.deepcopy(model).to(torch.bfloat16)
+            configs.append(Config("forward, bf16 weights (no autocast)", forward_pass(size, weights, False)))
+        configs.append(Config("correct(), batch 32", correct(32)))
+    return Stage(f"evaluation ({len(data.test)} test sentences)", [None], configs, unit="pass")
+
+
+def shape_stats(batches: list[dict]) -> dict[str, float]:
+    tokens = [b["input_ids"].numel() for b in batches]
+    real = [int(b["attention_mask"].sum()) if "attention_mask" in b else n for b, n in zip(batches, tokens)]
+    return {"tokens": statistics.mean(tokens), "padding": 1 - sum(real) / sum(tokens)}
+
+
+def timed(run: Callable, *args) -> tuple[float, float]:
+    """Wall and CPU seconds of `run(*args)`. With one thread, CPU time is the step's cost as if its core were its own:
+    other processes that take the core stretch the wall time, not the CPU time."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    run(*args)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def measure(stage: Stage, rounds: int) -> None:
+    """Record each configuration's products on every batch, then `rounds` rounds: for each batch, each
+    configuration's step on it (in turn, the order reversed every other round) and, right after it, the replay of
+    that step's products."""
+    for config in stage.configs:
+        if config.record:
+            other: Counter[str] = Counter()
+            for batch in stage.batches:
+                recorder = GemmRecorder()
+                with recorder:
+                    config.run(batch)
+                config.calls.append(recorder.calls)
+                config.gflop += recorder.gflop() / len(stage.batches)
+                other += recorder.other
+            if other:
+                print(f"  ({config.name}: not replayed: {dict(other)})")
+        else:  # compiled: compilation for each new shape first
+            wall, _ = timed(lambda batches, run: [run(batch) for batch in batches], stage.batches, config.run)
+            print(f"  ({config.name}: compiled and warmed up in {wall:.0f} s)", flush=True)
+    by_name = {c.name: c for c in stage.configs}
+    for config in stage.configs:
+        if config.floor_of:
+            config.calls, config.gflop = by_name[config.floor_of].calls, by_name[config.floor_of].gflop
+    for r in range(rounds):
+        for i, batch in enumerate(stage.batches):
+            for config in stage.configs if r % 2 == 0 else stage.configs[::-1]:
+                wall, cpu = timed(config.run, batch)
+                config.samples[r, i] = (wall, cpu, replay(config.calls[i]))
+
+
+def report(stage: Stage) -> None:
+    """Per configuration: the median step (or pass) in wall and CPU time, its GEMM FLOPs and their rate (per CPU
+    second), its floor, and the ratios taken per sample (the same batch, measured side by side), then their median."""
+    n = len(stage.batches)
+    extra = (f"; {stage.tokens:.0f} tokens per batch ({100 * stage.padding:.1f}% padding); collation "
+             f"{stage.collate_ms:.1f} ms per batch (not in the step times)") if stage.unit == "step" else ""
+    print(f"\n{stage.name}: {n if stage.unit == 'step' else 1} {stage.unit}(s) per round{extra}")
+    print(f"  {'configuration':36} {'wall ms':>8} {'CPU ms':>8} {'GFLOP':>7} {'GFLOP/s':>8} {'floor ms':>9} "
+          f"{'x floor':>8} {'x ref':>6}")  # fmt: skip
+    reference = stage.configs[0]
+    for config in stage.configs:
+        keys = sorted(config.samples)
+        wall = statistics.median(sum(config.samples[r, i][0] for i in range(n)) for r in {r for r, _ in keys}) / n
+        cpu = statistics.median(sum(config.samples[r, i][1] for i in range(n)) for r in {r for r, _ in keys}) / n
+        floor = statistics.median(sum(config.samples[r, i][2] for i in range(n)) for r in {r for r, _ in keys}) / n
+        to_floor = statistics.median(config.samples[k][1] / config.samples[k][2] for k in keys)
+        speedup = statistics.median(reference.samples[k][1] / config.samples[k][1] for k in keys)
+        print(f"  {config.name:36} {1000 * wall:8.1f} {1000 * cpu:8.1f} {config.gflop:7.1f} {config.gflop / cpu:8.0f} "
+              f"{1000 * floor:9.1f} {to_floor:8.2f} {speedup:6.2f}")  # fmt: skip
+
+
+# ---- GEMM throughput at the model's shapes ---------------------------------------------------------------------------
+
+
+def gemm_table(vocab: int, tokens: int, bf16: bool, tries: int = 5) -> None:
+    hidden, inner = MODEL["hidden_size"], MODEL["intermediate_size"]
+    shapes = {f"{tokens} x {hidden} -> {hidden} (Q, K, V, O)": (tokens, hidden, hidden),
+              f"{tokens} x {hidden} -> {inner} (FFN in)": (tokens, hidden, inner),
+              f"{tokens} x {inner} -> {hidden} (FFN out)": (tokens, inner, hidden),
+              f"{tokens} x {hidden} -> {vocab} (output layer)": (tokens, hidden, vocab),
+              f"{tokens // 7} x {hidden} -> {vocab} (15% of the positions)": (tokens // 7, hidden, vocab),
+              "2048 x 2048 -> 2048": (2048, 2048, 2048)}  # fmt: skip
+    dtypes = [torch.float32, *([torch.bfloat16] if bf16 else [])]
+    print(f"\nGEMM throughput, GFLOP/s per CPU second (x @ W.T + b as nn.Linear computes it; fastest of {tries}):")
+    print(f"  {'shape':48} " + " ".join(f"{str(d).split('.')[1]:>9}" for d in dtypes))
+    for name, (m, k, n) in shapes.items():
+        rates = []
+        for dtype in dtypes:
+            x, w, b = torch.randn(m, k, dtype=dtype), torch.randn(n, k, dtype=dtype), torch.randn(n, dtype=dtype)
+            torch.nn.functional.linear(x, w, b)
+            best = math.inf
+            for _ in range(tries):
+                start = time.process_time()
+                torch.nn.functional.linear(x, w, b)
+                best = min(best, time.process_time() - start)
+            rates.append(2 * m * k * n / best / 1e9)
+        print(f"  {name:48} " + " ".join(f"{r:9.0f}" for r in rates))
+
+
+# ---- numerics -------------------------------------------------------------------------------------------------------
+
+NUMERICS = ["output layer at masked positions", "masked positions + eager attention", "masked + eager + FastDropout",
+            "no attention dropout (recipe change)"]
+
+
+def numerics(data: Data, steps: int, bf16: bool) -> None:
+    """Pretraining from the same weights on the same batches (the same masks), the reference against each lever
+    that can change the numbers, and against the reference with other dropout draws (the spread that any change of
+    the random draws brings): the largest logit difference on the first batch (same weights, same dropout draws,
+    the labelled positions), then the loss over `steps` steps, by quarters."""
+    batches, _ = pretrain_batches(data, steps)
+    reference = pretrain_model(data)
+    runs: dict[str, list[float]] = {}
+    diffs: dict[str, float] = {}
+    first: torch.Tensor | None = None
+    for name in ["BertForMaskedLM", "BertForMaskedLM, other dropout draws", *NUMERICS]:
+        model = lever_model(reference, **LEVERS.get(name, {}))
+        torch.manual_seed(1)
+        model.train()
+        labels = batches[0]["labels"]
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(**batches[0]).logits.float()
+        logits = logits if logits.dim() == 2 else logits[labels != -100]
+        first = logits if first is None else first
+        diffs[name] = float((logits - first).abs().max() / first.abs().max())
+        optimizer, schedule = optimizer_for(model, PRESET["pretrain"])
+        run = train_step(model, optimizer, schedule, bf16)
+        torch.manual_seed(2 if "other dropout" in name else 1)
+        runs[name] = [run(batch) for batch in batches]
+        print(f"  ({name}: {steps} steps done)", flush=True)
+    quarter = max(1, steps // 4)
+    spans = [(i, min(i + quarter, steps)) for i in range(0, steps, quarter)]
+    print(f"\nnumerics: {steps} pretraining steps from the same weights on the same batches ({'bf16 autocast' if bf16 else 'fp32'})")
+    print(f"  {'configuration':40} {'max |dlogit|':>12} " + " ".join(f"{f'loss {a + 1}-{b}':>12}" for a, b in spans)
+          + f" {'max |dloss|':>11}")
+    base = runs["BertForMaskedLM"]
+    for name, losses in runs.items():
+        means = [statistics.mean(losses[a:b]) for a, b in spans]
+        worst = max(abs(x - y) for x, y in zip(losses, base))
+        print(f"  {name:40} {diffs[name]:12.2e} " + " ".join(f"{m:12.4f}" for m in means) + f" {worst:11.4f}")
+
+
+# ---- encoder sizes --------------------------------------------------------------------------------------------------
+
+
+def evaluation_sentences() -> int:
+    """Sentences one evaluation of the study corrects: every split of the `cpu` preset's test configs, plus the
+    validation sentences its decoding is tuned on."""
+    splits = [load_dataset("csc_bench", name) for name in PRESET["tests"]]
+    return sum(len(split) for dataset in splits for split in dataset.values()) + PRESET["finetune"]["max_eval_samples"]
+
+
+def sizes(data: Data, shapes: list[str], attention: str | None, precision: str) -> None:
+    """Per encoder size (LAYERSxHIDDEN; heads of 64, FFN 4x hidden): `csc_hf.job_estimate.StepProbe` with one thread
+    in CPU time, and the `cpu` grid it gives when two processes (one per seed) share the two cores: the pretraining
+    alone, then every fine-tuning, the augmentation stage's and every evaluation split over the two processes."""
+    from csc_hf.job_estimate import StepProbe
+
+    variants, seeds = PRESET["variants"], len(PRESET["seeds"])
+    augmented = PRESET.get("augmentation", {}).get("variants", [])
+    steps, pre_steps = PRESET["finetune"]["max_steps"], PRESET["pretrain"]["max_steps"]
+    sentences = evaluation_sentences()
+    print(f"\nencoder sizes ({attention or 'default'} attention in training; 1 thread; the grid: {pre_steps} pretraining "
+          f"steps, {len(variants)} variants x {seeds} seeds x {steps} steps, {len(augmented)} augmented x {seeds} x "
+          f"{2 * steps}, {(len(variants) + len(augmented)) * seeds} evaluations of {sentences} sentences; bart timed "
+          f"as bert; CPU time)")  # fmt: skip
+    print(f"  {'encoder':10} {'params M':>8} {'pre s/step':>10} {'bert s/step':>11} {'all_gate':>8} {'ms/sent':>8} "
+          f"{'pretrain h':>10} {'fine-tune h':>11} {'evaluate h':>10} {'grid h':>7}")  # fmt: skip
+    for shape in shapes:
+        layers, hidden = (int(x) for x in shape.split("x"))
+        model = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": hidden // 64,
+                 "intermediate_size": 4 * hidden}
+        probe = StepProbe.measure(model, len(data.tokenizer), variants, precision, threads=1, steps=5, attention=attention,
+                                  clock=time.process_time,
+                                  pretrain_batch=PRESET["pretrain"]["per_device_train_batch_size"],
+                                  finetune_batch=PRESET["finetune"]["per_device_train_batch_size"],
+                                  eval_batch=PRESET["eval_batch_size"])
+        params = sum(p.numel() for p in BertForMaskedLM(BertConfig(vocab_size=len(data.tokenizer), **model)).parameters())
+        pretrain = pre_steps * probe.pretrain_step
+        finetune = sum(seeds * steps * probe.finetune_step[v] for v in variants)
+        finetune += sum(seeds * 2 * steps * probe.finetune_step[v] for v in augmented)
+        evaluate = (len(variants) * seeds + len(augmented) * seeds) * sentences * probe.sentence
+        grid = pretrain + (finetune + evaluate) / 2
+        print(f"  {shape:10} {params / 1e6:8.1f} {probe.pretrain_step:10.3f} {probe.finetune_step['bert']:11.3f} "
+              f"{probe.finetune_step.get('all_gate', float('nan')):8.3f} {1000 * probe.sentence:8.2f} "
+              f"{pretrain / 3600:10.2f} {finetune / 3600:11.2f} {evaluate / 3600:10.2f} {grid / 3600:7.2f}", flush=True)
+
+
+# ---- contention ------------------------------------------------------------------------------------------------------
+
+LAYOUTS = {  # name: (torch threads, 0: hardware.torch_threads() at the start; extra environment)
+    "2 threads": (2, {}),
+    "2 threads, OMP_WAIT_POLICY=passive": (2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "1 thread": (1, {}),
+    "hardware.torch_threads()": (0, {}),
+}
+BUSY = "while True: pass"
+
+
+def worker(steps: int, threads: int) -> None:
+    """One timing in a fresh process: the pretraining reference step, `steps` times; prints its median seconds."""
+    if threads == 0:
+        threads = hardware.torch_threads()
+    torch.set_num_threads(threads)
+    data = Data.load(0)
+    stage = pretrain_stage(data, steps + 2, resolved("auto") == "bf16", [])
+    run = stage.configs[0].run
+    times = []
+    for batch in stage.batches:
+        start = time.perf_counter()
+        run(batch)
+        times.append(time.perf_counter() - start)
+    print(json.dumps({"seconds": statistics.median(times[2:]), "threads": threads}))
+
+
+def contention(steps: int, rounds: int) -> None:
+    """Each layout alone and beside one competing CPU-bound process (a Python busy loop that this script starts)."""
+    results: dict[tuple[str, bool], list[float]] = {}
+    threads: dict[tuple[str, bool], int] = {}
+    for _ in range(rounds):
+        for name, (n, env) in LAYOUTS.items():
+            for competitor in (False, True):
+                busy = subprocess.Popen([sys.executable, "-c", BUSY]) if competitor else None
+                try:
+                    base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+                    out = subprocess.run([sys.executable, __file__, "--worker", str(n), "--steps", str(steps)],
+                                         env={**base, **env}, capture_output=True, text=True, check=True)
+                finally:
+                    if busy:
+                        busy.kill()
+                        busy.wait()
+                result = json.loads(out.stdout.strip().splitlines()[-1])
+                results.setdefault((name, competitor), []).append(result["seconds"])
+                threads[name, competitor] = result["threads"]
+    quiet = statistics.median(results["2 threads", False])
+    print(f"\ncontention: the pretraining step ({steps} steps per process, median of {rounds} processes per cell), "
+          f"alone and beside one busy process")  # fmt: skip
+    print(f"  {'layout':38} {'alone s':>8} {'busy s':>8} {'slowdown':>9} {'x 2 thr. alone':>15}")
+    for name in LAYOUTS:
+        alone, busy = (statistics.median(results[name, c]) for c in (False, True))
+        label = name + (f" ({threads[name, False]} / {threads[name, True]})" if LAYOUTS[name][0] == 0 else "")
+        print(f"  {label:38} {alone:8.3f} {busy:8.3f} {busy / alone:9.2f} {busy / quiet:15.2f}")
+
+
+# ---- main ------------------------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--batches", type=int, default=6, help="training batches per round")
+    parser.add_argument("--sentences", type=int, default=1000, help="test sentences of the evaluation stage")
+    parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
+    parser.add_argument("--stages", nargs="*", default=["pretrain", "bert", "all_gate", "evaluate"])
+    parser.add_argument("--levers", action="store_true", help="measure the speed levers against each reference")
+    parser.add_argument("--compile", action="store_true", help="add torch.compile of the model (compiles first)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--isa", choices=["native", "avx2"], default="native",
+                        help="avx2: MKL, oneDNN and ATen kernels held to AVX2 (re-executes with their variables)")
+    parser.add_argument("--numerics", type=int, default=0, metavar="STEPS",
+                        help="only the numerics table: STEPS pretraining steps of the reference and each lever")
+    parser.add_argument("--contention", action="store_true", help="only the contention table")
+    parser.add_argument("--sizes", nargs="*", metavar="LxH", help="only the encoder-size table (e.g. 4x256 6x384)")
+    parser.add_argument("--attention", default=None, help="--sizes: attention implementation of the training models")
+    parser.add_argument("--steps", type=int, default=12, help="steps per process of the contention table")
+    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker is not None:
+        return worker(args.steps, args.worker)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(hardware.describe() + ("; kernels held to AVX2 (--isa avx2)" if args.isa == "avx2" else ""))
+    print(f"torch {torch.__version__}, kernels {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} "
+          f"threads; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    if args.contention:
+        return contention(args.steps, args.rounds)
+    bf16 = resolved(args.precision) == "bf16"
+    print(f"precision: {args.precision} -> {'bf16 autocast' if bf16 else 'fp32'}")
+    data = Data.load(args.sentences)
+    if args.numerics:
+        return numerics(data, args.numerics, bf16)
+    if args.sizes:
+        return sizes(data, args.sizes, args.attention, args.precision)
+    gemm_table(len(data.tokenizer), PRESET["pretrain"]["per_device_train_batch_size"] * 43, bf16)
+    chosen = STAGE_LEVERS if args.levers else {"pretrain": [], "finetune": []}
+    compiled = ["torch.compile"] if args.compile else []
+    builders = {"pretrain": lambda: pretrain_stage(data, args.batches, bf16, chosen["pretrain"] + compiled),
+                "bert": lambda: finetune_stage(data, "bert", args.batches, bf16, chosen["finetune"] + compiled),
+                "all_gate": lambda: finetune_stage(data, "all_gate", args.batches, bf16, chosen["finetune"]),
+                "evaluate": lambda: evaluate_stage(data, bf16, args.levers)}
+    for name in args.stages:
+        stage = builders[name]()
+        measure(stage, args.rounds)
+        report(stage)
+        print(f"  (load average {os.getloadavg()[0]:.2f})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
