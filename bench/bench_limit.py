@@ -543,16 +543,16 @@ def sizes(data: Data, shapes: list[str], attention: str | None, precision: str) 
     sentences = evaluation_sentences()
     print(f"\nencoder sizes ({attention or 'default'} attention in training; 1 thread; the grid: {pre_steps} pretraining "
           f"steps, {len(variants)} variants x {seeds} seeds x {steps} steps, {len(augmented)} augmented x {seeds} x "
-          f"{2 * steps}, {(len(variants) + len(augmented)) * seeds} evaluations of {sentences} sentences; bart timed "
-          f"as bert; CPU time)")  # fmt: skip
-    print(f"  {'encoder':10} {'params M':>8} {'pre s/step':>10} {'bert s/step':>11} {'all_gate':>8} {'ms/sent':>8} "
-          f"{'pretrain h':>10} {'fine-tune h':>11} {'evaluate h':>10} {'grid h':>7}")  # fmt: skip
+          f"{2 * steps}, {(len(variants) + len(augmented)) * seeds} evaluations of {sentences} sentences; CPU time; "
+          f"s/step: fine-tuning; ms/sent: evaluation; fine-tune h, evaluate h: CPU hours, which the grid halves)")
+    print(f"  {'encoder':10} {'params M':>8} {'pre s/step':>10} {'bert s/step':>11} {'all_gate':>8} {'bart':>8} "
+          f"{'ms/sent':>8} {'bart':>8} {'pretrain h':>10} {'fine-tune h':>11} {'evaluate h':>10} {'grid h':>7}")
     for shape in shapes:
         layers, hidden = (int(x) for x in shape.split("x"))
         model = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": hidden // 64,
                  "intermediate_size": 4 * hidden}
-        probe = StepProbe.measure(model, len(data.tokenizer), variants, precision, threads=1, steps=5, attention=attention,
-                                  clock=time.process_time,
+        probe = StepProbe.measure(model, len(data.tokenizer), variants, precision, bart=PRESET["bart"], threads=1,
+                                  steps=5, attention=attention, clock=time.process_time,
                                   pretrain_batch=PRESET["pretrain"]["per_device_train_batch_size"],
                                   finetune_batch=PRESET["finetune"]["per_device_train_batch_size"],
                                   eval_batch=PRESET["eval_batch_size"])
@@ -560,11 +560,12 @@ def sizes(data: Data, shapes: list[str], attention: str | None, precision: str) 
         pretrain = pre_steps * probe.pretrain_step
         finetune = sum(seeds * steps * probe.finetune_step[v] for v in variants)
         finetune += sum(seeds * 2 * steps * probe.finetune_step[v] for v in augmented)
-        evaluate = (len(variants) * seeds + len(augmented) * seeds) * sentences * probe.sentence
+        evaluate = sum(seeds * sentences * probe.sentence[v] for v in [*variants, *augmented])
         grid = pretrain + (finetune + evaluate) / 2
         print(f"  {shape:10} {params / 1e6:8.1f} {probe.pretrain_step:10.3f} {probe.finetune_step['bert']:11.3f} "
-              f"{probe.finetune_step.get('all_gate', float('nan')):8.3f} {1000 * probe.sentence:8.2f} "
-              f"{pretrain / 3600:10.2f} {finetune / 3600:11.2f} {evaluate / 3600:10.2f} {grid / 3600:7.2f}", flush=True)
+              f"{probe.finetune_step['all_gate']:8.3f} {probe.finetune_step['bart']:8.3f} "
+              f"{1000 * probe.sentence['bert']:8.2f} {1000 * probe.sentence['bart']:8.2f} {pretrain / 3600:10.2f} "
+              f"{finetune / 3600:11.2f} {evaluate / 3600:10.2f} {grid / 3600:7.2f}", flush=True)
 
 
 # ---- contention ------------------------------------------------------------------------------------------------------

@@ -1,15 +1,17 @@
 """How long a study will take here: a few steps of each of its stages timed on this machine, now, at the study's own
-sizes and precision, times the work the plan holds.
+sizes and precision, times the work its plan holds.
 
-    probe = StepProbe.measure(preset.model, vocab_size=4467, variants=preset.variants, precision="auto",
+    probe = StepProbe.measure(preset.model, vocab_size=4467, variants=preset.variants, bart=preset.bart,
                               pretrain_batch=64, finetune_batch=32, eval_batch=64)
     logger.info("%s", probe.summary())              # the CPU, its compute path (bf16 or fp32), the step times
-    probe.stage_seconds({"pretrain": 6000}, {"bert": 2400, ...}, sentences=76000)   # seconds per progress kind
+    probe.stage_seconds(6000, {"bert": 2400, "bart": 2400}, sentences=72100)   # seconds per kind of stage
 
-Timed on random ids of the benchmark's mean length, with the Trainer's step (forward under autocast where the
-precision resolves to bf16, backward, clipping, fused AdamW) and the evaluation's `Corrector.correct`;
-`hardware.torch_threads` decides the threads unless ``threads`` is given. A probe costs a few seconds per variant; it is a forecast, and the progress line replaces it
-with the times of finished stages as soon as there are some.
+The batches are random characters drawn by Zipf's law (as many distinct characters per batch as running text has:
+the side encoders run once per distinct character) at the benchmark's mean length. A training step is the
+Trainer's (forward under autocast where the precision resolves to bf16, backward, clipping, fused AdamW), an
+evaluated sentence costs what `Corrector.correct` takes for it (generation for a seq2seq variant).
+`hardware.torch_threads` decides the threads unless ``threads`` is given. A probe costs a few seconds per variant;
+it is a forecast, which the progress line replaces with the times of finished stages as they come.
 """
 
 from __future__ import annotations
@@ -31,60 +33,81 @@ MEAN_TOKENS = 43
 
 
 def _ids(batch: int, vocab_size: int, generator: torch.Generator) -> torch.Tensor:
-    return torch.randint(5, vocab_size, (batch, MEAN_TOKENS), generator=generator)
+    """Ids 5.. (after the special tokens) drawn by Zipf's law over the vocabulary, as characters occur in text."""
+    weights = 1.0 / torch.arange(1, vocab_size - 4, dtype=torch.float64)
+    return 5 + torch.multinomial(weights, batch * MEAN_TOKENS, replacement=True, generator=generator).view(batch, -1)
 
 
-def _train_seconds(model: torch.nn.Module, batch: dict, bf16: bool, steps: int) -> float:
+def bart_sizes(model: Mapping, bart: Mapping) -> dict:
+    """BartConfig fields of the study's BART over an encoder of BertConfig fields `model` (its sizes, as
+    `csc_hf.modeling.bart_from_bert` takes them from the pretrained encoder), then `bart`'s own fields."""
+    hidden, layers = model.get("hidden_size", 768), model.get("num_hidden_layers", 12)
+    heads, inner = model.get("num_attention_heads", 12), model.get("intermediate_size", 3072)
+    return {"d_model": hidden, "encoder_layers": layers, "decoder_layers": layers, "encoder_attention_heads": heads,
+            "decoder_attention_heads": heads, "encoder_ffn_dim": inner, "decoder_ffn_dim": inner, **bart}
+
+
+def _train_seconds(model: torch.nn.Module, batch: dict, bf16: bool, steps: int, clock) -> float:
     """Median seconds of a Trainer-like step after one warm-up step."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     model.train()
     times = []
     for _ in range(steps + 1):
-        start = time.perf_counter()
+        start = clock()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             loss = model(**batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times[1:])
 
 
 def _correct_seconds(model: torch.nn.Module, tokenizer: CSCTokenizer, texts: list[str], precision: str,
-                     passes: int) -> float:
-    """Median seconds of `Corrector.correct` over `texts` (the evaluation's path: forward pass and decoding), after
-    one warm-up pass; a large keep_bias keeps nearly every character, as a trained model does."""
+                     passes: int, clock) -> float:
+    """Median seconds of `Corrector.correct` over `texts` (the evaluation's path: forward pass or generation, and
+    decoding) after one warm-up pass; a tagging model keeps nearly every character (large keep_bias), as a trained
+    model does."""
     from .pipeline import Corrector
 
-    corrector = Corrector(model.eval(), tokenizer, batch_size=len(texts), precision=precision, keep_bias=8.0)
+    options = {} if is_seq2seq_model(model) else {"keep_bias": 8.0}
+    corrector = Corrector(model.eval(), tokenizer, batch_size=len(texts), precision=precision, **options)
     times = []
     for _ in range(passes + 1):
-        start = time.perf_counter()
+        start = clock()
         corrector.correct(texts)
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times[1:])
+
+
+def is_seq2seq_model(model: torch.nn.Module) -> bool:
+    return bool(getattr(model.config, "is_encoder_decoder", False))
 
 
 @dataclass
 class StepProbe:
-    """Seconds per pretraining step, per fine-tuning step of each variant and per evaluated sentence, measured
-    here with `threads` torch threads in `precision` (``bf16`` or ``fp32``)."""
+    """Seconds per pretraining step, per fine-tuning step of each variant and per evaluated sentence of each
+    variant, measured here with `threads` torch threads in `precision` (``bf16`` or ``fp32``) on `path`
+    (`hardware.compute_path`)."""
 
     path: str
     precision: str
     threads: int
     pretrain_step: float
     finetune_step: dict[str, float] = field(default_factory=dict)
-    sentence: float = 0.0
+    sentence: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def measure(cls, model: Mapping, vocab_size: int, variants: Iterable[str], precision: str = "auto",
-                pretrain_batch: int = 64, finetune_batch: int = 32, eval_batch: int = 64, steps: int = 2,
-                threads: int | None = None, attention: str | None = None) -> StepProbe:
+                bart: Mapping | None = None, pretrain_batch: int = 64, finetune_batch: int = 32, eval_batch: int = 64,
+                steps: int = 2, threads: int | None = None, attention: str | None = None,
+                clock=time.perf_counter) -> StepProbe:
         """Time `steps` steps of each stage (after a warm-up step) with the encoder sizes `model` (BertConfig
-        fields) over a `vocab_size` vocabulary, the training models with `attention` (an attention implementation;
-        default: the model's). Seq2seq variants are timed as `bert` (a forecast, not a measure)."""
+        fields; `bart`: the seq2seq variant's BartConfig fields over them, `bart_sizes`) over a `vocab_size`
+        vocabulary; the training models use the attention implementation `attention` (default: the model's).
+        `clock`: wall time (what a run here and now takes); `time.process_time` with one thread gives what the steps
+        cost a core of their own."""
         used, before = threads or hardware.torch_threads(), torch.get_num_threads()
         torch.set_num_threads(used)
         try:
@@ -96,38 +119,39 @@ class StepProbe:
             mlm = SparseBertForMaskedLM(BertConfig(vocab_size=vocab_size, **model))
             if attention:
                 mlm.set_attn_implementation(attention)
-            pretrain = _train_seconds(mlm, {"input_ids": ids, "labels": labels}, bf16, steps)
+            pretrain = _train_seconds(mlm, {"input_ids": ids, "labels": labels}, bf16, steps, clock)
             ids = _ids(finetune_batch, vocab_size, generator)
-            finetune = {}
+            texts = [tokenizer.decode(row, skip_special_tokens=True).replace(" ", "")
+                     for row in _ids(eval_batch, vocab_size, generator)[:, 2:].tolist()]
+            finetune, sentence = {}, {}
             for variant in dict.fromkeys(variants):
-                timed = "bert" if is_seq2seq(variant) else variant
-                if timed not in finetune:
-                    csc = build_model(timed, tokenizer, **model)
-                    if attention:
-                        csc.set_attn_implementation(attention)
-                    finetune[timed] = _train_seconds(csc, {"input_ids": ids, "labels": ids}, bf16, steps)
-                finetune[variant] = finetune[timed]
-            chars = "".join(tokenizer.convert_ids_to_tokens(range(5, len(tokenizer))))
-            texts = ["".join(chars[i] for i in row) for row in _ids(eval_batch, len(chars), generator)[:, 2:].tolist()]
-            correct = _correct_seconds(build_model("bert", tokenizer, **model), tokenizer, texts, precision, steps)
-            return cls(hardware.compute_path(), "bf16" if bf16 else "fp32", used, pretrain,
-                       {v: finetune[v] for v in dict.fromkeys(variants)}, correct / eval_batch)
+                seq2seq = is_seq2seq(variant)
+                built = build_model(variant, tokenizer, **(bart_sizes(model, bart or {}) if seq2seq else model))
+                if attention and not seq2seq:
+                    built.set_attn_implementation(attention)
+                finetune[variant] = _train_seconds(built, {"input_ids": ids, "labels": ids}, bf16, steps, clock)
+                if attention and not seq2seq:
+                    built.set_attn_implementation("sdpa")  # inference: SDPA's flash kernel
+                sentence[variant] = _correct_seconds(built, tokenizer, texts, precision, steps, clock) / eval_batch
+            return cls(hardware.compute_path(), "bf16" if bf16 else "fp32", used, pretrain, finetune, sentence)
         finally:
             torch.set_num_threads(before)
 
     def stage_seconds(self, pretrain_steps: int, finetune_steps: Mapping[str, int], sentences: int) -> dict[str, float]:
-        """Forecast seconds of the study's stages: the pretraining, each variant's fine-tuning
-        (``train VARIANT``: its steps per model) and an evaluation of `sentences` sentences (``evaluate``)."""
-        seconds = {"pretrain": pretrain_steps * self.pretrain_step, "evaluate": sentences * self.sentence}
+        """Forecast seconds of the study's stages, keyed as its progress names their kinds: ``pretrain``,
+        ``train VARIANT`` (one fine-tuning of `finetune_steps[VARIANT]` steps) and ``evaluate VARIANT`` (an
+        evaluation of `sentences` sentences)."""
+        seconds = {"pretrain": pretrain_steps * self.pretrain_step}
         for variant, steps in finetune_steps.items():
             seconds[f"train {variant}"] = steps * self.finetune_step[variant]
+            seconds[f"evaluate {variant}"] = sentences * self.sentence[variant]
         return seconds
 
     def summary(self) -> str:
         steps = ", ".join(f"{v} {s:.2f}" for v, s in self.finetune_step.items())
+        sentences = ", ".join(f"{v} {1000 * s:.1f}" for v, s in self.sentence.items())
         return (f"{hardware.describe()}; {self.precision} with {self.threads} torch thread(s): pretraining "
-                f"{self.pretrain_step:.2f} s/step, fine-tuning s/step: {steps}; evaluation "
-                f"{1000 * self.sentence:.1f} ms/sentence")
+                f"{self.pretrain_step:.2f} s/step; fine-tuning s/step: {steps}; evaluation ms/sentence: {sentences}")
 
 
-__all__ = ["MEAN_TOKENS", "StepProbe"]
+__all__ = ["MEAN_TOKENS", "StepProbe", "bart_sizes"]
