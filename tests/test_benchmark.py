@@ -17,6 +17,8 @@ from csc_hf.benchmark.builder import code_files
 from csc_hf.benchmark.configs import probs_split
 from csc_hf.benchmark.export import CARD, export
 from csc_hf.benchmark.plan import AUGMENTED_COPIES, BenchParams, plan_for, read_pair_file
+from csc_hf.corruption import EDIT_KINDS, ERROR_TYPES, FUNCTION_CHARS
+from csc_hf.edits import Edit, alignment, apply, positional
 
 
 def table_digest(ds: datasets.Dataset) -> str:
@@ -39,24 +41,53 @@ def test_every_config_and_split(built, small_params):
     assert set(built["train"]) == {"train", "validation"}
     assert set(built["probs"]) == {probs_split(p) for p in BenchParams.probs} == {"pe01", "pe03", "pe05", "pe10", "pe15", "pe20"}
     assert len(built["train"]["validation"]) == 60
-    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean"):
+    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean", "missing", "redundant", "mixed"):
         assert len(built[name]["test"]) == 80
     assert len(built["scontext"]["test"]) == 40
 
 
 def test_examples_are_consistent(built):
-    type_names = built["test"]["test"].features["errors"].feature["type"].names
+    features = built["test"]["test"].features["errors"].feature
+    type_names, kind_names = features["type"].names, features["kind"].names
     for name, data in built.items():
         for split, ds in data.items():
             for row in ds:
                 src, tgt = row["source"], row["target"]
-                assert len(src) == len(tgt) == len(row["detection_labels"])
-                wrong = [i for i, (a, b) in enumerate(zip(src, tgt)) if a != b]
-                assert row["error_positions"] == wrong == [e["position"] for e in row["errors"]]
-                assert row["detection_labels"] == [int(a != b) for a, b in zip(src, tgt)]
+                edits = [Edit(kind_names[e["kind"]], e["position"], e["wrong"] or None, e["right"] or None)
+                         for e in row["errors"]]
+                assert len(row["detection_labels"]) == len(src) and "".join(apply(src, edits)) == tgt
+                assert row["error_positions"] == [e.position for e in edits]
+                wrong_chars = {e.position for e in edits if e.kind != "missing"}
+                assert row["detection_labels"] == [int(i in wrong_chars) for i in range(len(src))]
+                if CONFIGS[name].changes_length:  # the edits are the scorer's reading of the pair
+                    assert edits == alignment(src, tgt)
+                else:
+                    assert len(src) == len(tgt) and edits == positional(src, tgt)
                 for e in row["errors"]:
-                    assert (e["wrong"], e["right"]) == (src[e["position"]], tgt[e["position"]])
-                    assert type_names[e["type"]] in ("phonetic", "graphic", "both")
+                    kind, kind_type = kind_names[e["kind"]], type_names[e["type"]]
+                    assert e["wrong"] == ("" if kind == "missing" else src[e["position"]])
+                    assert (e["right"] == "") == (kind == "redundant")
+                    assert kind_type in (("phonetic", "graphic", "both") if kind == "substitution" and
+                                         name != "mixed" else ERROR_TYPES)
+                    assert kind != "missing" or kind_type == "other"
+
+
+def test_length_changing_configs(built, small_params):
+    for name, kinds in (("missing", {"missing"}), ("redundant", {"redundant"}), ("mixed", set(EDIT_KINDS))):
+        ds = built[name]["test"]
+        kind_names = ds.features["errors"].feature["kind"].names
+        found = {kind_names[e["kind"]] for row in ds for e in row["errors"]}
+        assert found == kinds and CONFIGS[name].changes_length
+        assert sum(len(r["source"]) != len(r["target"]) for r in ds) > 20
+        assert ds["target"] == built["test"]["test"]["target"] and ds["source"] != built["test"]["test"]["source"]
+    assert not CONFIGS["test"].changes_length and not CONFIGS["sighan15"].changes_length
+    plan = plan_for(BenchParams(**small_params))
+    stats = plan.examples(CONFIGS["mixed"].splits[0]).stats()
+    errors = sum(len(r["errors"]) for r in built["mixed"]["test"])
+    assert stats["errors"] == errors and stats["sentences"] == 80
+    assert abs(stats["substitution_share"] + stats["missing_share"] + stats["redundant_share"] - 1) < 1e-3
+    assert plan.examples(CONFIGS["test"].splits[0]).stats()["substitution_share"] == 1.0
+    assert FUNCTION_CHARS in CARD.read_text(encoding="utf-8")  # the card states the function characters
 
 
 def test_sets_follow_their_confusion_sets(built, small_params):
@@ -99,17 +130,18 @@ def test_same_seed_same_bytes_other_seed_other_data(built, small_params, tmp_pat
     assert other["test"]["source"] != built["test"]["test"]["source"]
 
 
-def test_same_bytes_in_a_fresh_process(built, small_params, tmp_path):
+@pytest.mark.parametrize("config", ["unseen_k", "mixed"])
+def test_same_bytes_in_a_fresh_process(built, small_params, tmp_path, config):
     code = (
         "import sys, hashlib, pyarrow as pa\n"
         "from csc_hf.benchmark import load_dataset\n"
-        f"ds = load_dataset('csc_bench', 'unseen_k', split='test', cache_dir={str(tmp_path)!r}, **{small_params!r})\n"
+        f"ds = load_dataset('csc_bench', {config!r}, split='test', cache_dir={str(tmp_path)!r}, **{small_params!r})\n"
         "t = ds.data.table.combine_chunks(); s = pa.BufferOutputStream()\n"
         "w = pa.ipc.new_stream(s, t.schema); w.write_table(t); w.close()\n"
         "print(hashlib.sha256(s.getvalue().to_pybytes()).hexdigest())\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1]
-    assert out == table_digest(built["unseen_k"]["test"])
+    assert out == table_digest(built[config]["test"])
 
 
 def test_the_cache_key_covers_every_module_the_data_is_made_with():

@@ -18,22 +18,28 @@ import numpy as np
 
 from .. import corpus as corpus_mod
 from ..logging import demoted
-from ..chars.pinyin import is_han
+from ..chars.pinyin import HAN_RANGES, is_han
 from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
 from ..corruption import (
+    EDIT_KINDS,
     ERROR_TYPES,
     NO_ERROR,
     Corruption,
+    EditCorruption,
+    Edits,
     PackedText,
+    mixed,
     pack,
     pair_counts,
     resubstitute,
     segment_positions,
     substitute,
+    substitution_edits,
 )
 from .configs import CONFIGS, SplitSpec, probs_split
 
-STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
+STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5, "missing": 6, "redundant": 7,
+           "mixed": 8}
 AUGMENTED_COPIES = 2
 """How many times the augmented train split holds each train sentence (see :meth:`Plan.augmented`)."""
 SIGHAN15_PACKAGE = ("pycorrector", "0.4.9", "data/cn/sighan_2015/test.tsv")
@@ -240,23 +246,44 @@ def without_leaks(augmentation: ConfusionSet, division: Division) -> tuple[Confu
 
 @dataclass(frozen=True)
 class Examples:
-    """The rows of one split: targets, their corruption, and each row's id (its index in the sentence pool)."""
+    """The rows of one split: targets, their corruption (same-length, or :class:`EditCorruption` when the errors
+    change lengths), and each row's id (its index in the sentence pool)."""
 
     ids: np.ndarray
     target: PackedText
-    corruption: Corruption
+    corruption: Corruption | EditCorruption
+
+    @property
+    def source(self) -> PackedText:
+        return self.corruption.source
+
+    @cached_property
+    def edits(self) -> Edits:
+        """Every row's errors as edits (a same-length corruption's are its substitutions)."""
+        if isinstance(self.corruption, EditCorruption):
+            return self.corruption.edits
+        return substitution_edits(self.target, self.corruption)
 
     def stats(self) -> dict[str, float]:
         """:func:`csc_hf.dataset_stats.split_stats` (sentences, errors, errors per sentence, sentences with errors)
-        and the share of each error type."""
+        and the share of each error type and of each edit kind."""
         from ..dataset_stats import split_stats
 
-        mask = self.corruption.error_mask
-        n_errors = int(mask.sum())
-        types = np.bincount(self.corruption.error_types[mask], minlength=len(ERROR_TYPES))
+        edits = self.edits
+        n, n_errors = len(self.target), len(edits)
+        if isinstance(self.corruption, EditCorruption):  # errors are edits, not target positions
+            per_sentence = np.bincount(edits.sentence, minlength=n)
+            counts = {"sentences": n, "avg_length": round(len(self.target.codes) / max(n, 1), 2),
+                      "sentences_with_errors": int((per_sentence > 0).sum()), "errors": n_errors,
+                      "errors_per_sentence": round(n_errors / max(n, 1), 4)}
+        else:
+            counts = split_stats(self.target, self.corruption.error_mask)
+        types = np.bincount(edits.type, minlength=len(ERROR_TYPES))
+        kinds = np.bincount(edits.kind, minlength=len(EDIT_KINDS))
         return {
-            **split_stats(self.target, mask),
+            **counts,
             **{f"{t}_share": round(int(c) / max(n_errors, 1), 4) for t, c in zip(ERROR_TYPES, types)},
+            **{f"{k}_share": round(int(c) / max(n_errors, 1), 4) for k, c in zip(EDIT_KINDS, kinds)},
         }
 
 
@@ -403,6 +430,12 @@ class Plan:
         if spec.pool == "sighan15":
             return self.sighan15
         target = self.pools[spec.pool]
+        if spec.changes_length:
+            table = self.subset(spec.confusion).table if spec.confusion else None
+            p = self.params
+            corruption = mixed(target, table, p.error_prob_of(spec), p.seed, STREAMS[spec.stream or spec.pool],
+                               dict(spec.kinds), han_mask(target.codes))
+            return Examples(np.arange(len(target)), target, corruption)
         if spec.pool == "train":
             if augmentation:
                 return self.augmented(augmentation).examples
@@ -415,6 +448,14 @@ class Plan:
                 else Corruption(target, np.full(len(target.codes), NO_ERROR, dtype=np.int8))
             )
         return Examples(np.arange(len(target)), target, corruption)
+
+
+def han_mask(codes: np.ndarray) -> np.ndarray:
+    """Which code points are Chinese characters (:data:`csc_hf.chars.pinyin.HAN_RANGES`, as ``is_han``)."""
+    mask = np.zeros(len(codes), dtype=bool)
+    for low, high in HAN_RANGES:
+        mask |= (codes >= low) & (codes <= high)
+    return mask
 
 
 def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
