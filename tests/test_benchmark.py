@@ -317,3 +317,20 @@ def test_augmentation_changes_the_train_split_only_and_never_leaks(built, small_
     assert not {r for r, _ in found} & set(division.unseen_k) and v_pair not in found  # nothing leaks
     assert plan.augmented(str(path)).leaks == {"pairs": 33, "removed_unseen_k": 1, "removed_unseen_v": 1, "kept": 31,
                                                "kept_new": 31}
+
+
+def test_rows_and_the_alignment_scorer_agree_on_the_errors(built):
+    from csc_hf.scoring import score
+
+    for name in ("missing", "redundant", "mixed", "test"):
+        ds = built[name]["test"]
+        feature = ds.features["errors"].feature
+        metadata = [{"errors": [{"position": e["position"], "type": feature["type"].names[e["type"]],
+                                 "kind": feature["kind"].names[e["kind"]]} for e in errors]} for errors in ds["errors"]]
+        perfect = score(ds["source"], ds["target"], ds["target"], alignment=True, metadata=metadata, bootstrap=0)
+        assert perfect["n_errors"] == sum(map(len, ds["errors"])) and perfect["char_cor_f1"] == 1.0
+        for kind in EDIT_KINDS:
+            assert perfect[f"{kind}_n_errors"] == sum(feature["kind"].names[e["kind"]] == kind
+                                                      for errors in ds["errors"] for e in errors)
+        untouched = score(ds["source"], ds["source"], ds["target"], alignment=True, bootstrap=0)
+        assert untouched["char_det_r"] == 0.0 and untouched["n_changes"] == 0

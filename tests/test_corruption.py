@@ -4,8 +4,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from csc_hf.corruption import (
+    EDIT_KINDS,
+    ERROR_TYPES,
+    FUNCTION_CHARS,
     NO_ERROR,
+    REDUNDANT_SOURCES,
     CandidateTable,
+    drop,
+    insert,
+    mixed,
     pack,
     pair_counts,
     resubstitute,
@@ -14,6 +21,7 @@ from csc_hf.corruption import (
     uniforms,
     unpack,
 )
+from csc_hf.edits import Edit, alignment, apply
 
 TABLE = CandidateTable.from_pairs(
     [("我", "找", "graphic"), ("我", "饿", "phonetic"), ("天", "夭", "graphic"), ("天", "添", "phonetic"), ("好", "号", "both")]
@@ -99,17 +107,6 @@ def test_only_keys_change_and_lengths_hold(seed, p):
 
 # ---- errors that change the length ----------------------------------------------------------------------------------
 
-from csc_hf.corruption import (  # noqa: E402
-    EDIT_KINDS,
-    ERROR_TYPES,
-    FUNCTION_CHARS,
-    REDUNDANT_SOURCES,
-    drop,
-    insert,
-    mixed,
-)
-from csc_hf.edits import Edit, alignment, apply  # noqa: E402
-
 MIXED = {"substitution": 0.5, "missing": 0.25, "redundant": 0.25}
 
 
@@ -148,7 +145,7 @@ def test_rates_and_sources_of_redundant_characters():
     confusion = np.isin(wrong, [ord(c) for c in "找饿夭添"]).mean()  # every character here is a key
     assert abs(function - REDUNDANT_SOURCES["function"]) < 0.02 and abs(confusion - REDUNDANT_SOURCES["confusion"]) < 0.02
     typed = added.edits.type[np.isin(wrong, [ord(c) for c in "找饿夭添"])]
-    assert set(ERROR_TYPES[t] for t in typed) == {"phonetic", "graphic"} and len(after) > len(target.codes)
+    assert {ERROR_TYPES[t] for t in typed} == {"phonetic", "graphic"} and len(after) > len(target.codes)
     # the kinds at their shares, in text of many characters; a missing and a redundant character next to each other
     # read as one substitution (about 5% of them at P_e = 5%; in "我天" * n, most would)
     rng = np.random.default_rng(0)
