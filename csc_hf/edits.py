@@ -77,12 +77,25 @@ def positional(source: Sequence[Any], target: Sequence[Any]) -> list[Edit]:
     return [Edit(SUBSTITUTION, i, s, t) for i, (s, t) in enumerate(zip(source, target)) if s != t]
 
 
+def shifted_matches(source: Sequence[Any], target: Sequence[Any], edits: Sequence[Edit]) -> int:
+    """How many of the position-by-position ``edits`` of two equal-length sequences put in an item that the source
+    holds up to ``(len(edits) - 1) // 2`` positions away.
+
+    An alignment with ``I`` insertions (hence ``I`` deletions) costs at least the positional one plus ``I`` minus the
+    number of changed positions it aligns to an equal item off the diagonal, and one that is cheaper than the
+    positional one never leaves the diagonal by more than ``(len(edits) - 1) // 2``: so with at most 1 such match, no
+    alignment is cheaper than reading by position."""
+    reach = (len(edits) - 1) // 2
+    return sum(any(source[j] == e.right for j in range(max(0, e.position - reach), min(len(source), e.position + reach + 1))
+                   if j != e.position) for e in edits)
+
+
 def alignment(source: Sequence[Any], target: Sequence[Any], gold: Sequence[Edit] | None = None) -> list[Edit]:
     """The edits, in source order, of the minimum alignment of ``target`` to ``source`` chosen by the module's rules
     (``gold``: the reference's edits, when ``target`` is a prediction)."""
     if len(source) == len(target):
         edits = positional(source, target)
-        if len(edits) <= 2:  # any alignment with an insertion also has a deletion: it costs at least 2
+        if shifted_matches(source, target, edits) <= 1:  # reading by position is a minimum alignment
             return edits
     else:
         edits = None
@@ -130,6 +143,9 @@ class _Table:
         self.start = start
         self.a, self.b = source[start:stop_s], target[start:stop_t]
         self.weight = 2 * (len(self.a) + len(self.b)) + 3  # more than any agreement: the cost comes first
+        if not self.a or not self.b:  # one side is empty: only insertions or only deletions, no choice to make
+            self.cost, self.rows = len(self.a) + len(self.b), None
+            return
         band = abs(len(self.a) - len(self.b)) + 2
         while True:
             self._fill(band)  # (0, 0) and (n, m) are always in the band: a path exists
@@ -154,6 +170,7 @@ class _Table:
             position = start + i
             sub_right = substituted.get(position)
             del_bonus = 2 if position in removed else 0
+            gold = inserted.get(position)
             vertical: list[int | None] = [None] * width  # the best without an insertion at this position first
             for j in range(high, low - 1, -1):
                 value = None
@@ -171,15 +188,13 @@ class _Table:
                             value = deletion
                 elif j == m:
                     value = 0
+                if not gold and j < high:  # a plain insertion here: the cell to the right is already done
+                    after = vertical[j + 1 - low]
+                    if after is not None and (value is None or w + after < value):
+                        value = w + after
                 vertical[j - low] = value
-            gold = inserted.get(position)
-            if not gold:  # insertions here are plain: one row
-                row = vertical
-                for j in range(high - 1, low - 1, -1):
-                    after = row[j + 1 - low]
-                    if after is not None and (row[j - low] is None or w + after < row[j - low]):
-                        row[j - low] = w + after
-                rows[i] = row
+            if not gold:
+                rows[i] = vertical
                 continue
             count = len(gold)
             states = [list(vertical) for _ in range(count + 1)]
@@ -204,6 +219,9 @@ class _Table:
         """The edits along the best path, reading left to right: a substitution (or match) first, then a deletion,
         then an insertion, whichever keeps the path best."""
         a, b, n, m, w = self.a, self.b, len(self.a), len(self.b), self.weight
+        if self.rows is None:
+            return [Edit(REDUNDANT, self.start + i, item, None) for i, item in enumerate(a)] + [
+                Edit(MISSING, self.start + n, None, item) for item in b]
         edits: list[Edit] = []
         i = j = o = 0
         while i < n or j < m:

@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from csc_hf.corruption import ERROR_TYPES, segment_positions
+from csc_hf.corruption import ERROR_TYPES
 from csc_hf.edits import EDIT_KINDS, MISSING, SUBSTITUTION, align, slots
 from csc_hf.edits import alignment as edit_alignment
 from csc_hf.stats import CONFIDENCE, RESAMPLES, bootstrap_ci, paired_test
@@ -83,6 +83,7 @@ __all__ = [
 ]
 
 CONVENTIONS = ("strict", "lenient")
+_REACH = 3  # sentences of up to 7 changes are checked for the position-by-position reading without an alignment
 _NERR_BUCKETS = (("nerr1", 1, 1), ("nerr2", 2, 2), ("nerr3plus", 3, None))
 _CHAR_GROUPS = tuple(f"type_{name}" for name in ERROR_TYPES) + ("seen", "unseen")
 _NERR_COLUMNS = ("error_sentences", "det_tp", "cor_tp", "gold_errors", "det_hits", "cor_hits")
@@ -599,49 +600,57 @@ def _edit_rows(sources, predictions, references, ignore_index: int):
     return (*rows, is_text)
 
 
-def _flat(rows: list, is_text: bool) -> tuple[np.ndarray, np.ndarray]:
-    """All rows as one int64 array of items, and each row's start."""
-    lengths = _lengths(rows)
-    flat = _codepoints("".join(rows)) if is_text else (np.concatenate(rows) if rows else np.zeros(0))
-    return flat.astype(np.int64), np.concatenate(([0], np.cumsum(lengths)[:-1]))
-
-
 def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore_index: int):
     """The columns and breakdown columns of :func:`sentence_counts` with ``alignment``."""
     src, pred, ref, is_text = _edit_rows(sources, predictions, references, ignore_index)
     n = len(src)
     ls, lp, lr = _lengths(src), _lengths(pred), _lengths(ref)
-    # Sentences whose reference and prediction are both position-by-position readings with at most 2 changes are
-    # read without an alignment (no other alignment costs less: see csc_hf.edits), the others one by one.
+    # Sentences whose reference and prediction are both read position by position (the lemma of
+    # csc_hf.edits.shifted_matches: at most 1 changed item found nearby in the source) are counted here at once,
+    # the others aligned one by one.
     same = np.flatnonzero((ls == lr) & (ls == lp))
-    index = [segment_positions(starts[same], ls[same]) for starts in
-             (_flat(src, is_text)[1], _flat(pred, is_text)[1], _flat(ref, is_text)[1])]
-    s_items, p_items, r_items = (_flat(rows, is_text)[0][where] for rows, where in zip((src, pred, ref), index))
-    sentence = np.repeat(same, ls[same])
-    position = np.arange(len(sentence)) - np.repeat(np.cumsum(ls[same]) - ls[same], ls[same])
-    gold_at, pred_at = s_items != r_items, s_items != p_items
-    fast = np.zeros(n, dtype=bool)
-    fast[same] = True
-    fast &= (np.bincount(sentence[gold_at], minlength=n) <= 2) & (np.bincount(sentence[pred_at], minlength=n) <= 2)
-    kept = fast[sentence]
+    rows = same.tolist()
+    s_items, p_items, r_items = (
+        _codepoints("".join([column[i] for i in rows])) if is_text
+        else np.concatenate([column[i] for i in rows] or [np.zeros(0, dtype=np.int64)])
+        for column in (src, pred, ref)
+    )
+    lengths = ls[same]
+    row_starts = np.concatenate(([0], np.cumsum(lengths)))
+    fast = np.ones(len(same), dtype=bool)
+    changes = []
+    for items in (r_items, p_items):
+        at = np.flatnonzero(s_items != items)
+        row = np.searchsorted(row_starts, at, side="right") - 1
+        position = at - row_starts[row]
+        reach = (np.bincount(row, minlength=len(same)) - 1) // 2
+        fast &= reach <= _REACH
+        nearby = np.zeros(len(at), dtype=bool)
+        for d in [*range(-_REACH, 0), *range(1, _REACH + 1)]:
+            inside = np.flatnonzero((position + d >= 0) & (position + d < lengths[row]) & (abs(d) <= reach[row]))
+            nearby[inside] |= s_items[at[inside] + d] == items[at[inside]]
+        fast &= np.bincount(row[nearby], minlength=len(same)) <= 1
+        changes.append((at, row, position))
+    is_fast = np.zeros(n, dtype=bool)
+    is_fast[same[fast]] = True
     zeros = np.zeros(0, dtype=np.int64)
 
-    def substitutions(at: np.ndarray, right: np.ndarray) -> _EditArrays:
-        at = at & kept
-        k = np.count_nonzero(at)
-        return _EditArrays(sentence[at], np.zeros(k), position[at], np.zeros(k), s_items[at], right[at])
+    def substitutions(items: np.ndarray, at: np.ndarray, row: np.ndarray, position: np.ndarray) -> _EditArrays:
+        keep = fast[row]
+        at, k = at[keep], int(keep.sum())
+        return _EditArrays(same[row[keep]], np.zeros(k), position[keep], np.zeros(k), s_items[at], items[at])
 
     slow_gold, slow_pred = [], []
     item = ord if is_text else int
-    for i in np.flatnonzero(~fast).tolist():
+    for i in np.flatnonzero(~is_fast).tolist():
         source = src[i] if is_text else src[i].tolist()
         gold = edit_alignment(source, ref[i] if is_text else ref[i].tolist())
         guess = edit_alignment(source, pred[i] if is_text else pred[i].tolist(), gold)
         for out, edits in ((slow_gold, gold), (slow_pred, guess)):
             out += [(i, EDIT_KINDS.index(e.kind), e.position, o, -1 if e.wrong is None else item(e.wrong),
                      -1 if e.right is None else item(e.right)) for e, (_, _, o) in zip(edits, slots(edits))]
-    gold = _EditArrays.join(substitutions(gold_at, r_items), _EditArrays(*(zip(*slow_gold) if slow_gold else [zeros] * 6)))
-    guess = _EditArrays.join(substitutions(pred_at, p_items), _EditArrays(*(zip(*slow_pred) if slow_pred else [zeros] * 6)))
+    gold = _EditArrays.join(substitutions(r_items, *changes[0]), _EditArrays(*(zip(*slow_gold) if slow_gold else [zeros] * 6)))
+    guess = _EditArrays.join(substitutions(p_items, *changes[1]), _EditArrays(*(zip(*slow_pred) if slow_pred else [zeros] * 6)))
     shape = (int(max(ls.max(), 0)) + 2, int(gold.ordinal.max(initial=0)) + 2)
     if n * len(EDIT_KINDS) * shape[0] * shape[1] >= 2**62:
         raise ValueError(f"{n} sentences of up to {shape[0] - 2} items: too many to score at once; score in parts")

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csc_hf.edits import Edit, align, alignment, apply, positional, slots
+from csc_hf.edits import Edit, align, alignment, apply, positional, shifted_matches, slots
 
 
 def levenshtein(a, b):
@@ -86,3 +86,12 @@ def test_long_inputs_stay_exact():
 @pytest.mark.parametrize("source,target", [("abc", "abXc"), ("我们们", "我们"), ("", "ab")])
 def test_apply_inverts_alignment(source, target):
     assert "".join(apply(source, alignment(source, target))) == target
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text("abc", min_size=1, max_size=12), st.data())
+def test_few_shifted_matches_mean_reading_by_position_is_a_minimum(source, data):
+    target = data.draw(st.text("abcd", min_size=len(source), max_size=len(source)))
+    edits = positional(source, target)
+    if shifted_matches(source, target, edits) <= 1:
+        assert len(edits) == levenshtein(source, target)
