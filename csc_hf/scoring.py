@@ -510,11 +510,16 @@ def _base_counts(text: _Encoded) -> dict[str, np.ndarray]:
     det_exact = (gold_errors - det_hits + changed_positions - det_hits == 0) & no_indel
     # prediction == reference  <=>  every gold error corrected and no change off gold
     cor_exact = (gold_errors - cor_hits + changed_positions - det_hits == 0) & no_indel
-    changes = changed_positions + text.indels
-    error_sentence = gold_errors > 0
-    changed_sentence = changes > 0
+    return _sentence_columns(gold_errors, changed_positions + text.indels, det_hits, cor_hits, det_exact, cor_exact,
+                             text.indels, text.prediction_lengths, text.lengths)
+
+
+def _sentence_columns(gold_errors, changes, det_hits, cor_hits, det_exact, cor_exact, indels, prediction_lengths,
+                      source_lengths) -> dict[str, np.ndarray]:
+    """The per-sentence columns of :func:`sentence_counts` (both modes) from the per-sentence counts."""
+    error_sentence, changed_sentence = gold_errors > 0, changes > 0
     columns = {
-        "sentences": np.ones(len(text.lengths), dtype=bool),
+        "sentences": np.ones(len(gold_errors), dtype=bool),
         "error_sentences": error_sentence,
         "changed_sentences": changed_sentence,
         "clean_changed": changed_sentence & ~error_sentence,
@@ -526,9 +531,9 @@ def _base_counts(text: _Encoded) -> dict[str, np.ndarray]:
         "changes": changes,
         "det_hits": det_hits,
         "cor_hits": cor_hits,
-        "indels": text.indels,
-        "length_mismatch": text.mismatch,
-        "implausible": _implausible(text.prediction_lengths, text.lengths),
+        "indels": indels,
+        "length_mismatch": prediction_lengths != source_lengths,
+        "implausible": (prediction_lengths == 0) | (prediction_lengths > 2 * source_lengths),  # no plausible correction
     }
     return {name: column.astype(np.int64) for name, column in columns.items()}
 
@@ -547,11 +552,6 @@ def _position_groups(text: _Encoded, metadata, train_pairs) -> dict[str, np.ndar
     for name, flat_positions in groups.items():
         counts.update(_position_group_counts(name, flat_positions, text))
     return counts
-
-
-def _implausible(prediction_lengths: np.ndarray, source_lengths: np.ndarray) -> np.ndarray:
-    """Predictions that are no plausible correction: empty, or longer than twice the source."""
-    return (prediction_lengths == 0) | (prediction_lengths > 2 * source_lengths)
 
 
 class _EditArrays:
@@ -670,27 +670,11 @@ def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore
 
     gold_errors, changes = per_sentence(gold.sentence), per_sentence(guess.sentence)
     det_hits, cor_hits = per_sentence(gold.sentence[gold_detected]), per_sentence(gold.sentence[gold_corrected])
+    # the edit sets are equal  <=>  as many edits as gold edits and every gold edit hit
     det_exact = (gold_errors == changes) & (det_hits == gold_errors)
     cor_exact = (gold_errors == changes) & (cor_hits == gold_errors)
-    error_sentence, changed_sentence = gold_errors > 0, changes > 0
-    columns = {
-        "sentences": np.ones(n, dtype=bool),
-        "error_sentences": error_sentence,
-        "changed_sentences": changed_sentence,
-        "clean_changed": changed_sentence & ~error_sentence,
-        "det_exact": det_exact,
-        "cor_exact": cor_exact,
-        "det_tp": det_exact & changed_sentence,
-        "cor_tp": cor_exact & changed_sentence,
-        "gold_errors": gold_errors,
-        "changes": changes,
-        "det_hits": det_hits,
-        "cor_hits": cor_hits,
-        "indels": per_sentence(guess.sentence[guess.kind != EDIT_KINDS.index(SUBSTITUTION)]),
-        "length_mismatch": lp != ls,
-        "implausible": _implausible(lp, ls),
-    }
-    counts = {name: column.astype(np.int64) for name, column in columns.items()}
+    indels = per_sentence(guess.sentence[guess.kind != EDIT_KINDS.index(SUBSTITUTION)])
+    counts = _sentence_columns(gold_errors, changes, det_hits, cor_hits, det_exact, cor_exact, indels, lp, ls)
 
     def group(name: str, mask: np.ndarray) -> dict[str, np.ndarray]:
         return {f"{name}_gold_errors": per_sentence(gold.sentence[mask]),

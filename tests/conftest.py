@@ -60,3 +60,14 @@ def run_without_csc_hf(code: str, *args: str, cwd: Path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(cwd) / "modules")}
     return subprocess.run([sys.executable, "-I", "-S", "-c", prelude + code, "-", *args], cwd=cwd, env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+
+
+def levenshtein(a, b) -> int:
+    """The edit distance of two sequences, by the textbook table (the reference the alignment tests check against)."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j - 1] + (x != y), previous[j] + 1, current[j - 1] + 1))
+        previous = current
+    return previous[-1]

@@ -4,17 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import levenshtein
 from csc_hf.edits import Edit, align, alignment, apply, positional, shifted_matches, slots
-
-
-def levenshtein(a, b):
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j - 1] + (x != y), previous[j] + 1, current[j - 1] + 1))
-        previous = current
-    return previous[-1]
 
 
 def agreement(edits, gold):

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import levenshtein
 from csc_hf import scoring
 from csc_hf.edits import alignment as edit_alignment
 from csc_hf.edits import slots
@@ -156,16 +157,6 @@ def test_align_examples():
     assert align("", "ab") == ([], 2)
     assert align([1, 2, 3], [1, 9, 3, 4]) == ([(1, 9)], 1)
     assert align("", "") == ([], 0)
-
-
-def levenshtein(a, b):
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j - 1] + (x != y), previous[j] + 1, current[j - 1] + 1))
-        previous = current
-    return previous[-1]
 
 
 @settings(max_examples=300, deadline=None)
