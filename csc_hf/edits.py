@@ -77,17 +77,17 @@ def positional(source: Sequence[Any], target: Sequence[Any]) -> list[Edit]:
     return [Edit(SUBSTITUTION, i, s, t) for i, (s, t) in enumerate(zip(source, target)) if s != t]
 
 
-def shifted_matches(source: Sequence[Any], target: Sequence[Any], edits: Sequence[Edit]) -> int:
-    """How many of the position-by-position ``edits`` of two equal-length sequences put in an item that the source
-    holds up to ``(len(edits) - 1) // 2`` positions away.
+def shifted_matches(source: Sequence[Any], edits: Sequence[Edit]) -> int:
+    """How many of the position-by-position ``edits`` of a source and an equal-length target put in an item that the
+    source holds up to ``(len(edits) - 1) // 2`` positions away.
 
     An alignment with ``I`` insertions (hence ``I`` deletions) costs at least the positional one plus ``I`` minus the
     number of changed positions it aligns to an equal item off the diagonal, and one that is cheaper than the
     positional one never leaves the diagonal by more than ``(len(edits) - 1) // 2``: so with at most 1 such match, no
     alignment is cheaper than reading by position."""
     reach = (len(edits) - 1) // 2
-    return sum(any(source[j] == e.right for j in range(max(0, e.position - reach), min(len(source), e.position + reach + 1))
-                   if j != e.position) for e in edits)
+    nearby = (range(max(0, e.position - reach), min(len(source), e.position + reach + 1)) for e in edits)
+    return sum(any(source[j] == e.right for j in around if j != e.position) for e, around in zip(edits, nearby))
 
 
 def alignment(source: Sequence[Any], target: Sequence[Any], gold: Sequence[Edit] | None = None) -> list[Edit]:
@@ -95,7 +95,7 @@ def alignment(source: Sequence[Any], target: Sequence[Any], gold: Sequence[Edit]
     (``gold``: the reference's edits, when ``target`` is a prediction)."""
     if len(source) == len(target):
         edits = positional(source, target)
-        if shifted_matches(source, target, edits) <= 1:  # reading by position is a minimum alignment
+        if shifted_matches(source, edits) <= 1:  # reading by position is a minimum alignment: no table needed
             return edits
     else:
         edits = None
