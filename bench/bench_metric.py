@@ -134,7 +134,7 @@ def main() -> None:
     parser.add_argument("--bootstrap-n", type=int, default=10_000, help="triples for the bootstrap timing")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    loop_n, bootstrap_n, evaluate_n = min(args.loop_n, args.n), min(args.bootstrap_n, args.n), min(args.evaluate_n, args.n)
+    loop_n, bootstrap_n, evaluate_n = (min(k, args.n) for k in (args.loop_n, args.bootstrap_n, args.evaluate_n))
 
     started = time.perf_counter()
     sources, predictions, references = synthesize(args.n, args.seed)
@@ -198,8 +198,8 @@ def evaluate_module(sources: list[str], predictions: list[str], references: list
     def batches():
         step = -(-n // 10)
         for start in range(0, n, step):
-            stop = start + step
-            csc.add_batch(sources=sources[start:stop], predictions=predictions[start:stop], references=references[start:stop])
+            part = slice(start, start + step)
+            csc.add_batch(sources=sources[part], predictions=predictions[part], references=references[part])
         return csc.compute()
 
     batches_s, batched = best(batches)
@@ -214,7 +214,8 @@ def evaluate_module(sources: list[str], predictions: list[str], references: list
     print(f"python loop, {n:,} triples: {loop_s:.2f} s (measured, best of 3)")
     print(f"evaluate compute, {n:,} triples: {compute_s:.3f} s; {loop_s / compute_s:.1f}x the loop's speed "
           "(identical scores)")
-    print(f"evaluate add_batch x10 + compute, {n:,} triples: {batches_s:.3f} s; {loop_s / batches_s:.1f}x the loop's speed")
+    print(f"evaluate add_batch x10 + compute, {n:,} triples: {batches_s:.3f} s; "
+          f"{loop_s / batches_s:.1f}x the loop's speed")
     print(f"score(alignment=True), {n:,} triples: {aligned_s:.3f} s; {loop_s / aligned_s:.1f}x the loop's speed "
           f"(identical scores on the {len(same):,} predictions of the source's length)")
 

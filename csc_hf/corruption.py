@@ -12,7 +12,7 @@ lower one without moving them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -232,7 +232,7 @@ class Edits:
         return len(self.sentence)
 
     def take(self, mask: np.ndarray) -> Edits:
-        return Edits(*(getattr(self, name)[mask] for name in ("sentence", "kind", "position", "wrong", "right", "type")))
+        return Edits(*(getattr(self, f.name)[mask] for f in fields(self)))
 
 
 def substitution_edits(target: PackedText, corruption: Corruption) -> Edits:
@@ -310,7 +310,8 @@ def mixed(
     pos = np.flatnonzero(hit[SUBSTITUTION])  # as in `substitute`: the same draws give the same candidates
     if len(pos):
         keys = key_idx[pos]
-        new[pos] = table.candidates[table.starts[keys] + (uniforms(seed, stream, pos, 1) * table.counts[keys]).astype(np.int64)]
+        choice = table.starts[keys] + (uniforms(seed, stream, pos, 1) * table.counts[keys]).astype(np.int64)
+        new[pos] = table.candidates[choice]
     added = _redundant(codes, key_idx, np.flatnonzero(hit[REDUNDANT]), table, seed, stream)
     counts = np.ones(n, dtype=np.int64)
     counts[hit[MISSING]] = 0

@@ -260,8 +260,9 @@ def scores_from_totals(totals: Mapping[str, Any], convention: str = "strict") ->
             scores.update(_char_recalls(t, name))
     for kind in EDIT_KINDS:
         if f"{kind}_changes" in t:
-            scores.update(_prf(f"{kind}_char_det", t[f"{kind}_det_hits"], t[f"{kind}_changes"], t[f"{kind}_gold_errors"]))
-            scores.update(_prf(f"{kind}_char_cor", t[f"{kind}_cor_hits"], t[f"{kind}_changes"], t[f"{kind}_gold_errors"]))
+            for level in ("det", "cor"):
+                hits, changes, gold = t[f"{kind}_{level}_hits"], t[f"{kind}_changes"], t[f"{kind}_gold_errors"]
+                scores.update(_prf(f"{kind}_char_{level}", hits, changes, gold))
     return scores
 
 
@@ -565,6 +566,11 @@ class _EditArrays:
             setattr(self, name, np.asarray(column, dtype=np.int64).reshape(-1))
 
     @classmethod
+    def rows(cls, rows: list[tuple[int, ...]]) -> _EditArrays:
+        """From one tuple per edit."""
+        return cls(*(list(zip(*rows)) or [()] * len(cls.__slots__)))
+
+    @classmethod
     def join(cls, *parts: _EditArrays) -> _EditArrays:
         return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in cls.__slots__))
 
@@ -587,10 +593,13 @@ def _edit_rows(sources, predictions, references, ignore_index: int):
             source, prediction, reference = (_id_array(name, i, column[i]) for name, column in
                                              (("sources", sources), ("predictions", predictions),
                                               ("references", references)))
-            if len(source) == len(reference):
+            if len(source) == len(reference):  # as without alignment
                 keep = reference != ignore_index
-                source, prediction = source[keep], prediction[keep] if len(prediction) == len(keep) else prediction
-            prediction, reference = prediction[prediction != ignore_index], reference[reference != ignore_index]
+                source, reference = source[keep], reference[keep]
+                same_length = len(prediction) == len(keep)
+                prediction = prediction[keep] if same_length else prediction[prediction != ignore_index]
+            else:
+                prediction, reference = prediction[prediction != ignore_index], reference[reference != ignore_index]
             for column, row in zip(rows, (source, prediction, reference)):
                 column.append(row)
     for name, column in (("sources", rows[0]), ("references", rows[2])):
@@ -633,7 +642,6 @@ def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore
         changes.append((at, row, position))
     is_fast = np.zeros(n, dtype=bool)
     is_fast[same[fast]] = True
-    zeros = np.zeros(0, dtype=np.int64)
 
     def substitutions(items: np.ndarray, at: np.ndarray, row: np.ndarray, position: np.ndarray) -> _EditArrays:
         keep = fast[row]
@@ -649,8 +657,8 @@ def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore
         for out, edits in ((slow_gold, gold), (slow_pred, guess)):
             out += [(i, EDIT_KINDS.index(e.kind), e.position, o, -1 if e.wrong is None else item(e.wrong),
                      -1 if e.right is None else item(e.right)) for e, (_, _, o) in zip(edits, slots(edits))]
-    gold = _EditArrays.join(substitutions(r_items, *changes[0]), _EditArrays(*(zip(*slow_gold) if slow_gold else [zeros] * 6)))
-    guess = _EditArrays.join(substitutions(p_items, *changes[1]), _EditArrays(*(zip(*slow_pred) if slow_pred else [zeros] * 6)))
+    gold = _EditArrays.join(substitutions(r_items, *changes[0]), _EditArrays.rows(slow_gold))
+    guess = _EditArrays.join(substitutions(p_items, *changes[1]), _EditArrays.rows(slow_pred))
     shape = (int(max(ls.max(), 0)) + 2, int(gold.ordinal.max(initial=0)) + 2)
     if n * len(EDIT_KINDS) * shape[0] * shape[1] >= 2**62:
         raise ValueError(f"{n} sentences of up to {shape[0] - 2} items: too many to score at once; score in parts")
@@ -687,7 +695,8 @@ def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore
         groups[f"{kind}_changes"] = per_sentence(guess.sentence[guess.kind == code])
     if metadata is not None:
         types = _typed_edits(metadata, n, gold_keys_sorted, order, shape)
-        groups.update({k: v for code, name in enumerate(ERROR_TYPES) for k, v in group(f"type_{name}", types == code).items()})
+        for code, name in enumerate(ERROR_TYPES):
+            groups.update(group(f"type_{name}", types == code))
     if train_pairs is not None:
         substitution = gold.kind == EDIT_KINDS.index(SUBSTITUTION)
         seen = substitution & np.isin(_pair_keys(gold.right, gold.wrong), _train_keys(train_pairs, is_text))
@@ -713,7 +722,8 @@ def _typed_edits(metadata, n: int, gold_keys: np.ndarray, order: np.ndarray, sha
             if kind not in EDIT_KINDS:
                 raise ValueError(f"metadata[{i}]: error kind {kind!r} at position {position} is not in {EDIT_KINDS}")
             if error_type not in type_codes:
-                raise ValueError(f"metadata[{i}]: error type {error_type!r} at position {position} is not in {ERROR_TYPES}")
+                raise ValueError(
+                    f"metadata[{i}]: error type {error_type!r} at position {position} is not in {ERROR_TYPES}")
             listed.append((kind, int(position), type_codes[error_type]))
         listed.sort(key=lambda e: (e[1], e[0] != MISSING))  # source order, as the alignment lists them (stable)
         for j, (kind, position, code) in enumerate(listed):

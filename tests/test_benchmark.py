@@ -20,6 +20,8 @@ from csc_hf.benchmark.plan import AUGMENTED_COPIES, BenchParams, plan_for, read_
 from csc_hf.corruption import EDIT_KINDS, ERROR_TYPES, FUNCTION_CHARS
 from csc_hf.edits import Edit, alignment, apply, positional
 
+LENGTH_CHANGING = ("missing", "redundant", "mixed")
+
 
 def table_digest(ds: datasets.Dataset) -> str:
     """A hash of the rows' Arrow bytes (chunking-independent)."""
@@ -41,7 +43,7 @@ def test_every_config_and_split(built, small_params):
     assert set(built["train"]) == {"train", "validation"}
     assert set(built["probs"]) == {probs_split(p) for p in BenchParams.probs} == {"pe01", "pe03", "pe05", "pe10", "pe15", "pe20"}
     assert len(built["train"]["validation"]) == 60
-    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean", "missing", "redundant", "mixed"):
+    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean", *LENGTH_CHANGING):
         assert len(built[name]["test"]) == 80
     assert len(built["scontext"]["test"]) == 40
 

@@ -532,7 +532,7 @@ def test_randomized_large_batch_matches_oracle():
         assert {k: result[k] for k in expected} == pytest.approx(expected)
 
 
-# --------------------------------------------------------------------------- alignment: missing and redundant characters
+# ------------------------------------------------------------------ alignment: missing and redundant characters
 
 KIND_KEYS = tuple(f"{kind}_{name}" for kind in scoring.EDIT_KINDS for name in (
     "char_det_p", "char_det_r", "char_det_f1", "char_cor_p", "char_cor_r", "char_cor_f1", "n_errors", "n_changes"))
@@ -606,10 +606,11 @@ def test_alignment_metadata_names_kinds_and_positions():
                             {"position": 3, "kind": "redundant", "type": "other"}]},
                 {"errors": [{"position": 4, "type": "graphic"}]}]
     r = run(sources, references, references, alignment=True, metadata=metadata, train_pairs=[("校", "效")])
-    assert (r["type_other_n_errors"], r["type_graphic_n_errors"], r["seen_n_errors"], r["unseen_n_errors"]) == (3, 1, 1, 0)
+    counts = (r["type_other_n_errors"], r["type_graphic_n_errors"], r["seen_n_errors"], r["unseen_n_errors"])
+    assert counts == (3, 1, 1, 0)
     assert r["type_other_char_cor_r"] == r["seen_char_cor_r"] == 1.0
     wrong = [{"errors": metadata[0]["errors"][:2]}, metadata[1]]
-    with pytest.raises(ValueError, match=r"metadata\[0\] lists 2 errors but the alignment of source and reference has 3"):
+    with pytest.raises(ValueError, match=r"metadata\[0\] lists 2 errors but the alignment .* has 3"):
         run(sources, references, references, alignment=True, metadata=wrong)
     moved = [metadata[0], {"errors": [{"position": 3, "type": "graphic"}]}]
     with pytest.raises(ValueError, match=r"metadata\[1\]: substitution at position 3 is not a gold error"):
