@@ -25,7 +25,6 @@ import platform
 import resource
 import time
 from collections import Counter
-
 from pathlib import Path
 
 import numpy as np
@@ -212,12 +211,18 @@ def evaluate_module(sources: list[str], predictions: list[str], references: list
     aligned = score(*subset, bootstrap=0, alignment=True)
     assert all(aligned[k] == v for k, v in scores_from_totals(loop_totals(*subset)).items()), "alignment differs"
     print(f"python loop, {n:,} triples: {loop_s:.2f} s (measured, best of 3)")
-    print(f"evaluate compute, {n:,} triples: {compute_s:.3f} s; {loop_s / compute_s:.1f}x the loop's speed "
-          "(identical scores)")
-    print(f"evaluate add_batch x10 + compute, {n:,} triples: {batches_s:.3f} s; "
-          f"{loop_s / batches_s:.1f}x the loop's speed")
-    print(f"score(alignment=True), {n:,} triples: {aligned_s:.3f} s; {loop_s / aligned_s:.1f}x the loop's speed "
-          f"(identical scores on the {len(same):,} predictions of the source's length)")
+    print(
+        f"evaluate compute, {n:,} triples: {compute_s:.3f} s; {loop_s / compute_s:.1f}x the loop's speed "
+        "(identical scores)"
+    )
+    print(
+        f"evaluate add_batch x10 + compute, {n:,} triples: {batches_s:.3f} s; "
+        f"{loop_s / batches_s:.1f}x the loop's speed"
+    )
+    print(
+        f"score(alignment=True), {n:,} triples: {aligned_s:.3f} s; {loop_s / aligned_s:.1f}x the loop's speed "
+        f"(identical scores on the {len(same):,} predictions of the source's length)"
+    )
 
 
 if __name__ == "__main__":

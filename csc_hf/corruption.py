@@ -240,8 +240,14 @@ def substitution_edits(target: PackedText, corruption: Corruption) -> Edits:
     wrong_at = np.flatnonzero(corruption.source.codes != target.codes)
     sentence = np.searchsorted(target.offsets, wrong_at, side="right") - 1
     kind = np.full(len(wrong_at), EDIT_KINDS.index(SUBSTITUTION), dtype=np.int8)
-    return Edits(sentence, kind, wrong_at - target.offsets[sentence], corruption.source.codes[wrong_at],
-                 target.codes[wrong_at], corruption.error_types[wrong_at])
+    return Edits(
+        sentence,
+        kind,
+        wrong_at - target.offsets[sentence],
+        corruption.source.codes[wrong_at],
+        target.codes[wrong_at],
+        corruption.error_types[wrong_at],
+    )
 
 
 @dataclass(frozen=True)
@@ -253,14 +259,21 @@ class EditCorruption:
     edits: Edits
 
 
-def drop(target: PackedText, error_prob: float, seed: int, stream: int = 0,
-         eligible: np.ndarray | None = None) -> EditCorruption:
+def drop(
+    target: PackedText, error_prob: float, seed: int, stream: int = 0, eligible: np.ndarray | None = None
+) -> EditCorruption:
     """Missing characters: each ``eligible`` character (default: all) is dropped independently with ``error_prob``."""
     return mixed(target, None, error_prob, seed, stream, {MISSING: 1.0}, eligible)
 
 
-def insert(target: PackedText, table: CandidateTable | None, error_prob: float, seed: int, stream: int = 0,
-           eligible: np.ndarray | None = None) -> EditCorruption:
+def insert(
+    target: PackedText,
+    table: CandidateTable | None,
+    error_prob: float,
+    seed: int,
+    stream: int = 0,
+    eligible: np.ndarray | None = None,
+) -> EditCorruption:
     """Redundant characters: after each ``eligible`` character, independently with ``error_prob``, one character from
     a source of :data:`REDUNDANT_SOURCES` (drawn by its share) is inserted."""
     return mixed(target, table, error_prob, seed, stream, {REDUNDANT: 1.0}, eligible)
@@ -332,8 +345,9 @@ def _cut(prob: float) -> np.uint64:
     return np.uint64(min(int(prob * 2.0**64), 2**64 - 1))
 
 
-def _redundant(codes: np.ndarray, key_idx: np.ndarray, pos: np.ndarray, table: CandidateTable | None, seed: int,
-               stream: int) -> np.ndarray:
+def _redundant(
+    codes: np.ndarray, key_idx: np.ndarray, pos: np.ndarray, table: CandidateTable | None, seed: int, stream: int
+) -> np.ndarray:
     """The character inserted after each position of ``pos``, by :data:`REDUNDANT_SOURCES`."""
     names = list(REDUNDANT_SOURCES)
     bounds = np.cumsum([REDUNDANT_SOURCES[name] for name in names])
@@ -353,10 +367,16 @@ def _redundant(codes: np.ndarray, key_idx: np.ndarray, pos: np.ndarray, table: C
 def _aligned_edits(source: PackedText, target: PackedText, changed: np.ndarray, table: CandidateTable | None) -> Edits:
     """The alignment's edits of the ``changed`` sentences, with their types."""
     sources, targets = unpack(source.take(changed)), unpack(target.take(changed))
-    rows = [(i, EDIT_KINDS.index(e.kind), e.position, ord(e.wrong or "\0"), ord(e.right or "\0"))
-            for i, s, t in zip(changed.tolist(), sources, targets) for e in alignment(s, t)]
-    sentence, kind, position, wrong, right = (np.array(column, dtype=np.int64).reshape(-1) for column in zip(*rows)) \
-        if rows else (np.zeros(0, dtype=np.int64),) * 5
+    rows = [
+        (i, EDIT_KINDS.index(e.kind), e.position, ord(e.wrong or "\0"), ord(e.right or "\0"))
+        for i, s, t in zip(changed.tolist(), sources, targets)
+        for e in alignment(s, t)
+    ]
+    sentence, kind, position, wrong, right = (
+        (np.array(column, dtype=np.int64).reshape(-1) for column in zip(*rows))
+        if rows
+        else (np.zeros(0, dtype=np.int64),) * 5
+    )
     types = np.full(len(rows), ERROR_TYPES.index("other"), dtype=np.int8)
     if table is not None and len(table.keys) and len(rows):
         sub = kind == EDIT_KINDS.index(SUBSTITUTION)
@@ -370,5 +390,11 @@ def _aligned_edits(source: PackedText, target: PackedText, changed: np.ndarray, 
             found = table.pair_index(keys, wrong[red])
             unset = types[red] == ERROR_TYPES.index("other")
             types[red[(found >= 0) & unset]] = table.types[found[(found >= 0) & unset]]
-    return Edits(sentence, kind.astype(np.int8), position.astype(np.int32), wrong.astype(np.uint32),
-                 right.astype(np.uint32), types)
+    return Edits(
+        sentence,
+        kind.astype(np.int8),
+        position.astype(np.int32),
+        wrong.astype(np.uint32),
+        right.astype(np.uint32),
+        types,
+    )

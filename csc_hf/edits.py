@@ -221,7 +221,8 @@ class _Table:
         a, b, n, m, w = self.a, self.b, len(self.a), len(self.b), self.weight
         if self.rows is None:
             return [Edit(REDUNDANT, self.start + i, item, None) for i, item in enumerate(a)] + [
-                Edit(MISSING, self.start + n, None, item) for item in b]
+                Edit(MISSING, self.start + n, None, item) for item in b
+            ]
         edits: list[Edit] = []
         i = j = o = 0
         while i < n or j < m:

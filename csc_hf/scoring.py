@@ -138,7 +138,12 @@ def score(
     """
     _check_convention(convention)
     counts = sentence_counts(
-        sources, predictions, references, metadata=metadata, train_pairs=train_pairs, ignore_index=ignore_index,
+        sources,
+        predictions,
+        references,
+        metadata=metadata,
+        train_pairs=train_pairs,
+        ignore_index=ignore_index,
         alignment=alignment,
     )
     totals = {name: column.sum() for name, column in counts.items()}
@@ -179,7 +184,9 @@ def compare(
     counts_a = sentence_counts(sources, predictions_a, references, **counting)
     counts_b = sentence_counts(sources, predictions_b, references, **counting)
     statistic = partial(scores_from_totals, convention=convention)
-    return paired_test(counts_a, counts_b, statistic, method=method, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return paired_test(
+        counts_a, counts_b, statistic, method=method, n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
 
 
 def sentence_counts(
@@ -285,9 +292,7 @@ def make_compute_metrics(
 
     def compute_metrics(eval_pred: Any) -> dict[str, float]:
         if eval_pred.inputs is None:
-            raise ValueError(
-                "compute_metrics needs the inputs: set TrainingArguments(include_for_metrics=['inputs'])"
-            )
+            raise ValueError("compute_metrics needs the inputs: set TrainingArguments(include_for_metrics=['inputs'])")
         predictions = eval_pred.predictions
         if isinstance(predictions, tuple):
             predictions = predictions[0]
@@ -511,12 +516,22 @@ def _base_counts(text: _Encoded) -> dict[str, np.ndarray]:
     det_exact = (gold_errors - det_hits + changed_positions - det_hits == 0) & no_indel
     # prediction == reference  <=>  every gold error corrected and no change off gold
     cor_exact = (gold_errors - cor_hits + changed_positions - det_hits == 0) & no_indel
-    return _sentence_columns(gold_errors, changed_positions + text.indels, det_hits, cor_hits, det_exact, cor_exact,
-                             text.indels, text.prediction_lengths, text.lengths)
+    return _sentence_columns(
+        gold_errors,
+        changed_positions + text.indels,
+        det_hits,
+        cor_hits,
+        det_exact,
+        cor_exact,
+        text.indels,
+        text.prediction_lengths,
+        text.lengths,
+    )
 
 
-def _sentence_columns(gold_errors, changes, det_hits, cor_hits, det_exact, cor_exact, indels, prediction_lengths,
-                      source_lengths) -> dict[str, np.ndarray]:
+def _sentence_columns(
+    gold_errors, changes, det_hits, cor_hits, det_exact, cor_exact, indels, prediction_lengths, source_lengths
+) -> dict[str, np.ndarray]:
     """The per-sentence columns of :func:`sentence_counts` (both modes) from the per-sentence counts."""
     error_sentence, changed_sentence = gold_errors > 0, changes > 0
     columns = {
@@ -578,7 +593,8 @@ class _EditArrays:
         """One integer per slot (sentence, kind, position, ordinal), ordinals capped at ``shape[1] - 1``."""
         positions, ordinals = shape
         return ((self.sentence * len(EDIT_KINDS) + self.kind) * positions + self.position) * ordinals + np.minimum(
-            self.ordinal, ordinals - 1)
+            self.ordinal, ordinals - 1
+        )
 
 
 def _edit_rows(sources, predictions, references, ignore_index: int):
@@ -590,9 +606,10 @@ def _edit_rows(sources, predictions, references, ignore_index: int):
     else:
         rows = [], [], []
         for i in range(len(sources)):
-            source, prediction, reference = (_id_array(name, i, column[i]) for name, column in
-                                             (("sources", sources), ("predictions", predictions),
-                                              ("references", references)))
+            source, prediction, reference = (
+                _id_array(name, i, column[i])
+                for name, column in (("sources", sources), ("predictions", predictions), ("references", references))
+            )
             if len(source) == len(reference):  # as without alignment
                 keep = reference != ignore_index
                 source, reference = source[keep], reference[keep]
@@ -620,7 +637,8 @@ def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore
     same = np.flatnonzero((ls == lr) & (ls == lp))
     rows = same.tolist()
     s_items, p_items, r_items = (
-        _codepoints("".join([column[i] for i in rows])) if is_text
+        _codepoints("".join([column[i] for i in rows]))
+        if is_text
         else np.concatenate([column[i] for i in rows] or [np.zeros(0, dtype=np.int64)])
         for column in (src, pred, ref)
     )
@@ -655,8 +673,17 @@ def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore
         gold = edit_alignment(source, ref[i] if is_text else ref[i].tolist())
         guess = edit_alignment(source, pred[i] if is_text else pred[i].tolist(), gold)
         for out, edits in ((slow_gold, gold), (slow_pred, guess)):
-            out += [(i, EDIT_KINDS.index(e.kind), e.position, o, -1 if e.wrong is None else item(e.wrong),
-                     -1 if e.right is None else item(e.right)) for e, (_, _, o) in zip(edits, slots(edits))]
+            out += [
+                (
+                    i,
+                    EDIT_KINDS.index(e.kind),
+                    e.position,
+                    o,
+                    -1 if e.wrong is None else item(e.wrong),
+                    -1 if e.right is None else item(e.right),
+                )
+                for e, (_, _, o) in zip(edits, slots(edits))
+            ]
     gold = _EditArrays.join(substitutions(r_items, *changes[0]), _EditArrays.rows(slow_gold))
     guess = _EditArrays.join(substitutions(p_items, *changes[1]), _EditArrays.rows(slow_pred))
     shape = (int(max(ls.max(), 0)) + 2, int(gold.ordinal.max(initial=0)) + 2)
@@ -685,9 +712,11 @@ def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore
     counts = _sentence_columns(gold_errors, changes, det_hits, cor_hits, det_exact, cor_exact, indels, lp, ls)
 
     def group(name: str, mask: np.ndarray) -> dict[str, np.ndarray]:
-        return {f"{name}_gold_errors": per_sentence(gold.sentence[mask]),
-                f"{name}_det_hits": per_sentence(gold.sentence[mask & gold_detected]),
-                f"{name}_cor_hits": per_sentence(gold.sentence[mask & gold_corrected])}
+        return {
+            f"{name}_gold_errors": per_sentence(gold.sentence[mask]),
+            f"{name}_det_hits": per_sentence(gold.sentence[mask & gold_detected]),
+            f"{name}_cor_hits": per_sentence(gold.sentence[mask & gold_corrected]),
+        }
 
     groups: dict[str, np.ndarray] = {}
     for code, kind in enumerate(EDIT_KINDS):
@@ -723,7 +752,8 @@ def _typed_edits(metadata, n: int, gold_keys: np.ndarray, order: np.ndarray, sha
                 raise ValueError(f"metadata[{i}]: error kind {kind!r} at position {position} is not in {EDIT_KINDS}")
             if error_type not in type_codes:
                 raise ValueError(
-                    f"metadata[{i}]: error type {error_type!r} at position {position} is not in {ERROR_TYPES}")
+                    f"metadata[{i}]: error type {error_type!r} at position {position} is not in {ERROR_TYPES}"
+                )
             listed.append((kind, int(position), type_codes[error_type]))
         listed.sort(key=lambda e: (e[1], e[0] != MISSING))  # source order, as the alignment lists them (stable)
         for j, (kind, position, code) in enumerate(listed):
@@ -733,18 +763,25 @@ def _typed_edits(metadata, n: int, gold_keys: np.ndarray, order: np.ndarray, sha
     listed = _EditArrays(columns[0], columns[1], columns[2], columns[3], columns[4], columns[4])
     keys = listed.keys(shape)
     found = np.minimum(np.searchsorted(gold_keys, keys), max(len(gold_keys) - 1, 0))
-    known = (gold_keys[found] == keys) & (listed.position < shape[0] - 1) & (listed.ordinal < shape[1] - 1) \
-        if len(gold_keys) else np.zeros(len(keys), dtype=bool)
+    known = (
+        (gold_keys[found] == keys) & (listed.position < shape[0] - 1) & (listed.ordinal < shape[1] - 1)
+        if len(gold_keys)
+        else np.zeros(len(keys), dtype=bool)
+    )
     if not known.all():
         bad = _first(~known)
-        raise ValueError(f"metadata[{listed.sentence[bad]}]: {EDIT_KINDS[listed.kind[bad]]} at position "
-                         f"{listed.position[bad]} is not a gold error (the alignment of source and reference)")
+        raise ValueError(
+            f"metadata[{listed.sentence[bad]}]: {EDIT_KINDS[listed.kind[bad]]} at position "
+            f"{listed.position[bad]} is not a gold error (the alignment of source and reference)"
+        )
     if len(np.unique(keys)) != len(keys) or len(keys) != len(gold_keys):
         listed_per = np.bincount(listed.sentence, minlength=n)
         gold_per = np.bincount(gold_keys // (len(EDIT_KINDS) * shape[0] * shape[1]), minlength=n)
         bad = _first(listed_per != gold_per)
-        raise ValueError(f"metadata[{bad}] lists {listed_per[bad]} errors but the alignment of source and reference "
-                         f"has {gold_per[bad]}")
+        raise ValueError(
+            f"metadata[{bad}] lists {listed_per[bad]} errors but the alignment of source and reference "
+            f"has {gold_per[bad]}"
+        )
     types = np.full(len(gold_keys), -1, dtype=np.int64)
     types[order[found]] = listed.wrong  # the type codes travelled in the ``wrong`` column
     return types
@@ -773,8 +810,10 @@ def _metadata_errors(metadata, n: int) -> list[Any]:
         per_example = [_errors_of(i, example) for i, example in enumerate(metadata)]
     if len(per_example) != n:
         raise ValueError(f"metadata has {len(per_example)} examples but there are {n} sentences")
-    return [[dict(zip(errors, values)) for values in zip(*errors.values())] if isinstance(errors, Mapping) else errors
-            for errors in per_example]
+    return [
+        [dict(zip(errors, values)) for values in zip(*errors.values())] if isinstance(errors, Mapping) else errors
+        for errors in per_example
+    ]
 
 
 def _typed_errors(metadata, text: _Encoded) -> tuple[np.ndarray, np.ndarray]:

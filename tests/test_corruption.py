@@ -24,7 +24,13 @@ from csc_hf.corruption import (
 from csc_hf.edits import Edit, alignment, apply
 
 TABLE = CandidateTable.from_pairs(
-    [("我", "找", "graphic"), ("我", "饿", "phonetic"), ("天", "夭", "graphic"), ("天", "添", "phonetic"), ("好", "号", "both")]
+    [
+        ("我", "找", "graphic"),
+        ("我", "饿", "phonetic"),
+        ("天", "夭", "graphic"),
+        ("天", "添", "phonetic"),
+        ("好", "号", "both"),
+    ]
 )
 
 
@@ -112,8 +118,10 @@ MIXED = {"substitution": 0.5, "missing": 0.25, "redundant": 0.25}
 
 def row_edits(corruption, i):
     e = corruption.edits.take(corruption.edits.sentence == i)
-    return [Edit(EDIT_KINDS[k], int(p), chr(w) if w else None, chr(r) if r else None)
-            for k, p, w, r in zip(e.kind, e.position, e.wrong, e.right)]
+    return [
+        Edit(EDIT_KINDS[k], int(p), chr(w) if w else None, chr(r) if r else None)
+        for k, p, w, r in zip(e.kind, e.position, e.wrong, e.right)
+    ]
 
 
 def test_no_errors_at_zero_probability():
@@ -160,8 +168,10 @@ def test_rates_and_sources_of_redundant_characters():
 
 def test_substitution_share_alone_is_the_papers_substitution():
     target = pack(["我们今天很好"] * 50 + ["天天向上我"] * 50)
-    assert np.array_equal(mixed(target, TABLE, 0.3, 5, 2, {"substitution": 1.0}).source.codes,
-                          substitute(target, TABLE, 0.3, seed=5, stream=2).source.codes)
+    assert np.array_equal(
+        mixed(target, TABLE, 0.3, 5, 2, {"substitution": 1.0}).source.codes,
+        substitute(target, TABLE, 0.3, seed=5, stream=2).source.codes,
+    )
 
 
 def test_same_seed_same_bytes_other_seed_or_stream_other_errors():
@@ -183,8 +193,12 @@ def test_bad_shares_and_probability():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text("我天好们的", min_size=1, max_size=12), min_size=1, max_size=8), st.integers(0, 2**32),
-       st.floats(0, 1), st.sampled_from([{"missing": 1.0}, {"redundant": 1.0}, MIXED]))
+@given(
+    st.lists(st.text("我天好们的", min_size=1, max_size=12), min_size=1, max_size=8),
+    st.integers(0, 2**32),
+    st.floats(0, 1),
+    st.sampled_from([{"missing": 1.0}, {"redundant": 1.0}, MIXED]),
+)
 def test_edits_are_the_alignment_and_rebuild_the_target(sentences, seed, p, kinds):
     target = pack(sentences)
     c = mixed(target, TABLE, p, seed, 0, kinds)

@@ -1,10 +1,10 @@
 """Tests of csc_hf.edits: the minimum-edit alignment, its reading rules and its agreement with gold."""
 
 import pytest
+from conftest import levenshtein
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import levenshtein
 from csc_hf.edits import Edit, align, alignment, apply, positional, shifted_matches, slots
 
 
@@ -70,8 +70,10 @@ def test_long_inputs_stay_exact():
     source = "一二三四五六七八九十" * 20
     assert alignment(source, source[::-1]) and len(alignment(source, source[::-1])) == levenshtein(source, source[::-1])
     assert alignment("ab", "x" * 500)[-1] == Edit("missing", 2, None, "x")
-    assert alignment("", "") == [] and alignment("ab", "") == [Edit("redundant", 0, "a", None),
-                                                                Edit("redundant", 1, "b", None)]
+    assert alignment("", "") == [] and alignment("ab", "") == [
+        Edit("redundant", 0, "a", None),
+        Edit("redundant", 1, "b", None),
+    ]
 
 
 @pytest.mark.parametrize("source,target", [("abc", "abXc"), ("我们们", "我们"), ("", "ab")])

@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import levenshtein
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import levenshtein
 from csc_hf import scoring
 from csc_hf.edits import alignment as edit_alignment
 from csc_hf.edits import slots
@@ -126,7 +126,9 @@ def test_lenient_correction_equals_pycorrector(tmp_path, capsys):
     acc, precision, recall, f1 = evaluate_batch(lambda _: [(p, []) for p in predictions], str(data), verbose=False)
     capsys.readouterr()
     r = run(sources, predictions, references, convention="lenient")
-    assert (r["sent_acc"], r["sent_cor_p"], r["sent_cor_r"], r["sent_cor_f1"]) == pytest.approx((acc, precision, recall, f1))
+    assert (r["sent_acc"], r["sent_cor_p"], r["sent_cor_r"], r["sent_cor_f1"]) == pytest.approx(
+        (acc, precision, recall, f1)
+    )
     assert r["sent_cor_p"] > run(sources, predictions, references)["sent_cor_p"]
 
 
@@ -246,7 +248,10 @@ def test_errors_per_sentence_breakdown():
     ("metadata", "message"),
     [
         ([{"errors": []}, {"errors": [{"position": 3, "type": "both"}]}], r"metadata\[0\] lists 0 errors"),
-        ([{"errors": [{"position": 1, "type": "phonetic"}]}, {"errors": []}], r"metadata\[0\]: position 1 is not a gold"),
+        (
+            [{"errors": [{"position": 1, "type": "phonetic"}]}, {"errors": []}],
+            r"metadata\[0\]: position 1 is not a gold",
+        ),
         ([{"errors": [{"position": 9, "type": "phonetic"}]}, {"errors": []}], r"metadata\[0\]: error position 9"),
         ([META[0], {"errors": [{"position": 3, "type": "typo"}]}], r"metadata\[1\]: error type 'typo'"),
         ([META[0]], "metadata has 1 examples"),
@@ -279,7 +284,13 @@ def test_bad_train_pairs(pairs):
         (["ab", "cd"], ["ab", "cd"], ["ab", ["c", "d"]], TypeError, r"references\[1\] is list"),
         ([None, "cd"], ["ab", "cd"], ["ab", "cd"], TypeError, r"sources\[0\] is None"),
         (["ab", ""], ["ab", ""], ["ab", ""], ValueError, r"sources\[1\] is empty"),
-        (["ab", "cd"], ["ab", "cd"], ["ab", "cde"], ValueError, "example 1: source has length 2 but reference has length 3"),
+        (
+            ["ab", "cd"],
+            ["ab", "cd"],
+            ["ab", "cde"],
+            ValueError,
+            "example 1: source has length 2 but reference has length 3",
+        ),
         ([[1, 2]], [[1, 2]], [[1, 2, 3]], ValueError, "example 0: source has length 2"),
         ([[1, 2]], [[1, 2]], [[-100, -100]], ValueError, r"sources\[0\] is empty after dropping"),
         ([[1, 2]], [None], [[1, 2]], TypeError, r"predictions\[0\] is NoneType"),
@@ -315,7 +326,9 @@ def test_bootstrap_intervals_for_every_score_seeded():
     assert (r["ci_resamples"], r["ci_confidence"]) == (300, 0.95)
     assert score(SOURCES * 5, PREDICTIONS * 5, REFERENCES * 5, bootstrap=300, seed=1) == r
     other = score(SOURCES * 5, PREDICTIONS * 5, REFERENCES * 5, bootstrap=300, seed=2)
-    assert other["sent_det_p_ci_low"] != r["sent_det_p_ci_low"] or other["char_det_p_ci_high"] != r["char_det_p_ci_high"]
+    assert (
+        other["sent_det_p_ci_low"] != r["sent_det_p_ci_low"] or other["char_det_p_ci_high"] != r["char_det_p_ci_high"]
+    )
     assert not any(k.endswith("_ci_low") and k.startswith("n_") for k in r)
 
 
@@ -358,7 +371,10 @@ def test_preprocess_logits_for_metrics_uses_argmax_without_torch():
 
 def test_scoring_does_not_import_torch():
     code = "import sys, csc_hf.scoring, csc_hf.stats; print('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
 def test_output_is_flat_and_json_serializable():
@@ -534,8 +550,20 @@ def test_randomized_large_batch_matches_oracle():
 
 # ------------------------------------------------------------------ alignment: missing and redundant characters
 
-KIND_KEYS = tuple(f"{kind}_{name}" for kind in scoring.EDIT_KINDS for name in (
-    "char_det_p", "char_det_r", "char_det_f1", "char_cor_p", "char_cor_r", "char_cor_f1", "n_errors", "n_changes"))
+KIND_KEYS = tuple(
+    f"{kind}_{name}"
+    for kind in scoring.EDIT_KINDS
+    for name in (
+        "char_det_p",
+        "char_det_r",
+        "char_det_f1",
+        "char_cor_p",
+        "char_cor_r",
+        "char_cor_f1",
+        "n_errors",
+        "n_changes",
+    )
+)
 
 
 def test_alignment_hand_computed():
@@ -555,8 +583,13 @@ def test_alignment_hand_computed():
     assert (r["sent_cor_p"], r["sent_cor_r"], r["sent_acc"]) == (1 / 3, 1 / 3, 2 / 5)
     assert run(sources, predictions, references, alignment=True, convention="lenient")["sent_cor_p"] == 0.5
     assert {k: r[k] for k in KIND_KEYS if k.endswith(("n_errors", "n_changes"))} == {
-        "substitution_n_errors": 1, "substitution_n_changes": 0, "missing_n_errors": 1, "missing_n_changes": 2,
-        "redundant_n_errors": 1, "redundant_n_changes": 1}
+        "substitution_n_errors": 1,
+        "substitution_n_changes": 0,
+        "missing_n_errors": 1,
+        "missing_n_changes": 2,
+        "redundant_n_errors": 1,
+        "redundant_n_changes": 1,
+    }
     assert (r["missing_char_det_p"], r["missing_char_det_r"], r["missing_char_cor_r"]) == (0.5, 1.0, 1.0)
     assert (r["redundant_char_det_r"], r["redundant_char_det_p"], r["substitution_char_det_r"]) == (0.0, 0.0, 0.0)
     assert (r["n_indels"], r["n_length_mismatch"], r["n_implausible"]) == (3, 3, 0)
@@ -601,10 +634,16 @@ def test_empty_sources_and_references_are_named(alignment):
 
 def test_alignment_metadata_names_kinds_and_positions():
     sources, references = ["去学校了了", "我们去学效"], ["我们去学校了", "我们去学校"]
-    metadata = [{"errors": [{"position": 0, "kind": "missing", "type": "other"},
-                            {"position": 0, "kind": "missing", "type": "other"},
-                            {"position": 3, "kind": "redundant", "type": "other"}]},
-                {"errors": [{"position": 4, "type": "graphic"}]}]
+    metadata = [
+        {
+            "errors": [
+                {"position": 0, "kind": "missing", "type": "other"},
+                {"position": 0, "kind": "missing", "type": "other"},
+                {"position": 3, "kind": "redundant", "type": "other"},
+            ]
+        },
+        {"errors": [{"position": 4, "type": "graphic"}]},
+    ]
     r = run(sources, references, references, alignment=True, metadata=metadata, train_pairs=[("校", "效")])
     counts = (r["type_other_n_errors"], r["type_graphic_n_errors"], r["seen_n_errors"], r["unseen_n_errors"])
     assert counts == (3, 1, 1, 0)
@@ -616,12 +655,21 @@ def test_alignment_metadata_names_kinds_and_positions():
     with pytest.raises(ValueError, match=r"metadata\[1\]: substitution at position 3 is not a gold error"):
         run(sources, references, references, alignment=True, metadata=moved)
     with pytest.raises(ValueError, match=r"metadata\[1\]: error kind 'deleted'"):
-        run(sources, references, references, alignment=True,
-            metadata=[metadata[0], {"errors": [{"position": 4, "kind": "deleted", "type": "graphic"}]}])
+        run(
+            sources,
+            references,
+            references,
+            alignment=True,
+            metadata=[metadata[0], {"errors": [{"position": 4, "kind": "deleted", "type": "graphic"}]}],
+        )
 
 
 def test_alignment_with_token_ids_bootstrap_and_compare():
-    sources, references, predictions = ["我们去学", "我们们去学校"], ["我们去学校", "我们去学校"], ["我们去学校", "我们们去学"]
+    sources, references, predictions = (
+        ["我们去学", "我们们去学校"],
+        ["我们去学校", "我们去学校"],
+        ["我们去学校", "我们们去学"],
+    )
     ids = [[[ord(c) for c in text] for text in column] for column in (sources, predictions, references)]
     assert run(*ids, alignment=True) == run(sources, predictions, references, alignment=True)
     # lengths differ: only the reference's and the prediction's ignore_index entries are dropped
@@ -655,9 +703,16 @@ def substitution_triples(draw, max_sentences=8):
 @given(substitution_triples(), st.sampled_from(scoring.CONVENTIONS), st.booleans())
 def test_alignment_gives_todays_numbers_on_substitution_only_data(data, convention, as_ids):
     sources, _, references = data
-    metadata = [{"errors": [{"position": i, "type": ["phonetic", "graphic"][i % 2]}
-                            for i, (s, r) in enumerate(zip(source, reference)) if s != r]}
-                for source, reference in zip(sources, references)]
+    metadata = [
+        {
+            "errors": [
+                {"position": i, "type": ["phonetic", "graphic"][i % 2]}
+                for i, (s, r) in enumerate(zip(source, reference))
+                if s != r
+            ]
+        }
+        for source, reference in zip(sources, references)
+    ]
     options = {"convention": convention, "metadata": metadata, "train_pairs": [("x", "a"), ("y", "b")]}
     if as_ids:
         data = [[[ord(c) for c in text] for text in column] for column in data]
@@ -687,14 +742,27 @@ def edit_oracle(sources, predictions, references):
 
 
 @PROPERTY_SETTINGS
-@given(st.lists(st.tuples(st.text("abcd", min_size=1, max_size=9), st.text("abcd", min_size=1, max_size=9),
-                          st.text("abcd", max_size=9)), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.tuples(
+            st.text("abcd", min_size=1, max_size=9),
+            st.text("abcd", min_size=1, max_size=9),
+            st.text("abcd", max_size=9),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_alignment_counts_match_the_edit_definitions(rows):
     sources, references, predictions = (list(column) for column in zip(*rows))
     r = run(sources, predictions, references, alignment=True)
     expected = edit_oracle(sources, predictions, references)
     assert (r["n_errors"], r["n_changes"], r["n_det_hits"], r["n_cor_hits"]) == (
-        expected["gold"], expected["changes"], expected["det"], expected["cor"])
+        expected["gold"],
+        expected["changes"],
+        expected["det"],
+        expected["cor"],
+    )
     n = len(sources)
     assert r["sent_det_acc"] == expected["det_exact"] / n and r["sent_acc"] == expected["cor_exact"] / n
     assert sum(r[f"{kind}_n_errors"] for kind in scoring.EDIT_KINDS) == r["n_errors"]

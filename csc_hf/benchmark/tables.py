@@ -60,8 +60,13 @@ def examples_table(examples: Examples, lo: int = 0, hi: int | None = None) -> pa
     list_offsets = pa.array(np.searchsorted(sentence, np.arange(lo, hi + 1)).astype(np.int32))
     positions = pa.array(position.astype(np.int32))
     errors = pa.StructArray.from_arrays(
-        [positions, _chars(wrong), _chars(right), pa.array(edits.type[e_lo:e_hi].astype(np.int64)),
-         pa.array(kind.astype(np.int64))],
+        [
+            positions,
+            _chars(wrong),
+            _chars(right),
+            pa.array(edits.type[e_lo:e_hi].astype(np.int64)),
+            pa.array(kind.astype(np.int64)),
+        ],
         names=["position", "wrong", "right", "type", "kind"],
     )
     labels = np.zeros(len(src), dtype=np.int8)

@@ -182,8 +182,9 @@ class Csc(evaluate.Metric):
         written to evaluate's Arrow cache as one table (evaluate's own path encodes every example in Python, which
         cost more than the scoring itself)."""
         if set(kwargs) - {"sources"}:
-            raise ValueError(f"csc: unknown inputs {sorted(set(kwargs) - {'sources'})}; give sources, predictions and "
-                             "references")
+            raise ValueError(
+                f"csc: unknown inputs {sorted(set(kwargs) - {'sources'})}; give sources, predictions and references"
+            )
         columns = {"sources": kwargs.get("sources"), "predictions": predictions, "references": references}
         is_text = scoring.check_inputs(*columns.values())
         features = self.features[0 if is_text else 1]  # the two formats of `_info`, in that order
