@@ -73,7 +73,7 @@ def test_bad_files_name_file_and_line(tmp_path):
 def test_folder_and_dataset_sources(tmp_path):
     (tmp_path / "b.txt").write_text("第二个文件\n", encoding="utf-8")
     (tmp_path / "a.txt").write_text("\ufeff第一个文件\n", encoding="utf-8")
-    assert [l.text for l in corpus_lines(str(tmp_path))] == ["第一个文件", "第二个文件"]
+    assert [line.text for line in corpus_lines(str(tmp_path))] == ["第一个文件", "第二个文件"]
     rows = [{"text": "一"}, {"content": "二"}]
     with pytest.raises(KeyError, match="row 1: no column 'text'"):
         list(dataset_lines(rows, "text"))
@@ -98,7 +98,8 @@ def test_too_few_sentences_is_a_clear_error():
 
 @pytest.fixture
 def fake_site(tmp_path, monkeypatch):
-    """A site folder on sys.path with the package ``fakecorpus``, whose import would fail: a source is never imported."""
+    """A site folder on sys.path with the package ``fakecorpus``, whose import would fail: a source is never
+    imported."""
     site = tmp_path / "site"
     (site / "fakecorpus").mkdir(parents=True)
     (site / "fakecorpus" / "__init__.py").write_text("raise RuntimeError('a source package must not be imported')\n")
@@ -137,9 +138,9 @@ def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch)
                                  column="chinese"),
                   tsv=Source("fakecorpus", "fake==1", ("assets/pairs.tsv",), "tsv", "CC0", "p", column="1",
                              to_simplified=True))
-    assert [l.text for l in corpus_lines("texts")] == ["中国队今天在比赛中获得了冠军。", "股市今天全面上涨了不少。"]
-    assert [l.text for l in corpus_lines("records")] == ["老师，您好！我们明天见吧。", "中国队今天在比赛中获得了冠军。"]
-    assert [l.text for l in corpus_lines("tsv")] == ["我们试试看这个办法吧！"] * 2  # converted with OpenCC t2s
+    assert [line.text for line in corpus_lines("texts")] == ["中国队今天在比赛中获得了冠军。", "股市今天全面上涨了不少。"]
+    assert [line.text for line in corpus_lines("records")] == ["老师，您好！我们明天见吧。", "中国队今天在比赛中获得了冠军。"]
+    assert [line.text for line in corpus_lines("tsv")] == ["我们试试看这个办法吧！"] * 2  # converted with OpenCC t2s
     assert opencc.OpenCC("t2s").convert("我們") == "我们"
     monkeypatch.setitem(MIXES, "mix", ("texts", "records", "tsv"))
     by_source = corpus_sentences("mix", min_len=5)

@@ -153,7 +153,7 @@ def test_trainer_compute_metrics(tmp_path, csc):
     config = transformers.BertConfig(
         vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
         max_position_embeddings=32,
-    )  # fmt: skip
+    )
     model = transformers.BertForMaskedLM(config).eval()
     rng = np.random.default_rng(0)
     rows = []
@@ -189,7 +189,7 @@ def test_trainer_compute_metrics(tmp_path, csc):
     args = transformers.TrainingArguments(
         output_dir=str(tmp_path), per_device_eval_batch_size=2, include_for_metrics=["inputs"], report_to="none",
         use_cpu=True, disable_tqdm=True,
-    )  # fmt: skip
+    )
     for compute_metrics in (scoring.make_compute_metrics(), evaluate_csc):
         trainer = transformers.Trainer(
             model=model,

@@ -25,7 +25,7 @@ MAIN_SCORES = (
     "sent_det_p", "sent_det_r", "sent_det_f1", "sent_cor_p", "sent_cor_r", "sent_cor_f1",
     "sent_det_acc", "sent_acc", "char_det_p", "char_det_r", "char_det_f1",
     "char_cor_p", "char_cor_r", "char_cor_f1", "fpr",
-)  # fmt: skip
+)
 
 # One sentence of each kind (gold error at position 2, c -> X):
 #   0 corrected exactly; 1 right position, wrong character; 2 corrected plus an extra change;
@@ -55,7 +55,7 @@ def test_hand_computed_strict():
         "char_det_p": 3 / 5, "char_det_r": 3 / 4, "char_det_f1": 2 / 3,
         "char_cor_p": 2 / 5, "char_cor_r": 2 / 4, "char_cor_f1": 4 / 9,
         "fpr": 1 / 2,
-    })  # fmt: skip
+    })
     assert {k: r[k] for k in r if k.startswith("n_")} == {
         "n_sentences": 6,
         "n_error_sentences": 4,
@@ -82,7 +82,7 @@ def test_hand_computed_lenient():
     assert {k: r[k] for k in sorted(sentence_level)} == pytest.approx({
         "sent_det_p": 2 / 3, "sent_det_r": 1 / 2, "sent_det_f1": 4 / 7,
         "sent_cor_p": 1 / 2, "sent_cor_r": 1 / 4, "sent_cor_f1": 1 / 3,
-    })  # fmt: skip
+    })
     strict = run(SOURCES, PREDICTIONS, REFERENCES)
     assert {k: v for k, v in r.items() if k not in sentence_level | {"convention"}} == {
         k: v for k, v in strict.items() if k not in sentence_level | {"convention"}
