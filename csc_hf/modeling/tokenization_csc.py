@@ -16,7 +16,7 @@ from tokenizers.models import WordLevel
 from transformers import PreTrainedTokenizerFast
 
 SPECIAL_TOKENS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
-                  "mask_token": "[MASK]"}  # fmt: skip
+                  "mask_token": "[MASK]"}
 
 
 class CSCTokenizer(PreTrainedTokenizerFast):
