@@ -9,8 +9,11 @@ stages it reads), and a ``done.json`` marks it finished: a re-run skips finished
 what it changes, and an interrupted training resumes from its last checkpoint. Each stage that runs logs a progress
 line (stage k of N, elapsed time, an ETA from the stage times recorded so far: :class:`Progress`) to the ``csc_hf``
 logger. A run may do a part of the grid (``variants``, ``seeds``); its results cover every finished evaluation of the
-preset in the run folder. This module only orchestrates: evaluation is :mod:`csc_hf.evaluation`, the analysis
-:mod:`csc_hf.results`, the report :mod:`csc_hf.report`.
+preset in the run folder.
+
+The package: ``preset`` (a study as data), ``progress`` (stage folders, the plan, the ETA), ``run`` (the orchestration
+only: training is :mod:`csc_hf.training`, evaluation :mod:`csc_hf.evaluation`) and ``outputs`` (the results files and
+the report: :mod:`csc_hf.results` analyses, :mod:`csc_hf.report` renders).
 """
 
 from .preset import AugmentationStudy, Preset

@@ -51,6 +51,11 @@ def _resolved(config: dict) -> dict:
     return {**config, "precision": "bf16" if keys["bf16"] else "fp32"} if "bf16" in keys else config
 
 
+def _sorted(value: Any) -> Any:
+    """``value`` with the keys of every mapping in it sorted (as the stage's ``train_config.yaml`` holds them)."""
+    return {key: _sorted(value[key]) for key in sorted(value)} if isinstance(value, dict) else value
+
+
 class Unfinished(ValueError):
     """A stage that a ``finished_only`` study found unfinished."""
 
@@ -160,7 +165,7 @@ class Study:
     def _train(self, stage: Stage, config: dict) -> None:
         """Train ``config`` into the stage folder: in this process, or under ``accelerate launch`` with the preset's
         launcher. The config is kept in the folder (``train_config.yaml``: the launched process reads it, and a model
-        card says how the model was trained)."""
+        card says how the model was trained); a run in this process takes the same config, keys sorted as there."""
         config = {**config, "output_dir": str(stage.directory)}
         config_path = stage.directory / TRAIN_CONFIG
         config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
@@ -169,7 +174,7 @@ class Study:
                        "-m", "csc_hf.train", str(config_path)]
             subprocess.run(command, check=True)
         else:
-            train(*check_config(config, source=str(config_path)))
+            train(*check_config(_sorted(config), source=str(config_path)))
         for checkpoint in stage.directory.glob(f"{CHECKPOINT}*"):
             shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
         stage.finish({"config": config})
