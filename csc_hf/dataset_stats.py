@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from functools import lru_cache, cache
+from functools import cache
 
 import numpy as np
 

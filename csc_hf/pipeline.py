@@ -294,11 +294,11 @@ class Corrector:
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any) -> "Corrector":
         """A corrector for the model and tokenizer saved at `path`: a local folder (`csc_hf.model_folder.is_local`: one
-        that exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never tried)
-        or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as `AutoModelForMaskedLM`;
-        `trust_remote_code` runs the model's own code from its folder. The decoding saved with the model
-        (`csc_hf.model_folder.saved_options`) gives the defaults of `keep_bias`, `threshold`, `similarity_prior` and
-        `similar_characters`; `kwargs` go to `Corrector` and win."""
+        that exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never
+        tried) or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as
+        `AutoModelForMaskedLM`; `trust_remote_code` runs the model's own code from its folder. The decoding saved with
+        the model (`csc_hf.model_folder.saved_options`) gives the defaults of `keep_bias`, `threshold`,
+        `similarity_prior` and `similar_characters`; `kwargs` go to `Corrector` and win."""
         path = str(path)
         check_precision(kwargs.get("precision", "auto"))  # before any loading
         if is_local(path):

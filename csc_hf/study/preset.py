@@ -26,8 +26,8 @@ class AugmentationStudy:
     training sentences again, corrupted with the confusion set ``confusion`` less its pairs that would leak into
     unseen_k / unseen_v (the benchmark parameter ``augmentation``; the data holds AUGMENTED_COPIES times the rows). It
     trains as many epochs as the grid's model (``max_steps`` and ``warmup_steps`` scaled by AUGMENTED_COPIES), so that
-    it meets the plain rows as often; it is evaluated on ``tests`` and compared with the grid's model of the same variant
-    and seed."""
+    it meets the plain rows as often; it is evaluated on ``tests`` and compared with the grid's model of the same
+    variant and seed."""
 
     confusion: str = "sighan13"  # a name of csc_hf.benchmark.plan.PACKAGED_CONFUSION, or a confusion set file
     variants: tuple[str, ...] = ("bert", "bart")
