@@ -27,8 +27,10 @@ from .corpus import is_saved_dataset, open_dataset, t2s_converter
 from .dataset_stats import analyze
 from .files import Sentences, check_sentences, read_sentence_file
 
-DATA_KINDS = ("a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
-              "a save_to_disk folder or datasets:PATH with source/target columns")
+DATA_KINDS = (
+    "a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
+    "a save_to_disk folder or datasets:PATH with source/target columns"
+)
 """What a data spec may be besides a csc_bench config, in words (for help texts)."""
 
 
@@ -51,8 +53,9 @@ class DataSplit:
 Candidate = tuple[str, Callable[[], Any]]  # (split name, a loader of its Dataset or Sentences)
 
 
-def _candidates(spec: str, params: Mapping, cache_dir: str | None,
-                equal_lengths: bool) -> tuple[dict[str, Candidate], str, str | None]:
+def _candidates(
+    spec: str, params: Mapping, cache_dir: str | None, equal_lengths: bool
+) -> tuple[dict[str, Candidate], str, str | None]:
     """What ``spec`` names before any data is read or built: ``{table name: (split, loader)}``, the split the spec
     chooses (``""`` when it chooses none) and the csc_bench config it is (or None)."""
     path = Path(spec)
@@ -68,15 +71,19 @@ def _candidates(spec: str, params: Mapping, cache_dir: str | None,
         configs = [config]
     elif (bench := spec.partition("/")[0]) in CONFIGS and not path.exists():
         candidates = {
-            split_name(bench, s.split): (s.split, lambda s=s: load_dataset("csc_bench", bench, split=s.split,
-                                                                          cache_dir=cache_dir, **params))
+            split_name(bench, s.split): (
+                s.split,
+                lambda s=s: load_dataset("csc_bench", bench, split=s.split, cache_dir=cache_dir, **params),
+            )
             for s in splits_of(bench, BenchParams(**params).probs)
         }
         return candidates, spec.partition("/")[2], bench
     elif path.is_dir():
         folder, configs, chosen = spec, datasets.get_dataset_config_names(spec), ""
     else:
-        raise FileNotFoundError(f"{spec}: not a file, a folder, FOLDER:CONFIG or a csc_bench config ({', '.join(CONFIGS)})")
+        raise FileNotFoundError(
+            f"{spec}: not a file, a folder, FOLDER:CONFIG or a csc_bench config ({', '.join(CONFIGS)})"
+        )
     candidates = {}
     for config in configs:
         for split, ds in load_dataset(folder, config).items():
@@ -99,8 +106,9 @@ def _split(name: str, data: Any, bench_config: str | None, equal_lengths: bool) 
     return DataSplit(name, sources, targets, data, bench_config)
 
 
-def read_data(spec: str, params: Mapping | None = None, cache_dir: str | None = None,
-              equal_lengths: bool = True) -> dict[str, DataSplit]:
+def read_data(
+    spec: str, params: Mapping | None = None, cache_dir: str | None = None, equal_lengths: bool = True
+) -> dict[str, DataSplit]:
     """Every split ``spec`` names (see the module docstring), by table name; a spec that chooses a split
     (``FOLDER:CONFIG/SPLIT``, ``probs/pe05``) gives that one. Each target must be non-empty and, with
     ``equal_lengths`` (the default: every statistic and score compares aligned characters), as long as its source."""

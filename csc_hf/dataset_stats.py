@@ -185,8 +185,10 @@ def analyze(
         for name, (sources, targets) in splits.items():
             test_pairs = error_pairs(sources, targets)
             result["coverage"][name] = {
-                ref: {**coverage(test_pairs, pairs),
-                      **(context_overlap(sources, targets, texts, ngram) if texts is not None else {})}
+                ref: {
+                    **coverage(test_pairs, pairs),
+                    **(context_overlap(sources, targets, texts, ngram) if texts is not None else {}),
+                }
                 for ref, (pairs, texts) in references.items()
             }
     return result

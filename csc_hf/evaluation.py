@@ -35,8 +35,10 @@ logger = get_logger(__name__)
 
 def _metadata(dataset) -> list[dict]:
     """Each row's errors (position and type name): the ``metadata`` of :func:`csc_hf.score`'s breakdown by type."""
-    return [{"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
-            for errors in dataset["errors"]]
+    return [
+        {"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
+        for errors in dataset["errors"]
+    ]
 
 
 def training_pairs(
@@ -67,9 +69,10 @@ def tune_decoding(
         return {"keep_bias": cells[0][0], "similarity_prior": cells[0][1]}, {}
     options = [{"keep_bias": bias, "similarity_prior": prior} for bias, prior in cells]
     each = corrector.correct_each(validation["source"], options)  # one forward pass for the whole grid
-    validation_f1 = {decoding_cell(*cell): score(validation["source"], predictions, validation["target"],
-                                                  bootstrap=0)["char_cor_f1"]
-                     for cell, predictions in zip(cells, each)}
+    validation_f1 = {
+        decoding_cell(*cell): score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
+        for cell, predictions in zip(cells, each)
+    }
     best = max(cells, key=lambda cell: (validation_f1[decoding_cell(*cell)], -cell[1], -cell[0]))
     return {"keep_bias": best[0], "similarity_prior": best[1]}, validation_f1
 
@@ -101,16 +104,18 @@ class EvaluationOptions:
     precision: str = "auto"
 
 
-def evaluate_model(model_dir: str | Path, tests: Iterable[str], options: EvaluationOptions = EvaluationOptions()
-                   ) -> list[dict]:
+def evaluate_model(
+    model_dir: str | Path, tests: Iterable[str], options: EvaluationOptions = EvaluationOptions()
+) -> list[dict]:
     """Correct every test split with the model in ``model_dir`` (a folder or a Hub id: any checkpoint
     ``csc_hf.pipeline.Corrector`` loads) and score it as ``options`` say. Each split logs its size, score and time,
     and a progress bar runs over the splits."""
     from .pipeline import Corrector  # torch: loaded only to correct (csc-bench score reads this module too)
 
     o = options
-    corrector = Corrector.from_pretrained(str(model_dir), batch_size=o.batch_size,
-                                          trust_remote_code=o.trust_remote_code, precision=o.precision)
+    corrector = Corrector.from_pretrained(
+        str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision
+    )
     corrector, tuning = _tuned(corrector, o, model_dir)
     if o.save_decoding:
         if is_local(model_dir):
@@ -137,13 +142,33 @@ def evaluate_model(model_dir: str | Path, tests: Iterable[str], options: Evaluat
         predictions = corrector.correct(data["source"])
         if o.predictions_dir is not None:
             write_predictions(o.predictions_dir / predictions_file(name, spec.split), data["source"], predictions)
-        scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
-                       bootstrap=o.bootstrap)
-        records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec),
-                        **{name: getattr(corrector, name) for name in DECODING_KEYS}, "scores": scores})
+        scores = score(
+            data["source"],
+            predictions,
+            data["target"],
+            metadata=_metadata(data),
+            train_pairs=pairs,
+            bootstrap=o.bootstrap,
+        )
+        records.append(
+            {
+                "config": name,
+                "split": spec.split,
+                "error_prob": params.error_prob_of(spec),
+                **{name: getattr(corrector, name) for name in DECODING_KEYS},
+                "scores": scores,
+            }
+        )
         changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
-        logger.info("%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s", name, spec.split, len(predictions),
-                    changed, scores["char_cor_f1"], time.monotonic() - started)
+        logger.info(
+            "%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
+            name,
+            spec.split,
+            len(predictions),
+            changed,
+            scores["char_cor_f1"],
+            time.monotonic() - started,
+        )
     return records
 
 
@@ -153,8 +178,10 @@ def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[obje
     if o.keep_bias_grid is None and o.similarity_prior_grid is None:
         return corrector, None
     given = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
-    grids = {name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
-             for name, grid in given.items()}
+    grids = {
+        name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
+        for name, grid in given.items()
+    }
     validation = None
     if len(grids["keep_bias"]) * len(grids["similarity_prior"]) > 1 and not corrector.seq2seq:
         validation = load_dataset("csc_bench", "train", split="validation", **o.bench_params)
@@ -164,8 +191,13 @@ def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[obje
     tuning = {"grid": grids}
     if validation is not None:
         tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1", scores=validation_f1)
-        logger.info("%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: "
-                    "%s)", model_dir, chosen["keep_bias"], chosen["similarity_prior"], validation_f1)
+        logger.info(
+            "%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: %s)",
+            model_dir,
+            chosen["keep_bias"],
+            chosen["similarity_prior"],
+            validation_f1,
+        )
     return corrector.with_options(**chosen), tuning  # checks the values
 
 
@@ -173,14 +205,19 @@ def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[obje
 
 
 def paired_comparisons(
-    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert",
+    bench_params: dict,
+    evaluations: Mapping[tuple[str, int], Path],
+    baseline: str = "bert",
     n_resamples: int = RESAMPLES,
 ) -> list[dict]:
     """Every model against ``baseline`` with the same seed, on every test split both saved predictions for: the
     paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value). A
     model's comparisons are kept in its evaluation folder, so a re-run reads them."""
-    pairs = [(model, seed, folder, evaluations[baseline, seed]) for (model, seed), folder in evaluations.items()
-             if model != baseline and (baseline, seed) in evaluations]
+    pairs = [
+        (model, seed, folder, evaluations[baseline, seed])
+        for (model, seed), folder in evaluations.items()
+        if model != baseline and (baseline, seed) in evaluations
+    ]
     results = []
     for model, seed, folder, base in tqdm(pairs, desc=f"paired tests against {baseline}", leave=False):
         found = kept_comparisons(bench_params, folder, base, n_resamples, seed)
@@ -195,9 +232,13 @@ def augmentation_comparisons(
     ``{(variant, seed): (augmented evaluation folder, plain evaluation folder)}``), on every test split both saved
     predictions for: ``delta`` is augmented minus plain."""
     results = []
-    for (model, seed), (folder, base) in tqdm(evaluations.items(), desc="paired tests of the augmentation", leave=False):
-        results += [{"model": model, "seed": seed, **entry}
-                    for entry in kept_comparisons(bench_params, folder, base, n_resamples, seed)]
+    for (model, seed), (folder, base) in tqdm(
+        evaluations.items(), desc="paired tests of the augmentation", leave=False
+    ):
+        results += [
+            {"model": model, "seed": seed, **entry}
+            for entry in kept_comparisons(bench_params, folder, base, n_resamples, seed)
+        ]
     return results
 
 
@@ -220,7 +261,13 @@ def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resample
         config, split = predictions_split(path)
         data = load_dataset("csc_bench", config, split=split, **bench_params)
         sources, targets = data["source"], data["target"]
-        stats = compare(sources, read_predictions(path, sources), read_predictions(base_path, sources), targets,
-                        n_resamples=n_resamples, seed=seed)
+        stats = compare(
+            sources,
+            read_predictions(path, sources),
+            read_predictions(base_path, sources),
+            targets,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in REPORTED]
     return found  # a, b: the two models' scores; delta = a - b

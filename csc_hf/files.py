@@ -172,8 +172,9 @@ def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
     for number, (line, source) in enumerate(zip(lines, sources), 1):
         chars = list(source)
         if not EDITS_LINE.fullmatch(line):
-            raise ValueError(f"{path}, line {number}: expected position:character edits separated by spaces, got "
-                             f"{line!r}")
+            raise ValueError(
+                f"{path}, line {number}: expected position:character edits separated by spaces, got {line!r}"
+            )
         for edit in line.split():
             position, _, char = edit.partition(":")
             if int(position) >= len(chars):

@@ -46,8 +46,9 @@ def model_file(path: str | Path, name: str) -> Path | None:
         return file if file.is_file() else None
     from transformers.utils import cached_file
 
-    found = cached_file(str(path), name, _raise_exceptions_for_missing_entries=False,
-                        _raise_exceptions_for_connection_errors=False)
+    found = cached_file(
+        str(path), name, _raise_exceptions_for_missing_entries=False, _raise_exceptions_for_connection_errors=False
+    )
     return Path(found) if found else None
 
 
@@ -56,13 +57,16 @@ def check_model_folder(path: str | Path, what: str = "model folder", tokenizer: 
     (with ``tokenizer``) its tokenizer files."""
     folder = Path(path)
     if not folder.is_dir():
-        raise FileNotFoundError(f"{what} {folder} does not exist" if not folder.exists()
-                                else f"{what} {folder} is a file, not a folder")
+        raise FileNotFoundError(
+            f"{what} {folder} does not exist" if not folder.exists() else f"{what} {folder} is a file, not a folder"
+        )
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{what} {folder} holds no saved model (config.json)")
     if tokenizer and not any((folder / name).is_file() for name in TOKENIZER_FILES):
-        raise FileNotFoundError(f"{what} {folder} holds no tokenizer files ({' or '.join(TOKENIZER_FILES)}); "
-                                "save the tokenizer there too (tokenizer.save_pretrained)")
+        raise FileNotFoundError(
+            f"{what} {folder} holds no tokenizer files ({' or '.join(TOKENIZER_FILES)}); "
+            "save the tokenizer there too (tokenizer.save_pretrained)"
+        )
 
 
 def start_tokenizer_file(path: str | Path) -> Path | None:
@@ -140,7 +144,9 @@ def _model_json(path: str | os.PathLike, name: str) -> tuple[Path, Any] | None:
     try:
         return found, json.loads(found.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
+        raise ValueError(
+            f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate"
+        ) from None
 
 
 def load_similar(path: str | os.PathLike) -> dict[str, str] | None:
@@ -150,8 +156,9 @@ def load_similar(path: str | os.PathLike) -> dict[str, str] | None:
     if (saved := _model_json(path, SIMILAR_FILE)) is None:
         return None
     found, data = saved
-    if not isinstance(data, dict) or not all(isinstance(k, str) and len(k) == 1 and isinstance(v, str)
-                                             for k, v in data.items()):
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and len(k) == 1 and isinstance(v, str) for k, v in data.items()
+    ):
         raise ValueError(f"{found}: expected a JSON object mapping single characters to strings of characters")
     return data
 
@@ -164,8 +171,10 @@ def load_decoding(path: str | os.PathLike) -> dict[str, float]:
         return {}
     found, data = saved
     if not isinstance(data, dict) or (unknown := sorted(set(data) - {*DECODING_KEYS, "tuning"})):
-        raise ValueError(f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
-                         + (f", got the unknown keys {unknown}" if isinstance(data, dict) else ""))
+        raise ValueError(
+            f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
+            + (f", got the unknown keys {unknown}" if isinstance(data, dict) else "")
+        )
     return {name: check_decoding(name, data[name], f"{found}: {name}") for name in DECODING_KEYS if name in data}
 
 
@@ -174,7 +183,9 @@ def saved_options(path: str | os.PathLike) -> dict[str, Any]:
     return {**load_decoding(path), "similar_characters": load_similar(path)}
 
 
-def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
+def save_decoding(
+    folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None
+) -> Path:
     """Write `decoding` (`keep_bias`, `threshold`, `similarity_prior`) and how it was chosen (`tuning`: split, metric,
     grid, scores) to the model folder's `csc_decoding.json`, whole or not at all; returns its path."""
     if unknown := sorted(set(decoding) - set(DECODING_KEYS)):

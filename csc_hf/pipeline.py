@@ -175,9 +175,17 @@ def generate_corrections(
     """Each text as a seq2seq model rewrites it (`generate` with the model's generation settings, at most twice the
     input's tokens), decoded without special tokens; inputs longer than `max_length` tokens are cut."""
     if tokenizer.pad_token is None and len(texts) > 1:  # nothing to pad with: one text at a time
-        return [prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)]
-    inputs = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt",
-                       return_token_type_ids=False).to(model.device)
+        return [
+            prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)
+        ]
+    inputs = tokenizer(
+        list(texts),
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
+        return_token_type_ids=False,
+    ).to(model.device)
     outputs = model.generate(**inputs, max_new_tokens=2 * inputs["input_ids"].shape[1] + 8)
     return tokenizer.batch_decode(outputs, skip_special_tokens=True)
 
@@ -245,8 +253,10 @@ class Corrector:
         self._han[: len(self._tokens)] = torch.tensor([is_han(token) for token in self._tokens])
         self._special = {name: getattr(tokenizer, f"{name}_token_id") for name in ("cls", "sep", "unk", "pad")}
         if not self.seq2seq and (missing := [name for name in ("cls", "sep", "unk") if self._special[name] is None]):
-            raise ValueError(f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
-                             "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]")
+            raise ValueError(
+                f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
+                "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]"
+            )
         self._char_ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1}
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self._normalizer = getattr(backend, "normalizer", None)
@@ -264,8 +274,10 @@ class Corrector:
         threshold, keep_bias = check_decoding("threshold", threshold), check_decoding("keep_bias", keep_bias)
         similarity_prior = check_decoding("similarity_prior", similarity_prior)
         if self.seq2seq and (threshold or keep_bias or similarity_prior):
-            raise ValueError("a seq2seq (BART) model gives no probabilities or logits per character: "
-                             "threshold, keep_bias and similarity_prior must be 0")
+            raise ValueError(
+                "a seq2seq (BART) model gives no probabilities or logits per character: "
+                "threshold, keep_bias and similarity_prior must be 0"
+            )
         if isinstance(protected_terms, str):
             raise TypeError(f"protected_terms must be a list of str, not the str {protected_terms!r}")
         protected_chars, protected_terms = frozenset(protected_chars), list(protected_terms)
@@ -283,8 +295,13 @@ class Corrector:
     def with_options(self, **options: Any) -> "Corrector":
         """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms` or `similarity_prior`;
         shares the model."""
-        current = dict(threshold=self.threshold, keep_bias=self.keep_bias, protected_chars=self.protected_chars,
-                       protected_terms=self.protected_terms, similarity_prior=self.similarity_prior)
+        current = dict(
+            threshold=self.threshold,
+            keep_bias=self.keep_bias,
+            protected_chars=self.protected_chars,
+            protected_terms=self.protected_terms,
+            similarity_prior=self.similarity_prior,
+        )
         if unknown := set(options) - set(current):
             raise TypeError(f"unknown options {sorted(unknown)}; choose from {sorted(current)}")
         corrector = copy.copy(self)
@@ -350,9 +367,7 @@ class Corrector:
         """The kept edits of each text, by position, for each of ``decoders`` (this corrector or copies with other
         options), from one forward pass. Windows run longest first, in batches of `batch_size`."""
         plan = [
-            (i, *window)
-            for i, text in enumerate(texts)
-            for window in plan_windows(len(text), *self._window_of(text))
+            (i, *window) for i, text in enumerate(texts) for window in plan_windows(len(text), *self._window_of(text))
         ]
         plan.sort(key=lambda window: window[2] - window[1], reverse=True)
         self.model.eval()
@@ -408,8 +423,11 @@ class Corrector:
             ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1 and self._han[i]}
             if self._similar["characters"] is None:
                 self._similar["characters"] = {c: "".join(o) for c, o in similar_characters(list(ids)).items()}
-            similar = {c: list(dict.fromkeys(o for o in others if o in ids and o != c))
-                       for c, others in self._similar["characters"].items() if c in ids}
+            similar = {
+                c: list(dict.fromkeys(o for o in others if o in ids and o != c))
+                for c, others in self._similar["characters"].items()
+                if c in ids
+            }
             width = max(map(len, similar.values()), default=0) or 1
             table = torch.arange(self.model.config.vocab_size).unsqueeze(1).repeat(1, width)
             for char, others in similar.items():
@@ -453,13 +471,18 @@ class Corrector:
             else:
                 predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
                 changes = [aligned_substitutions(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
-            return [[
-                (row, column, right, None)
-                for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
-                for column, right in substitutions
-                if (wrong := chunk[column]) != right and is_han(wrong) and is_han(right)
-                and wrong not in decoder.protected_chars
-            ] for decoder in decoders]
+            return [
+                [
+                    (row, column, right, None)
+                    for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
+                    for column, right in substitutions
+                    if (wrong := chunk[column]) != right
+                    and is_han(wrong)
+                    and is_han(right)
+                    and wrong not in decoder.protected_chars
+                ]
+                for decoder in decoders
+            ]
         device = self.model.device
         encoding = self._encode(chunks)
         logits = self.model(**encoding).logits.float()
@@ -470,8 +493,14 @@ class Corrector:
             editable = decoder._editable.to(device)[input_ids]
             similar = decoder.similar_tokens(device) if decoder.similarity_prior else None
             rows, columns, ids, probabilities = decode_edits(
-                input_ids, logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
-                han, editable, decoder.keep_bias, decoder.threshold, similar, decoder.similarity_prior,
+                input_ids,
+                logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
+                han,
+                editable,
+                decoder.keep_bias,
+                decoder.threshold,
+                similar,
+                decoder.similarity_prior,
             )
             rights = [self._tokens[i] for i in ids.tolist()]
             each.append(list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())))  # 0: [CLS]
@@ -500,8 +529,9 @@ class ChineseSpellingCheckPipeline(Pipeline):
         kwargs.setdefault("batch_size", 32)
         super().__init__(*args, **kwargs)
         saved = saved_options(self.model.name_or_path) if self.model.name_or_path else {}
-        self.corrector = Corrector(self.model, self.tokenizer, batch_size=self._batch_size,
-                                   **{**saved, **self._forward_params})
+        self.corrector = Corrector(
+            self.model, self.tokenizer, batch_size=self._batch_size, **{**saved, **self._forward_params}
+        )
 
     def _sanitize_parameters(
         self,
@@ -511,8 +541,13 @@ class ChineseSpellingCheckPipeline(Pipeline):
         protected_terms: Iterable[str] | None = None,
         similarity_prior: float | None = None,
     ) -> tuple[dict, dict, dict]:
-        options = dict(threshold=threshold, keep_bias=keep_bias, protected_chars=protected_chars,
-                       protected_terms=protected_terms, similarity_prior=similarity_prior)
+        options = dict(
+            threshold=threshold,
+            keep_bias=keep_bias,
+            protected_chars=protected_chars,
+            protected_terms=protected_terms,
+            similarity_prior=similarity_prior,
+        )
         return {}, {name: value for name, value in options.items() if value is not None}, {}
 
     def __call__(self, inputs: str | Iterable[str], **kwargs: Any) -> Any:
@@ -542,6 +577,13 @@ PIPELINE_REGISTRY.register_pipeline(
 )
 
 __all__ = [
-    "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit", "aligned_substitutions", "check_texts",
-    "decode_edits", "generate_corrections", "plan_windows",
+    "TASK",
+    "ChineseSpellingCheckPipeline",
+    "Corrector",
+    "Edit",
+    "aligned_substitutions",
+    "check_texts",
+    "decode_edits",
+    "generate_corrections",
+    "plan_windows",
 ]

@@ -68,8 +68,15 @@ def paired_file(baseline: str, n_resamples: int) -> str:
 
 # ---- the stage address
 
-FOLLOWING_KEYS = {"save_strategy", "save_steps", "save_total_limit", "logging_steps", "logging_strategy", "disable_tqdm",
-                  "report_to"}
+FOLLOWING_KEYS = {
+    "save_strategy",
+    "save_steps",
+    "save_total_limit",
+    "logging_steps",
+    "logging_strategy",
+    "disable_tqdm",
+    "report_to",
+}
 """Training-config keys that change how a training is followed and resumed, never its model: not a stage's inputs."""
 
 
@@ -82,8 +89,9 @@ def variant_file_name(variant: str) -> str:
 def stage_key(*parts: Any) -> str:
     """A short hash of a stage's inputs (less the :data:`FOLLOWING_KEYS` of a training config: checkpoints made more
     often keep a run's stages)."""
-    parts = [{k: v for k, v in part.items() if k not in FOLLOWING_KEYS} if isinstance(part, dict) else part
-             for part in parts]
+    parts = [
+        {k: v for k, v in part.items() if k not in FOLLOWING_KEYS} if isinstance(part, dict) else part for part in parts
+    ]
     return hashlib.sha256(json.dumps([__version__, *parts], sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

@@ -63,8 +63,12 @@ def imports(name: str, source: str, known: dict[str, Path], is_package: bool = F
 
 def graph() -> dict[str, set[str]]:
     known = modules()
-    return {name: {m for m in imports(name, path.read_text(encoding="utf-8"), known, path.name == "__init__.py")
-                   if m in known} for name, path in known.items()}
+    return {
+        name: {
+            m for m in imports(name, path.read_text(encoding="utf-8"), known, path.name == "__init__.py") if m in known
+        }
+        for name, path in known.items()
+    }
 
 
 def test_every_module_is_in_the_layout():
@@ -78,8 +82,12 @@ def test_every_module_is_in_the_layout():
 def test_imports_go_down_the_layers():
     units, known = layout(), modules()
     layer = {name: units[unit_of(path, units)] for name, path in known.items()}
-    upward = [f"{name} (layer {layer[name]}) imports {target} (layer {layer[target]})"
-              for name, targets in graph().items() for target in sorted(targets) if layer[target] > layer[name]]
+    upward = [
+        f"{name} (layer {layer[name]}) imports {target} (layer {layer[target]})"
+        for name, targets in graph().items()
+        for target in sorted(targets)
+        if layer[target] > layer[name]
+    ]
     assert not upward, "imports against the layer order:\n" + "\n".join(upward)
 
 
@@ -93,7 +101,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for target in sorted(edges.get(node, ())):
             if state.get(target) == 1:
-                return path[path.index(target):] + [target]
+                return path[path.index(target) :] + [target]
             if target not in state and (cycle := visit(target)):
                 return cycle
         path.pop()
@@ -108,11 +116,14 @@ def test_no_import_circles():
     assert cycle is None, "import circle: " + " -> ".join(cycle)
 
 
-@pytest.mark.parametrize("edges, circle", [
-    ({"a": {"b"}, "b": {"c"}, "c": set()}, False),
-    ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, True),
-    ({"a": {"a"}}, True),
-])
+@pytest.mark.parametrize(
+    "edges, circle",
+    [
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, False),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, True),
+        ({"a": {"a"}}, True),
+    ],
+)
 def test_the_circle_finder_finds_circles(edges, circle):
     assert (find_cycle(edges) is not None) == circle
 
@@ -122,5 +133,7 @@ def test_function_level_and_relative_imports_count():
     source = "import os\n\ndef f():\n    from .pipeline import Corrector\n    from ..x import y\n"
     assert imports("csc_hf.files", source, known) == {"csc_hf.pipeline"}
     assert imports("csc_hf.study.run", "from ..training import config\nfrom . import preset\n", known) == {
-        "csc_hf.training.config", "csc_hf.study.preset"}
+        "csc_hf.training.config",
+        "csc_hf.study.preset",
+    }
     assert imports("csc_hf.study", "from .run import Study\n", known, is_package=True) == {"csc_hf.study.run"}

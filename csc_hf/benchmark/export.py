@@ -47,8 +47,10 @@ def build_record(configs: Sequence[str], params: BenchParams) -> dict[str, Any]:
 
 def record_section(record: dict[str, Any]) -> str:
     """The card's section that records how the export was made."""
-    rebuild = ('record = json.load(open("csc_bench_params.json"))\n'
-               'csc_hf.load_dataset("csc_bench", CONFIG, **record["params"])')
+    rebuild = (
+        'record = json.load(open("csc_bench_params.json"))\n'
+        'csc_hf.load_dataset("csc_bench", CONFIG, **record["params"])'
+    )
     params = json.dumps(record, indent=1, ensure_ascii=False)
     return (
         "\n## This export\n\nBuilt with these parameters from input files of these sha256 hashes (also in "

@@ -19,6 +19,7 @@ from ..modeling import VARIANTS
 from ..results import CONTROLLED
 from ..stats import RESAMPLES, check_resamples
 
+
 @dataclass(frozen=True)
 class AugmentationStudy:
     """The SIGHAN-credibility stage (a preset's ``augmentation``; empty: off): each of ``variants`` is trained, with
@@ -38,8 +39,10 @@ class AugmentationStudy:
         """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
         known = [f.name for f in fields(cls)]
         if not isinstance(data, dict):
-            raise ValueError(f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
-                             f"[bert, bart]}}, not {data!r}")
+            raise ValueError(
+                f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
+                f"[bert, bart]}}, not {data!r}"
+            )
         if unknown := sorted(set(data) - set(known)):
             raise ValueError(f"{origin}: augmentation: unknown keys {unknown}; it has {known}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
@@ -116,8 +119,10 @@ class Preset:
             raise ValueError(f"{origin}: augmentation: tests {bad} are not among the preset's tests {self.tests}")
         confusion = study.confusion
         if not isinstance(confusion, str) or not confusion:
-            raise ValueError(f"{origin}: augmentation: confusion={confusion!r} must be one of "
-                             f"{', '.join(PACKAGED_CONFUSION)} or a confusion set file")
+            raise ValueError(
+                f"{origin}: augmentation: confusion={confusion!r} must be one of "
+                f"{', '.join(PACKAGED_CONFUSION)} or a confusion set file"
+            )
         if confusion not in PACKAGED_CONFUSION:
             confusion = str(Path(confusion).resolve())
             self.augmentation = {**self.augmentation, "confusion": confusion}
@@ -131,4 +136,3 @@ def check_variants(variants: Sequence[str], origin: Path | str) -> None:
     """Raise a ValueError naming ``origin`` unless every name is one of ``csc_hf.modeling.VARIANTS``."""
     if bad := [v for v in variants if v not in VARIANTS]:
         raise ValueError(f"{origin}: unknown variants {bad}; choose from {', '.join(VARIANTS)}")
-

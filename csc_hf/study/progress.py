@@ -12,6 +12,7 @@ from pathlib import Path
 from ..files import write_atomic
 from ..run_layout import DONE
 
+
 @dataclass
 class Stage:
     """A stage folder (named for the stage and a hash of its inputs); ``done`` once its ``done.json`` exists."""
@@ -73,8 +74,11 @@ class Progress:
             if finished.get(step.directory) is not None:
                 for kind in step.kinds:
                     times.setdefault(kind, []).append(finished[step.directory] / step.work)
-        estimates = [next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
-                     for step in self.plan if step.directory not in finished]
+        estimates = [
+            next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
+            for step in self.plan
+            if step.directory not in finished
+        ]
         known = [e for e in estimates if e is not None]
         return (sum(known), len(known) == len(estimates)) if known else None
 
@@ -92,4 +96,3 @@ def model_label(action: str, variant: str, seed: int | None, augmented: bool = F
     a seed, the kind of stage of every seed (``evaluate bart (augmented)``)."""
     details = [*([f"seed {seed}"] if seed is not None else []), *(["augmented"] if augmented else [])]
     return f"{action} {variant}" + (f" ({', '.join(details)})" if details else "")
-

@@ -101,7 +101,9 @@ class Study:
             sizes = {}
             for name in ["train", *p.tests]:
                 logger.debug("build %s", name)
-                sizes[name] = {split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()}
+                sizes[name] = {
+                    split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()
+                }
             stage.finish({"configs": sizes})
         return stage
 
@@ -118,20 +120,26 @@ class Study:
 
     def _pretrain_inputs(self) -> tuple[str, dict]:
         p = self.preset
-        return "pretrain", _resolved({"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain})
+        return "pretrain", _resolved(
+            {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
+        )
 
     def _augmented_params(self) -> dict:
         """The benchmark parameters of the augmentation stage's training data."""
         return {**self.preset.bench_params, "augmentation": self.preset.augmentation_study.confusion}
 
-    def _finetune_inputs(self, variant: str, seed: int, pretrained: Path, augmented: bool = False) -> tuple[str, dict, str]:
+    def _finetune_inputs(
+        self, variant: str, seed: int, pretrained: Path, augmented: bool = False
+    ) -> tuple[str, dict, str]:
         """The name and inputs of a fine-tuning stage: its training config, and the pretrained stage's name (not its
         path, so that a run folder can move); ``augmented``: the augmentation stage's training."""
         p = self.preset
         bench_params = self._augmented_params() if augmented else p.bench_params
         config = {"task": "correction", "variant": variant, "bench_params": bench_params, "seed": seed, **p.finetune}
         if augmented:  # as many epochs over a data set AUGMENTED_COPIES times as large
-            config.update({k: config[k] * AUGMENTED_COPIES for k in ("max_steps", "warmup_steps") if config.get(k, 0) > 0})
+            config.update(
+                {k: config[k] * AUGMENTED_COPIES for k in ("max_steps", "warmup_steps") if config.get(k, 0) > 0}
+            )
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
         return train_stage(variant, seed, augmented), _resolved(config), pretrained.name
@@ -170,8 +178,16 @@ class Study:
         config_path = stage.directory / TRAIN_CONFIG
         config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
         if self.preset.launcher:
-            command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", self.preset.launcher,
-                       "-m", "csc_hf.train", str(config_path)]
+            command = [
+                sys.executable,
+                "-m",
+                "accelerate.commands.launch",
+                "--config_file",
+                self.preset.launcher,
+                "-m",
+                "csc_hf.train",
+                str(config_path),
+            ]
             subprocess.run(command, check=True)
         else:
             train(*check_config(_sorted(config), source=str(config_path)))
@@ -189,24 +205,36 @@ class Study:
         tests = p.augmentation_study.tests if augmented else p.tests
         if self.pending(stage, f"{model_label('evaluate', variant, seed, augmented)} on {len(tests)} test configs"):
             options = EvaluationOptions(
-                bench_params=p.bench_params, bootstrap=p.bootstrap, keep_bias_grid=p.keep_bias_grid,
-                similarity_prior_grid=p.similarity_prior_grid, batch_size=p.eval_batch_size,
-                max_train_samples=p.finetune.get("max_train_samples"), max_validation=p.finetune.get("max_eval_samples"),
+                bench_params=p.bench_params,
+                bootstrap=p.bootstrap,
+                keep_bias_grid=p.keep_bias_grid,
+                similarity_prior_grid=p.similarity_prior_grid,
+                batch_size=p.eval_batch_size,
+                max_train_samples=p.finetune.get("max_train_samples"),
+                max_validation=p.finetune.get("max_eval_samples"),
                 predictions_dir=stage.directory / PREDICTIONS,
                 training_params=self._augmented_params() if augmented else None,
                 save_decoding=True,  # the tuned decoding: the model's default
-                precision=self._inference_precision())
+                precision=self._inference_precision(),
+            )
             records = evaluate_model(model_stage.directory, tests, options)
             for r in records:
-                r.update(model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {}))
-            (stage.directory / RECORDS).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",
-                                                   encoding="utf-8")
+                r.update(
+                    model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {})
+                )
+            (stage.directory / RECORDS).write_text(
+                json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
             copy_decoding(model_stage.directory, stage.directory / DECODING_COPY)
             stage.finish({"records": len(records)})
-        elif not self.finished_only and (restored := copy_decoding(stage.directory / DECODING_COPY,
-                                                                   model_stage.directory)):
-            logger.info("%s: restored %s (the decoding its results were scored with)", model_stage.directory,
-                        ", ".join(restored))
+        elif not self.finished_only and (
+            restored := copy_decoding(stage.directory / DECODING_COPY, model_stage.directory)
+        ):
+            logger.info(
+                "%s: restored %s (the decoding its results were scored with)",
+                model_stage.directory,
+                ", ".join(restored),
+            )
         return stage
 
     # ---- the run ------------------------------------------------------------------------------------------------
@@ -241,13 +269,19 @@ class Study:
         if self.pending(stage, f"augment: the leak filter and coverage of {study.confusion}"):
             augmented = plan_for(BenchParams(**p.bench_params)).augmented(study.confusion)
             leaks = augmented.leaks
-            logger.info(f"augmentation {study.confusion}: {leaks['pairs']} pairs; removed {leaks['removed_unseen_k']} "
-                     f"(keys of S_unseen^k) and {leaks['removed_unseen_v']} (pairs of S_unseen^v)")
+            logger.info(
+                f"augmentation {study.confusion}: {leaks['pairs']} pairs; removed {leaks['removed_unseen_k']} "
+                f"(keys of S_unseen^k) and {leaks['removed_unseen_v']} (pairs of S_unseen^v)"
+            )
             train = plan_for(BenchParams(**p.bench_params)).division.train
-            summary = {"confusion": study.confusion, "leaks": leaks,
-                       "coverage": augmentation_coverage(p.bench_params, study.tests, train, augmented.confusion)}
-            (stage.directory / AUGMENTATION).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
-                                                        encoding="utf-8")
+            summary = {
+                "confusion": study.confusion,
+                "leaks": leaks,
+                "coverage": augmentation_coverage(p.bench_params, study.tests, train, augmented.confusion),
+            }
+            (stage.directory / AUGMENTATION).write_text(
+                json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
             stage.finish({"leaks": leaks})
         return stage
 
@@ -292,12 +326,20 @@ class Study:
                 pairs[variant, seed] = augmented, plain
         if not pairs:
             return None
-        records = [r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))]
+        records = [
+            r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
         paired = augmentation_comparisons(p.bench_params, pairs, n_resamples=p.bootstrap)
-        stages = [self.directory(*self._augment_inputs()),
-                  *(f for model in pairs for f in self.folders(*model, augmented=True))]
-        return {**summary, "records": records, "paired": paired,
-                "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages}}
+        stages = [
+            self.directory(*self._augment_inputs()),
+            *(f for model in pairs for f in self.folders(*model, augmented=True)),
+        ]
+        return {
+            **summary,
+            "records": records,
+            "paired": paired,
+            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
+        }
 
     def finished(self, grid: Sequence[tuple[str, int]] = ()) -> dict[tuple[str, int], Path]:
         """Every finished evaluation of this preset's stages in the run folder, whichever process ran it (of
@@ -316,16 +358,28 @@ class Study:
 
     def plan(self, grid: Sequence[tuple[str, int]]) -> list[Step]:
         """Every stage a run of ``grid`` goes through, in order (each once), whether or not it has finished."""
+
         def model(variant: str, seed: int, augmented: bool = False) -> list[Step]:
             train, evaluation = self.folders(variant, seed, augmented)  # augmented: more steps, fewer tests
-            return [Step(model_label("train", variant, seed, augmented), train, (f"train {variant}", "train"),
-                         AUGMENTED_COPIES if augmented else 1),
-                    Step(model_label("evaluate", variant, seed, augmented), evaluation,
-                         (model_label("evaluate", variant, None, augmented), "evaluate"))]
+            return [
+                Step(
+                    model_label("train", variant, seed, augmented),
+                    train,
+                    (f"train {variant}", "train"),
+                    AUGMENTED_COPIES if augmented else 1,
+                ),
+                Step(
+                    model_label("evaluate", variant, seed, augmented),
+                    evaluation,
+                    (model_label("evaluate", variant, None, augmented), "evaluate"),
+                ),
+            ]
 
-        steps = [Step("build", self.directory(*self._build_inputs()), ("build",)),
-                 Step("pretrain", self.directory(*self._pretrain_inputs()), ("pretrain",)),
-                 *(step for variant, seed in grid for step in model(variant, seed))]
+        steps = [
+            Step("build", self.directory(*self._build_inputs()), ("build",)),
+            Step("pretrain", self.directory(*self._pretrain_inputs()), ("pretrain",)),
+            *(step for variant, seed in grid for step in model(variant, seed)),
+        ]
         if self.preset.augmentation_study is not None:
             steps.append(Step("augment", self.directory(*self._augment_inputs()), ("augment",)))
             steps += [step for v, s in self._augmentation_grid(grid) for step in model(v, s) + model(v, s, True)]
@@ -341,15 +395,21 @@ class Study:
         if not self.finished_only:
             self.progress = Progress(self.plan(grid))
             total, finished = len(self.progress.plan), len(self.progress.finished())
-            logger.info("%s: %d stages%s", self.run_dir, total,
-                        f", {finished} finished: resuming after them" if finished else "")
+            logger.info(
+                "%s: %d stages%s",
+                self.run_dir,
+                total,
+                f", {finished} finished: resuming after them" if finished else "",
+            )
         try:
             with plain_transformers_output():
                 path = self._run(grid)
         finally:
             progress, self.progress = self.progress, None
         if progress is not None:
-            logger.info("all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started))
+            logger.info(
+                "all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started)
+            )
         return path
 
     def _run(self, grid: Sequence[tuple[str, int]]) -> Path:
@@ -365,12 +425,12 @@ class Study:
         evaluations = self.finished(grid)
         if not evaluations:
             raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
-        records = [r for folder in evaluations.values()
-                   for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))]
+        records = [
+            r for folder in evaluations.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
         stages = [build.directory, pretrained.directory, *(f for model in evaluations for f in self.folders(*model))]
         timings = {folder.name: Stage(folder).seconds for folder in stages}
         paired = paired_comparisons(p.bench_params, evaluations, n_resamples=p.bootstrap)
         if augmentation:
             timings.update(augmentation.pop("stage_seconds"))
         return write_results(self.run_dir, p, records, timings, paired, augmentation)
-

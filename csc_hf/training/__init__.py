@@ -22,5 +22,14 @@ from .arguments import ARGUMENTS, TASKS, DataArguments, ModelArguments, keys_hel
 from .config import check_config, load_config, read_config
 from .run import train
 
-__all__ = ["ARGUMENTS", "TASKS", "DataArguments", "ModelArguments", "check_config", "keys_help", "load_config",
-           "read_config", "train"]
+__all__ = [
+    "ARGUMENTS",
+    "TASKS",
+    "DataArguments",
+    "ModelArguments",
+    "check_config",
+    "keys_help",
+    "load_config",
+    "read_config",
+    "train",
+]

@@ -25,13 +25,16 @@ from ..run_layout import RUNS_DIR, variant_file_name
 from .arguments import ARGUMENTS, DataArguments, ModelArguments
 from .data import read_sentences
 
+
 def read_config(path: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[dict, dict[str, str]]:
     """A training YAML's keys with its ``base`` (and the base's base) resolved, and the file each key comes from."""
     path = Path(path)
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(f"training config {path} does not exist" + (f" (base of {_seen[-1]})" if _seen else "")) from None
+        raise FileNotFoundError(
+            f"training config {path} does not exist" + (f" (base of {_seen[-1]})" if _seen else "")
+        ) from None
     except yaml.YAMLError as err:
         raise ValueError(f"{path}: invalid YAML ({err})") from None
     if not isinstance(config, dict) or not config:
@@ -107,8 +110,10 @@ def check_config(config: dict[str, Any], origins: dict[str, str] | None = None, 
     unknown = sorted(set(config) - set(kinds))
     if unknown:
         where = sorted({origins[k] for k in unknown})
-        raise ValueError(f"{', '.join(where)}: unknown keys {unknown} (not a field of ModelArguments, DataArguments or "
-                         "TrainingArguments)")
+        raise ValueError(
+            f"{', '.join(where)}: unknown keys {unknown} (not a field of ModelArguments, DataArguments or "
+            "TrainingArguments)"
+        )
     for key, value in config.items():
         config[key] = value = coerce(kinds[key], value)
         if not accepts(kinds[key], value):
@@ -145,8 +150,10 @@ def precision_keys(config: dict[str, Any], origins: dict[str, str]) -> dict[str,
         bf16 = precision == "bf16"
         for key in explicit:
             if config[key] != (key == precision):
-                raise ValueError(f"{origins['precision']}: precision={precision} contradicts {key}={config[key]} "
-                                 f"({origins[key]}); drop one of the two keys")
+                raise ValueError(
+                    f"{origins['precision']}: precision={precision} contradicts {key}={config[key]} "
+                    f"({origins[key]}); drop one of the two keys"
+                )
     return {"bf16": bf16, "use_cpu": True} if bf16 and on_cpu else {"bf16": bf16}
 
 
@@ -175,13 +182,19 @@ def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> 
         origin, folder = origins.get(key, "config"), Path(value)
         if not folder.is_dir():
             maker = maker_of(value)
-            fix = f"make it with `{maker}`" if maker else "train a model into it first, or give a saved model folder or a Hub name"
+            fix = (
+                f"make it with `{maker}`"
+                if maker
+                else "train a model into it first, or give a saved model folder or a Hub name"
+            )
             raise FileNotFoundError(f"{origin}: {key}={value}: the folder does not exist; {fix}")
         if key == "init_from" and not (folder / "config.json").is_file():
             raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds no saved model (config.json)")
         if (key == "tokenizer_path" or not model_args.tokenizer_path) and start_tokenizer_file(folder) is None:
-            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds {NO_TOKENIZER}"
-                                    + ("; give tokenizer_path" if key == "init_from" else ""))
+            raise FileNotFoundError(
+                f"{origin}: {key}={value}: the folder holds {NO_TOKENIZER}"
+                + ("; give tokenizer_path" if key == "init_from" else "")
+            )
 
 
 def equal_length_targets(model_args: ModelArguments) -> bool:
@@ -190,8 +203,9 @@ def equal_length_targets(model_args: ModelArguments) -> bool:
     return model_args.task == "correction" and not is_seq2seq(model_args.variant)
 
 
-def check_data(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments,
-               origins: dict[str, str]) -> None:
+def check_data(
+    model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments, origins: dict[str, str]
+) -> None:
     """Read ``train_files`` and ``validation_files`` once before any work: each must exist and hold pairs, of equal
     lengths unless the model is seq2seq (an error names the file and line and which variants take other pairs); and a
     run that evaluates must have validation data."""
@@ -203,15 +217,19 @@ def check_data(model_args: ModelArguments, data_args: DataArguments, training_ar
             except (ValueError, OSError) as err:
                 hint = ""
                 if equal and "characters, target" in str(err):
-                    hint = (f"; the {model_args.variant} variant corrects character by character, so a target must be "
-                            "as long as its source (only bart, a seq2seq model, trains on pairs of other lengths)")
+                    hint = (
+                        f"; the {model_args.variant} variant corrects character by character, so a target must be "
+                        "as long as its source (only bart, a seq2seq model, trains on pairs of other lengths)"
+                    )
                 raise type(err)(f"{origins.get(key, 'config')}: {key}: {err}{hint}") from None
     check_pretrain_corpus(model_args, data_args, origins.get("pretrain_corpus", "config"))
     evaluates = training_args.eval_strategy != "no" or training_args.load_best_model_at_end
     if evaluates and not data_args.use_benchmark and not data_args.validation_files:
-        raise ValueError(f"{origins.get('use_benchmark', 'config')}: eval_strategy={training_args.eval_strategy.value} "
-                         "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
-                         "eval_strategy: 'no'")
+        raise ValueError(
+            f"{origins.get('use_benchmark', 'config')}: eval_strategy={training_args.eval_strategy.value} "
+            "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
+            "eval_strategy: 'no'"
+        )
 
 
 def check_pretrain_corpus(model_args: ModelArguments, data_args: DataArguments, origin: str = "config") -> None:
@@ -222,23 +240,27 @@ def check_pretrain_corpus(model_args: ModelArguments, data_args: DataArguments, 
     if corpus is None:
         return
     if model_args.task != "mlm":
-        raise ValueError(f"{origin}: pretrain_corpus={corpus} is the mlm task's text; task={model_args.task} trains "
-                         "on pairs: drop pretrain_corpus or set task: mlm")
+        raise ValueError(
+            f"{origin}: pretrain_corpus={corpus} is the mlm task's text; task={model_args.task} trains "
+            "on pairs: drop pretrain_corpus or set task: mlm"
+        )
     if not data_args.use_benchmark:
-        raise ValueError(f"{origin}: pretrain_corpus={corpus} excludes the benchmark's validation and test sentences "
-                         "and needs the benchmark: set use_benchmark: true")
+        raise ValueError(
+            f"{origin}: pretrain_corpus={corpus} excludes the benchmark's validation and test sentences "
+            "and needs the benchmark: set use_benchmark: true"
+        )
     try:
         if corpus in TEXT_SOURCES or corpus in MIXES:
             check_installed(corpus)
         elif not corpus.startswith("datasets:"):
             if not Path(corpus).exists():
-                raise FileNotFoundError(f"{corpus} is neither a file or folder nor a corpus name "
-                                        f"({', '.join(CORPORA)})")
+                raise FileNotFoundError(
+                    f"{corpus} is neither a file or folder nor a corpus name ({', '.join(CORPORA)})"
+                )
             if Path(corpus).is_file():
                 check_not_sentence_pairs(corpus)
     except (ImportError, OSError, ValueError) as err:
         raise type(err)(f"{origin}: pretrain_corpus: {err}") from None
-
 
 
 # ---- the shipped variant configs -----------------------------------------------------------------------------------
@@ -251,8 +273,12 @@ def variant_config(variant: str) -> str:
     :func:`write_variant_configs`): the variant and its output folder over ``finetune.yaml`` (the `cpu` preset's
     fine-tuning stage); a seq2seq variant adds the preset's BART fields."""
     name = variant_file_name(variant)
-    lines = ["# Written from csc_hf.modeling.VARIANTS by csc_hf.training.config.write_variant_configs.",
-             "base: ../finetune.yaml", f"variant: {variant}", f"output_dir: {RUNS_DIR}/{VARIANT_CONFIGS}/{name}"]
+    lines = [
+        "# Written from csc_hf.modeling.VARIANTS by csc_hf.training.config.write_variant_configs.",
+        "base: ../finetune.yaml",
+        f"variant: {variant}",
+        f"output_dir: {RUNS_DIR}/{VARIANT_CONFIGS}/{name}",
+    ]
     if is_seq2seq(variant):
         bart = yaml.safe_load(resources.preset_path("cpu").read_text(encoding="utf-8"))["bart"]
         lines.append(f"model_overrides: {yaml.safe_dump(bart, default_flow_style=True).strip()}")
@@ -265,8 +291,9 @@ def write_variant_configs(folder: str | Path | None = None) -> list[Path]:
     from ..modeling import VARIANTS
 
     folder = Path(folder) if folder else resources.shipped_dir("trainer_configs") / VARIANT_CONFIGS
-    written = [write_atomic(folder / f"{variant_file_name(v)}.yaml", variant_config(v), make_parents=True)
-               for v in VARIANTS]
+    written = [
+        write_atomic(folder / f"{variant_file_name(v)}.yaml", variant_config(v), make_parents=True) for v in VARIANTS
+    ]
     for stale in set(folder.glob("*.yaml")) - set(written):
         stale.unlink()
     return written

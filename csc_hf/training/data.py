@@ -41,7 +41,9 @@ def _select(dataset, n: int | None):
     return dataset.select(range(min(n, len(dataset)))) if n else dataset
 
 
-def training_data(data_args: DataArguments, equal_lengths: bool = True) -> tuple[datasets.Dataset, datasets.Dataset, str]:
+def training_data(
+    data_args: DataArguments, equal_lengths: bool = True
+) -> tuple[datasets.Dataset, datasets.Dataset, str]:
     """The training and validation pairs (``source``/``target``): ``train_files`` / ``validation_files`` in order,
     then the benchmark's train config (with ``use_benchmark``; with ``pretrain_corpus``, its text as both source and
     target instead of the benchmark's training pairs: see :func:`pretraining_text`), each cut to ``max_train_samples`` /
@@ -61,10 +63,15 @@ def training_data(data_args: DataArguments, equal_lengths: bool = True) -> tuple
             parts["train"].append(bench["train"].select_columns(["source", "target"]))
         parts["validation"].append(bench["validation"].select_columns(["source", "target"]))
     empty = datasets.Dataset.from_dict({"source": [], "target": []})
-    train_set, eval_set = (datasets.concatenate_datasets(parts[s]) if parts[s] else empty for s in ("train", "validation"))
+    train_set, eval_set = (
+        datasets.concatenate_datasets(parts[s]) if parts[s] else empty for s in ("train", "validation")
+    )
     chars = {c for texts in (*train_pairs, *eval_pairs) for text in texts for c in text}
-    return (_select(train_set, data_args.max_train_samples), _select(eval_set, data_args.max_eval_samples),
-            "".join(sorted(chars)))
+    return (
+        _select(train_set, data_args.max_train_samples),
+        _select(eval_set, data_args.max_eval_samples),
+        "".join(sorted(chars)),
+    )
 
 
 def pretraining_text(data_args: DataArguments) -> tuple[list[str], dict[str, dict[str, int]]]:
@@ -77,21 +84,32 @@ def pretraining_text(data_args: DataArguments) -> tuple[list[str], dict[str, dic
     held_out = [*unpack(plan.pools["validation"]), *unpack(plan.pools["test"])]
     if SIGHAN15 in params.available_configs():
         held_out += unpack(plan.sighan15.target)
-    by_source = corpus_sentences(data_args.pretrain_corpus, params.corpus_column, params.min_len, params.max_len,
-                                 params.min_han_ratio, params.to_simplified)
+    by_source = corpus_sentences(
+        data_args.pretrain_corpus,
+        params.corpus_column,
+        params.min_len,
+        params.max_len,
+        params.min_han_ratio,
+        params.to_simplified,
+    )
     flags = iter(overlaps([s for sentences in by_source.values() for s in sentences], held_out))
     text, counts = [], {}
     for name, sentences in by_source.items():
         kept = [s for s in sentences if not next(flags)]
         text += kept
         counts[name] = {"kept": len(kept), "dropped": len(sentences) - len(kept)}
-        logger.info("pretraining text: %s gives %d sentences (%d dropped: they overlap held-out ones)", name,
-                    len(kept), len(sentences) - len(kept))
+        logger.info(
+            "pretraining text: %s gives %d sentences (%d dropped: they overlap held-out ones)",
+            name,
+            len(kept),
+            len(sentences) - len(kept),
+        )
     return text, counts
 
 
-def training_tokenizer(model_args: ModelArguments, data_args: DataArguments, train_set: datasets.Dataset,
-                       pair_chars: str) -> CSCTokenizer:
+def training_tokenizer(
+    model_args: ModelArguments, data_args: DataArguments, train_set: datasets.Dataset, pair_chars: str
+) -> CSCTokenizer:
     """The tokenizer a run trains with: that of ``tokenizer_path`` or ``init_from`` (a checkpoint's embeddings fit its
     own vocabulary; characters of the pair files it lacks are logged), else a new vocabulary over the targets of
     ``train_set``, the pair files' characters and (with the benchmark) the confusion set's; cut at ``max_length``."""
@@ -99,8 +117,12 @@ def training_tokenizer(model_args: ModelArguments, data_args: DataArguments, tra
         tokenizer = start_tokenizer(start)
         unknown = sorted(set(pair_chars) - set(tokenizer.get_vocab()))
         if unknown:
-            logger.warning("%d characters of train_files / validation_files are not in the tokenizer %s and become "
-                           "[UNK]: %s", len(unknown), start, "".join(unknown[:50]))
+            logger.warning(
+                "%d characters of train_files / validation_files are not in the tokenizer %s and become [UNK]: %s",
+                len(unknown),
+                start,
+                "".join(unknown[:50]),
+            )
     else:
         extra = pair_chars
         if data_args.use_benchmark:
@@ -174,4 +196,3 @@ class CorrectionCollator:
             chosen = correct & (torch.rand(input_ids.shape, generator=self._generator(input_ids)) < self.mask_rate)
             input_ids = input_ids.masked_fill(chosen, self.tokenizer.mask_token_id)
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
-

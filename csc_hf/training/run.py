@@ -52,23 +52,39 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         train_set = train_set.map(lambda b: {"length": [len(x) for x in b["input_ids"]]}, batched=True)
     precision = precision_of(training_args)
     if precision == "bf16" and trains_on_cpu(training_args.use_cpu) and not cpu_has_bf16():
-        logger.warning("bf16 autocast on a CPU without bf16 in hardware: torch emulates it, slower than fp32 "
-                       "(precision: auto or fp32 trains in fp32 here)")
+        logger.warning(
+            "bf16 autocast on a CPU without bf16 in hardware: torch emulates it, slower than fp32 "
+            "(precision: auto or fp32 trains in fp32 here)"
+        )
     logger.info("training in %s (weights in fp32)", precision)
-    trainer = Trainer(model=model, args=training_args, train_dataset=train_set, eval_dataset=eval_set or None,
-                      data_collator=collator, processing_class=tokenizer, callbacks=_callbacks(), **extra_args)
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_set,
+        eval_dataset=eval_set or None,
+        data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=_callbacks(),
+        **extra_args,
+    )
     _log_to_logger(trainer)
     last = last_complete_checkpoint(out, remove_incomplete=trainer.is_world_process_zero()) if out.is_dir() else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint or last)
     trainer.save_model(str(out))
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(out))
-        record = {"task": model_args.task, "variant": model_args.variant, "init_from": model_args.init_from,
-                  "precision": precision,
-                  "use_benchmark": data_args.use_benchmark, "bench_params": data_args.bench_params,
-                  "pretrain_corpus": data_args.pretrain_corpus,
-                  "train_files": data_args.train_files, "validation_files": data_args.validation_files,
-                  "log_history": trainer.state.log_history}
+        record = {
+            "task": model_args.task,
+            "variant": model_args.variant,
+            "init_from": model_args.init_from,
+            "precision": precision,
+            "use_benchmark": data_args.use_benchmark,
+            "bench_params": data_args.bench_params,
+            "pretrain_corpus": data_args.pretrain_corpus,
+            "train_files": data_args.train_files,
+            "validation_files": data_args.validation_files,
+            "log_history": trainer.state.log_history,
+        }
         (out / TRAINING_RECORD).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
     return out
 
@@ -83,21 +99,36 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
         def encode(batch):
             return tokenizer(batch["target"], truncation=True, max_length=data_args.max_length)
 
-        collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=data_args.mlm_probability,
-                                                   mask_replace_prob=data_args.mask_replace_prob,
-                                                   random_replace_prob=data_args.random_replace_prob)
-        return model, encode, collator, {"compute_metrics": masked_lm_accuracy,
-                                         "preprocess_logits_for_metrics": preprocess_logits_for_metrics}
-    model = build_model(model_args.variant, tokenizer, init_from=model_args.init_from, fonts=model_args.fonts,
-                        **model_args.model_overrides)
+        collator = DataCollatorForLanguageModeling(
+            tokenizer,
+            mlm_probability=data_args.mlm_probability,
+            mask_replace_prob=data_args.mask_replace_prob,
+            random_replace_prob=data_args.random_replace_prob,
+        )
+        return (
+            model,
+            encode,
+            collator,
+            {"compute_metrics": masked_lm_accuracy, "preprocess_logits_for_metrics": preprocess_logits_for_metrics},
+        )
+    model = build_model(
+        model_args.variant,
+        tokenizer,
+        init_from=model_args.init_from,
+        fonts=model_args.fonts,
+        **model_args.model_overrides,
+    )
     seq2seq = is_seq2seq(model_args.variant)
 
     def encode(batch):
         return encode_sentences(tokenizer, batch["source"], batch["target"], data_args.max_length, seq2seq)
 
     collator = CorrectionCollator(tokenizer, 0.0 if seq2seq else data_args.mask_rate, seed)
-    metrics = {} if seq2seq else {"compute_metrics": make_compute_metrics(),
-                                  "preprocess_logits_for_metrics": preprocess_logits_for_metrics}
+    metrics = (
+        {}
+        if seq2seq
+        else {"compute_metrics": make_compute_metrics(), "preprocess_logits_for_metrics": preprocess_logits_for_metrics}
+    )
     return model, encode, collator, metrics
 
 
@@ -117,8 +148,12 @@ def masked_lm_accuracy(prediction: Any) -> dict[str, float]:
 def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: int) -> BertForMaskedLM:
     if model_args.init_from:
         return BertForMaskedLM.from_pretrained(model_args.init_from)
-    config = BertConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                        max_position_embeddings=max(512, max_length), **model_args.model_overrides)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        max_position_embeddings=max(512, max_length),
+        **model_args.model_overrides,
+    )
     return BertForMaskedLM(config)
 
 
@@ -153,8 +188,12 @@ def last_complete_checkpoint(folder: Path, remove_incomplete: bool = True) -> st
         problem = checkpoint_problem(checkpoint)
         if problem is None:
             return str(checkpoint)
-        logger.warning("%s is incomplete (%s); %s", checkpoint, problem,
-                       "removed it" if remove_incomplete else "resuming from an older one")
+        logger.warning(
+            "%s is incomplete (%s); %s",
+            checkpoint,
+            problem,
+            "removed it" if remove_incomplete else "resuming from an older one",
+        )
         if remove_incomplete:
             shutil.rmtree(checkpoint, ignore_errors=True)
     return None
@@ -203,4 +242,3 @@ def _log_to_logger(trainer: Trainer) -> None:
     if any(isinstance(c, ProgressCallback) for c in trainer.callback_handler.callbacks):
         trainer.remove_callback(ProgressCallback)
         trainer.add_callback(QuietProgress)
-
