@@ -9,6 +9,7 @@ debug too).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -109,6 +110,11 @@ def _print_table(title: str, rows: dict[str, dict]) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> None:
+    """build benchmark configs and print their statistics
+
+    Build the configs (cached by datasets) and print the confusion-set and per-config statistics; with --augmentation
+    also the augmentation's leak filter (pairs kept, removed as keys of S_unseen^k or pairs of S_unseen^v) and the
+    augmented train split's statistics."""
     from .benchmark import load_dataset, plan_for
 
     params = bench_params(args)
@@ -143,6 +149,9 @@ def cmd_build(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
+    """write configs in the Hub layout (parquet + README.md)
+
+    Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads."""
     from .benchmark.export import export
 
     configs = args.configs or BenchParams(**bench_params(args)).available_configs()
@@ -151,6 +160,12 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_confusion(args: argparse.Namespace) -> None:
+    """build, import, inspect or divide a confusion set
+
+    build: S from the corpus; import: read a file and write it as --format; inspect: statistics and --show KEYS; divide:
+    the paper's division of --input (default: the benchmark's S), exactly as the benchmark divides it: the same --seed,
+    --n-unseen-keys, --n-unseen-v-keys, --unseen-v-share and --unseen-key-pool, keys ranked by their frequency in
+    --corpus."""
     from .benchmark import plan_for
     from .confusion import ConfusionSet
 
@@ -182,6 +197,9 @@ def cmd_confusion(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> None:
+    """the whole study: build, pretrain, train the variants, evaluate, report
+
+    Run a preset end to end; finished stages are skipped, interrupted ones resume."""
     from .study import Preset, Study
 
     preset = Preset.load(args.preset)
@@ -204,6 +222,10 @@ class _KeysHelp(argparse.Action):
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    """train one model from a YAML config (as python -m csc_hf.train)
+
+    Train from a trainer_configs YAML; key=value pairs override its keys (a value is read as YAML, and stays text where
+    the key takes text: eval_strategy=no). The whole config is checked first."""
     from .training import load_config, train
 
     train(*load_config(args.config, args.overrides))
@@ -220,6 +242,11 @@ def _option(name: str) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
+    """score a saved model on test configs
+
+    Correct every split of the given configs and score them with bootstrap intervals. The model is any checkpoint folder
+    or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any seq2seq model
+    (generated, then aligned to the source)."""
     check_resamples(args.bootstrap, "--bootstrap")
     for name in ("keep_bias", "similarity_prior"):
         check_decoding_grid(name, getattr(args, name) or (), _option(name))
@@ -248,6 +275,10 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> None:
+    """score any system's predictions file against a benchmark split or any CSC data
+
+    Both precision conventions, sentence and character level, FPR, the breakdown by error type and seen/unseen pair,
+    bootstrap intervals, length changes, and a paired test against --baseline; a markdown table on stdout."""
     from .system_scores import score_files, scores_markdown
 
     report = score_files(
@@ -269,6 +300,10 @@ def cmd_score(args: argparse.Namespace) -> None:
 
 
 def cmd_correct(args: argparse.Namespace) -> None:
+    """correct sentences with a saved model
+
+    Correct TEXT arguments, or a file with one sentence a line (lines end at \\n; output line i answers input line
+    i)."""
     from .files import read_lines
     from .pipeline import Corrector
 
@@ -292,6 +327,13 @@ def cmd_correct(args: argparse.Namespace) -> None:
 
 
 def cmd_push(args: argparse.Namespace) -> None:
+    """prepare a Hub-ready model folder with a model card; push it with --token
+
+    Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the remote code of the
+    model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with trust_remote_code=True, no csc_hf needed),
+    without machine-local fields, and a card whose YAML holds the licence, base model, datasets and a model-index of the
+    scores; upload only when --token is given. The benchmark options state the parameters the --results were scored with
+    (default: those a run's results.json records, else the model's training parameters)."""
     from . import hub
 
     hub.check_license(args.license)
@@ -312,6 +354,10 @@ def cmd_push(args: argparse.Namespace) -> None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> None:
+    """dataset statistics, coverage and context overlap of any CSC data
+
+    Table-9 statistics of each DATA; with --train / --confusion, how much of its errors they cover and how much context
+    it shares with --train."""
     check_output(args.output)
     from .data import analyze_data
     from .report import analysis_markdown
@@ -326,6 +372,9 @@ def cmd_analyze(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> None:
+    """analyse a run's results.json and write report.md with plots
+
+    Write RUN_DIR/report.md (tables, plots, and a verdict on each of the paper's conclusions)."""
     from .report import write_report
     from .results import analyze_results, load_results
 
@@ -337,11 +386,11 @@ def cmd_report(args: argparse.Namespace) -> None:
         print(f"  {number}. {conclusion.claim} {conclusion.verdict}")
 
 
-def _command(
-    sub, func: Callable[[argparse.Namespace], None], help: str, description: str, bench: bool = False
-) -> argparse.ArgumentParser:
-    """The subcommand that ``func`` (``cmd_NAME``) runs; ``bench``: with an option per benchmark parameter."""
-    parser = sub.add_parser(func.__name__.removeprefix("cmd_"), help=help, description=description)
+def _command(sub, func: Callable[[argparse.Namespace], None], bench: bool = False) -> argparse.ArgumentParser:
+    """The subcommand that ``func`` (``cmd_NAME``) runs: its help is the first line of ``func``'s docstring, its
+    description the rest; ``bench``: with an option per benchmark parameter."""
+    help, _, description = inspect.cleandoc(func.__doc__).partition("\n\n")
+    parser = sub.add_parser(func.__name__.removeprefix("cmd_"), help=help, description=" ".join(description.split()))
     parser.set_defaults(func=func)
     if bench:
         add_bench_params(parser)  # an argument group: listed after the command's own options
@@ -364,16 +413,7 @@ def _add_cache_dir(command: argparse.ArgumentParser) -> None:
 
 
 def parser_build(sub) -> None:
-    build = _command(
-        sub,
-        cmd_build,
-        "build benchmark configs and print their statistics",
-        "Build the configs (cached "
-        "by datasets) and print the confusion-set and per-config statistics; with --augmentation also the "
-        "augmentation's leak filter (pairs kept, removed as keys of S_unseen^k or pairs of S_unseen^v) "
-        "and the augmented train split's statistics.",
-        bench=True,
-    )
+    build = _command(sub, cmd_build, bench=True)
     build.add_argument(
         "configs",
         nargs="*",
@@ -389,13 +429,7 @@ def parser_build(sub) -> None:
 
 
 def parser_export(sub) -> None:
-    export = _command(
-        sub,
-        cmd_export,
-        "write configs in the Hub layout (parquet + README.md)",
-        "Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads.",
-        bench=True,
-    )
+    export = _command(sub, cmd_export, bench=True)
     export.add_argument("directory")
     export.add_argument("configs", nargs="*", help="configs to export (default: all those available, as build)")
     export.add_argument("--overwrite", action="store_true", help="replace DIRECTORY if it exists")
@@ -403,32 +437,18 @@ def parser_export(sub) -> None:
 
 
 def parser_confusion(sub) -> None:
-    conf = sub.add_parser(
-        "confusion",
-        help="build, import, inspect or divide a confusion set",
-        description="build: S from the corpus; import: read a file and write it as --format; "
-        "inspect: statistics and --show KEYS; divide: the paper's division of --input (default: the "
-        "benchmark's S), exactly as the benchmark divides it: the same --seed, --n-unseen-keys, "
-        "--n-unseen-v-keys, --unseen-v-share and --unseen-key-pool, keys ranked by their frequency "
-        "in --corpus.",
-    )
+    conf = _command(sub, cmd_confusion)
     conf.add_argument("action", choices=("build", "import", "inspect", "divide"))
     conf.add_argument("--input", help="confusion set file (import, inspect; divide: default the benchmark's S)")
     conf.add_argument("--input-format", choices=FORMATS, help="format of --input (default: guessed from its name)")
     conf.add_argument("--output", help="write the set (build, import) or the divided parts (divide: a folder)")
     conf.add_argument("--format", choices=FORMATS, default="json", help="format of --output (default: json)")
     conf.add_argument("--show", nargs="+", metavar="KEY", help="print the candidates of these keys")
-    add_bench_params(conf)
-    conf.set_defaults(func=cmd_confusion)
+    add_bench_params(conf)  # after its own options, in its usage line too
 
 
 def parser_run(sub) -> None:
-    run = _command(
-        sub,
-        cmd_run,
-        "the whole study: build, pretrain, train the variants, evaluate, report",
-        "Run a preset end to end; finished stages are skipped, interrupted ones resume.",
-    )
+    run = _command(sub, cmd_run)
     default = "cpu"
     shipped = "; ".join(
         f"{name}{' (default)' if name == default else ''}: {text}"
@@ -453,13 +473,7 @@ def parser_run(sub) -> None:
 
 
 def parser_train(sub) -> None:
-    train = _command(
-        sub,
-        cmd_train,
-        "train one model from a YAML config (as python -m csc_hf.train)",
-        "Train from a trainer_configs YAML; key=value pairs override its keys (a value is read as YAML, "
-        "and stays text where the key takes text: eval_strategy=no). The whole config is checked first.",
-    )
+    train = _command(sub, cmd_train)
     train.add_argument("config")
     train.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
     train.add_argument(
@@ -471,16 +485,7 @@ def parser_train(sub) -> None:
 
 
 def parser_evaluate(sub) -> None:
-    evaluate = _command(
-        sub,
-        cmd_evaluate,
-        "score a saved model on test configs",
-        "Correct every split of the given "
-        "configs and score them with bootstrap intervals. The model is any checkpoint folder or Hub "
-        "id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any "
-        "seq2seq model (generated, then aligned to the source).",
-        bench=True,
-    )
+    evaluate = _command(sub, cmd_evaluate, bench=True)
     evaluate.add_argument("model", help="a model folder or Hub id")
     evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
     evaluate.add_argument(
@@ -514,15 +519,7 @@ def parser_evaluate(sub) -> None:
 
 
 def parser_score(sub) -> None:
-    score = _command(
-        sub,
-        cmd_score,
-        "score any system's predictions file against a benchmark split or any CSC data",
-        "Both precision conventions, sentence and character level, FPR, the breakdown by error type and "
-        "seen/unseen pair, bootstrap intervals, length changes, and a paired test against --baseline; a "
-        "markdown table on stdout.",
-        bench=True,
-    )
+    score = _command(sub, cmd_score, bench=True)
     score.add_argument(
         "--predictions",
         required=True,
@@ -564,13 +561,7 @@ def parser_score(sub) -> None:
 
 
 def parser_correct(sub) -> None:
-    correct = _command(
-        sub,
-        cmd_correct,
-        "correct sentences with a saved model",
-        "Correct TEXT arguments, or a file "
-        "with one sentence a line (lines end at \\n; output line i answers input line i).",
-    )
+    correct = _command(sub, cmd_correct)
     correct.add_argument("model", help="a model folder or Hub id (as for evaluate)")
     correct.add_argument("texts", nargs="*", metavar="TEXT")
     correct.add_argument("--file", help="input file (UTF-8), one sentence a line")
@@ -598,18 +589,7 @@ def parser_correct(sub) -> None:
 
 
 def parser_push(sub) -> None:
-    push = _command(
-        sub,
-        cmd_push,
-        "prepare a Hub-ready model folder with a model card; push it with --token",
-        "Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the "
-        "remote code of the model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with "
-        "trust_remote_code=True, no csc_hf needed), without machine-local fields, and a card whose YAML "
-        "holds the licence, base model, datasets and a model-index of the scores; upload only when --token "
-        "is given. The benchmark options state the parameters the --results were scored with (default: "
-        "those a run's results.json records, else the model's training parameters).",
-        bench=True,
-    )
+    push = _command(sub, cmd_push, bench=True)
     push.add_argument("model", help="a saved model folder")
     push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
@@ -622,14 +602,7 @@ def parser_push(sub) -> None:
 
 
 def parser_analyze(sub) -> None:
-    analyze = _command(
-        sub,
-        cmd_analyze,
-        "dataset statistics, coverage and context overlap of any CSC data",
-        "Table-9 statistics of each DATA; with --train / --confusion, how much of its errors they cover "
-        "and how much context it shares with --train.",
-        bench=True,
-    )
+    analyze = _command(sub, cmd_analyze, bench=True)
     analyze.add_argument("data", nargs="+", metavar="DATA", help=f"a csc_bench config (e.g. sighan15), {DATA_KINDS}")
     analyze.add_argument(
         "--train",
@@ -649,12 +622,7 @@ def parser_analyze(sub) -> None:
 
 
 def parser_report(sub) -> None:
-    report = _command(
-        sub,
-        cmd_report,
-        "analyse a run's results.json and write report.md with plots",
-        "Write RUN_DIR/report.md (tables, plots, and a verdict on each of the paper's conclusions).",
-    )
+    report = _command(sub, cmd_report)
     report.add_argument("run_dir", metavar="RUN_DIR")
 
 

@@ -61,6 +61,8 @@ UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no lim
 DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
 Edit = tuple[int, str, float | None]
 """A kept correction: position in the text, the right character, its probability (None for BART)."""
+OPTIONS = ("threshold", "keep_bias", "protected_chars", "protected_terms", "similarity_prior")
+"""The Corrector's options that a copy may change (`Corrector.with_options`)."""
 Candidate = tuple[int, int, str, float | None]  # an edit of a batch: (row, column, right character, probability)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded; they stand in as U+FFFD (unknown)
 
@@ -295,13 +297,7 @@ class Corrector:
     def with_options(self, **options: Any) -> "Corrector":
         """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms` or `similarity_prior`;
         shares the model."""
-        current = dict(
-            threshold=self.threshold,
-            keep_bias=self.keep_bias,
-            protected_chars=self.protected_chars,
-            protected_terms=self.protected_terms,
-            similarity_prior=self.similarity_prior,
-        )
+        current = {name: getattr(self, name) for name in OPTIONS}
         if unknown := set(options) - set(current):
             raise TypeError(f"unknown options {sorted(unknown)}; choose from {sorted(current)}")
         corrector = copy.copy(self)
@@ -541,14 +537,8 @@ class ChineseSpellingCheckPipeline(Pipeline):
         protected_terms: Iterable[str] | None = None,
         similarity_prior: float | None = None,
     ) -> tuple[dict, dict, dict]:
-        options = dict(
-            threshold=threshold,
-            keep_bias=keep_bias,
-            protected_chars=protected_chars,
-            protected_terms=protected_terms,
-            similarity_prior=similarity_prior,
-        )
-        return {}, {name: value for name, value in options.items() if value is not None}, {}
+        values = (threshold, keep_bias, protected_chars, protected_terms, similarity_prior)  # in the order of OPTIONS
+        return {}, {name: value for name, value in zip(OPTIONS, values) if value is not None}, {}
 
     def __call__(self, inputs: str | Iterable[str], **kwargs: Any) -> Any:
         """A dict for a str, a list of dicts for a list or tuple, an iterator of dicts for a dataset or generator."""

@@ -452,21 +452,14 @@ def _fusion_evidence(analysis: RunAnalysis) -> Evidence:
         return "needs a BERT-only model and a model fusing phonetic and graphic information on shared test sets", []
     best = max(fused, key=lambda m: _mean_over(table[PRIMARY], m, shared))
     paired = analysis.paired
-    return f"{best} (the best model fusing phonetic and graphic information) against {baseline}", [
-        (
-            metric,
-            compare_cells(
-                f"{t}, {metric}",
-                best,
-                table[metric][best, t],
-                baseline,
-                table[metric][baseline, t],
-                paired.get((best, baseline, t, metric)),
-            ),
-        )
-        for t in shared
-        for metric in REPORTED
-    ]
+    found = []
+    for t in shared:
+        for metric in REPORTED:
+            cells, pairs = table[metric], paired.get((best, baseline, t, metric))
+            found.append(
+                (metric, compare_cells(f"{t}, {metric}", best, cells[best, t], baseline, cells[baseline, t], pairs))
+            )
+    return f"{best} (the best model fusing phonetic and graphic information) against {baseline}", found
 
 
 def _pe_evidence(analysis: RunAnalysis) -> Evidence:
@@ -494,19 +487,12 @@ def _seen_evidence(analysis: RunAnalysis) -> Evidence:
     for seen, unseen in contrasts:
         for model in analysis.models:
             for metric in REPORTED:
-                if (model, seen) in table[metric] and (model, unseen) in table[metric]:
-                    found.append(
-                        (
-                            metric,
-                            compare_cells(
-                                f"{model}, {metric}",
-                                seen,
-                                table[metric][model, seen],
-                                unseen,
-                                table[metric][model, unseen],
-                            ),
-                        )
+                cells = table[metric]
+                if (model, seen) in cells and (model, unseen) in cells:
+                    comparison = compare_cells(
+                        f"{model}, {metric}", seen, cells[model, seen], unseen, cells[model, unseen]
                     )
+                    found.append((metric, comparison))
     return "per model: " + "; ".join(f"{a} against {b}" for a, b in contrasts), found
 
 

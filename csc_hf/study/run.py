@@ -204,20 +204,7 @@ class Study:
         stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented))
         tests = p.augmentation_study.tests if augmented else p.tests
         if self.pending(stage, f"{model_label('evaluate', variant, seed, augmented)} on {len(tests)} test configs"):
-            options = EvaluationOptions(
-                bench_params=p.bench_params,
-                bootstrap=p.bootstrap,
-                keep_bias_grid=p.keep_bias_grid,
-                similarity_prior_grid=p.similarity_prior_grid,
-                batch_size=p.eval_batch_size,
-                max_train_samples=p.finetune.get("max_train_samples"),
-                max_validation=p.finetune.get("max_eval_samples"),
-                predictions_dir=stage.directory / PREDICTIONS,
-                training_params=self._augmented_params() if augmented else None,
-                save_decoding=True,  # the tuned decoding: the model's default
-                precision=self._inference_precision(),
-            )
-            records = evaluate_model(model_stage.directory, tests, options)
+            records = evaluate_model(model_stage.directory, tests, self._evaluation_options(stage, augmented))
             for r in records:
                 r.update(
                     model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {})
@@ -236,6 +223,29 @@ class Study:
                 ", ".join(restored),
             )
         return stage
+
+    def _evaluation_options(self, stage: Stage, augmented: bool) -> EvaluationOptions:
+        """How the study evaluates a model into ``stage``: the preset's bootstrap, decoding grids and batch size, the
+        fine-tuning's sample limits, the predictions kept in the stage, and the tuned decoding saved with the model
+        (its default from then on); ``augmented``: seen pairs are those of the augmentation stage's training data."""
+        p = self.preset
+        grids = {"keep_bias_grid": p.keep_bias_grid, "similarity_prior_grid": p.similarity_prior_grid}
+        limits = {
+            "max_train_samples": p.finetune.get("max_train_samples"),
+            "max_validation": p.finetune.get("max_eval_samples"),
+        }
+        training_params = self._augmented_params() if augmented else None
+        return EvaluationOptions(
+            p.bench_params,
+            p.bootstrap,
+            **grids,
+            batch_size=p.eval_batch_size,
+            **limits,
+            predictions_dir=stage.directory / PREDICTIONS,
+            training_params=training_params,
+            save_decoding=True,
+            precision=self._inference_precision(),
+        )
 
     # ---- the run ------------------------------------------------------------------------------------------------
 
