@@ -907,3 +907,36 @@ def _summary_columns(totals: Mapping[str, Any]) -> list[tuple[str, str]]:
         if f"{kind}_changes" in totals:
             pairs += [(f"{kind}_n_errors", f"{kind}_gold_errors"), (f"{kind}_n_changes", f"{kind}_changes")]
     return pairs
+
+
+# --------------------------------------------------------------------------- the headline scores, in words
+
+HEADLINE = ("char_cor_f1", "char_det_f1", "sent_cor_f1", "sent_det_f1", "fpr")
+"""The scores that stand for a model: a model card's model-index and ``csc-bench evaluate``'s table."""
+REPORTED = ("char_cor_f1", "sent_cor_f1")
+"""The character- and sentence-level correction F1: the study's report and its paired comparisons."""
+MAIN_SCORES = (
+    *(f"{level}_{task}_{part}" for level in ("sent", "char") for task in ("det", "cor") for part in ("p", "r", "f1")),
+    "fpr",
+    "sent_acc",
+)
+"""Every top-line score of :func:`score`, in reading order (``csc-bench score``'s main table)."""
+_WORDS = {
+    "sent": "sentence-level",
+    "char": "character-level",
+    "det": "detection",
+    "cor": "correction",
+    "p": "P",
+    "r": "R",
+    "f1": "F1",
+    "fpr": "false positive rate",
+    "sent_acc": "sentence accuracy",
+}
+
+
+def score_name(key: str) -> str:
+    """A score key in words: ``char_cor_f1`` -> ``character-level correction F1``, ``fpr`` -> ``false positive
+    rate``."""
+    if key in _WORDS:
+        return _WORDS[key]
+    return " ".join(_WORDS[part] for part in key.split("_"))
