@@ -205,15 +205,36 @@ def test_predictions_round_trip_as_edits(tmp_path):
     path.write_text("9:们\n\n\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"test.test.txt, line 1: bad edit '9:们'"):
         read_predictions(path, sources)
-    with pytest.raises(ValueError, match="prediction 0 has 4 characters, its source 5"):
-        write_predictions(path, sources[:1], ["我们去学"])
+    indels = ["我们们去学校", "我们去学校了", "的的确确", "我们去学校"]
+    changed = ["我们去学校", "我们去学", "的确", "我们去学校"]
+    write_predictions(path, indels, changed)  # missing and redundant characters: insertions and deletions
+    assert path.read_text(encoding="utf-8") == "2-们\n4-校 5-了\n1-的 2-确\n\n"
+    assert read_predictions(path, indels) == changed
+    write_predictions(path, ["我去学", "学"], ["我们去学校", "学校了"])
+    assert path.read_text(encoding="utf-8") == "1+们 3+校\n1+校 1+了\n"
+    assert read_predictions(path, ["我去学", "学"]) == ["我们去学校", "学校了"]
+    for line, message in (
+        ("2+们 1:们", "edit '1:们' is out of source order"),
+        ("1:们 1+们", "edit '1\\+们' is out of source order"),
+        ("1:们 1-去", "edit '1-去' is out of source order"),
+        ("1-们", "edit '1-们' removes '们', but the source has '去'"),
+        ("4+们", "bad edit '4\\+们': its sentence has 3 characters"),
+        ("3-们", "bad edit '3-们': its sentence has 3 characters"),
+    ):
+        path.write_text(line + "\n", encoding="utf-8")
+        with pytest.raises(ValueError, match=f"line 1: {message}"):
+            read_predictions(path, ["我去学"])
+    path.write_text("3+们\n", encoding="utf-8")
+    assert read_predictions(path, ["我去学"]) == ["我去学们"]  # an insertion at the end
     path.write_text(
         "1:们 x:们\n\n\n", encoding="utf-8"
     )  # what the writer never writes (nor score's edits format reads)
     with pytest.raises(ValueError, match=r"line 1: expected position:character edits separated by spaces, got '1:们 x"):
         read_predictions(path, sources)
-    with pytest.raises(ValueError, match="prediction 0 changes a character into whitespace"):
+    with pytest.raises(ValueError, match="prediction 0 puts in or removes whitespace"):
         write_predictions(path, ["我门"], ["我 "])
+    with pytest.raises(ValueError, match="prediction 0 puts in or removes whitespace"):
+        write_predictions(path, ["我 们"], ["我们"])
 
 
 def test_bad_presets_fail_before_training(tmp_path):
