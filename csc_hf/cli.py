@@ -33,7 +33,7 @@ from .precision import PRECISIONS
 from .run_layout import REPORT_FILE, RESULTS_CSV, RUNS_DIR
 from .scoring import HEADLINE
 from .stats import RESAMPLES, check_resamples
-from .system_scores import PREDICTION_FORMATS
+from .system_scores import ALIGNMENT_MODES, PREDICTION_FORMATS
 
 
 def add_bench_params(parser: argparse.ArgumentParser) -> None:
@@ -277,8 +277,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 def cmd_score(args: argparse.Namespace) -> None:
     """score any system's predictions file against a benchmark split or any CSC data
 
-    Both precision conventions, sentence and character level, FPR, the breakdown by error type and seen/unseen pair,
-    bootstrap intervals, length changes, and a paired test against --baseline; a markdown table on stdout."""
+    Both precision conventions, sentence and character level, FPR, the breakdown by error type and seen/unseen pair
+    (and by edit kind when missing and redundant characters are scored by alignment), bootstrap intervals, length
+    changes, and a paired test against --baseline; a markdown table on stdout."""
     from .system_scores import score_files, scores_markdown
 
     report = score_files(
@@ -293,6 +294,7 @@ def cmd_score(args: argparse.Namespace) -> None:
         seed=args.bootstrap_seed,
         cache_dir=args.cache_dir,
         output=args.output,
+        alignment_mode=args.alignment,
     )
     print(scores_markdown(report), end="")
     if args.output:
@@ -555,6 +557,15 @@ def parser_score(sub) -> None:
     )
     score.add_argument(
         "--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)"
+    )
+    score.add_argument(
+        "--alignment",
+        default="auto",
+        choices=ALIGNMENT_MODES,
+        help="on: score by edit alignment (missing and redundant characters: references may differ in length from "
+        "their sources; a breakdown by edit kind); off: substitutions position by position, a reference pair of "
+        "unequal lengths is an error naming its file and line; auto (default): on when the references change "
+        "lengths (the missing, redundant and mixed configs, any such pair)",
     )
     score.add_argument("--output", metavar="FILE.json", help="also write the report to this json file")
     _add_cache_dir(score)

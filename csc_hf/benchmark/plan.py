@@ -269,18 +269,8 @@ class Examples:
         """:func:`csc_hf.dataset_stats.split_stats` (sentences, errors, errors per sentence, sentences with errors)
         and the share of each error type and of each edit kind."""
         edits = self.edits
-        n, n_errors = len(self.target), len(edits)
-        if isinstance(self.corruption, EditCorruption):  # errors are edits, not target positions
-            per_sentence = np.bincount(edits.sentence, minlength=n)
-            counts = {
-                "sentences": n,
-                "avg_length": round(len(self.target.codes) / max(n, 1), 2),
-                "sentences_with_errors": int((per_sentence > 0).sum()),
-                "errors": n_errors,
-                "errors_per_sentence": round(n_errors / max(n, 1), 4),
-            }
-        else:
-            counts = split_stats(self.target, self.corruption.error_mask)
+        n_errors = len(edits)
+        counts = split_stats(self.target, np.bincount(edits.sentence, minlength=len(self.target)))
         types = np.bincount(edits.type, minlength=len(ERROR_TYPES))
         kinds = np.bincount(edits.kind, minlength=len(EDIT_KINDS))
         return {
