@@ -28,6 +28,7 @@ holds every minimum alignment (Ukkonen, 1985).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from difflib import SequenceMatcher
 from typing import Any, NamedTuple
 
 EDIT_KINDS = ("substitution", "missing", "redundant")
@@ -103,6 +104,25 @@ def alignment(source: Sequence[Any], target: Sequence[Any], gold: Sequence[Edit]
     if edits is not None and table.cost == len(edits):
         return edits
     return table.walk()
+
+
+def aligned_edits(source: str, prediction: str) -> list[Edit]:
+    """The edits of a free rewrite (a seq2seq model's output) at positions of ``source``, in source order.
+
+    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
+    hide an edit. The characters both texts share are matched first (``difflib``'s matching blocks), so a character
+    that moved is a deletion and an insertion, never a chain of substitutions ("，去" -> "去了"); what lies between
+    matches is aligned by :func:`alignment`. An insertion before a whitespace-led stretch lands after the whitespace;
+    one after the last character is at ``len(source)``."""
+    kept = [i for i, char in enumerate(source) if not char.isspace()]
+    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
+    found = []
+    for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            for edit in alignment(a[a_start:a_end], b[b_start:b_end]):
+                at = a_start + edit.position
+                found.append(edit._replace(position=kept[at] if at < len(kept) else len(source)))
+    return found
 
 
 def align(source: Sequence[Any], prediction: Sequence[Any]) -> tuple[list[tuple[int, Any]], int]:

@@ -88,3 +88,28 @@ def test_few_shifted_matches_mean_reading_by_position_is_a_minimum(source, data)
     edits = positional(source, target)
     if shifted_matches(source, edits) <= 1:
         assert len(edits) == levenshtein(source, target)
+
+
+def test_aligned_edits_of_a_free_rewrite():
+    from csc_hf.edits import aligned_edits
+
+    assert aligned_edits("我门去北京", "我 们 去 北 京") == [Edit("substitution", 1, "门", "们")]  # a decoder's spaces
+    assert aligned_edits("我门去北京", "我们去了北京") == [
+        Edit("substitution", 1, "门", "们"),
+        Edit("missing", 3, None, "了"),
+    ]
+    assert aligned_edits("我门去 北京。", "我们北京") == [
+        Edit("substitution", 1, "门", "们"),
+        Edit("redundant", 2, "去", None),
+        Edit("redundant", 6, "。", None),  # the space stays put
+    ]
+    assert aligned_edits("我们", "我们了") == [Edit("missing", 2, None, "了")]  # at the end: len(source)
+    assert aligned_edits("", "多余") == [Edit("missing", 0, None, "多"), Edit("missing", 0, None, "余")]
+    assert aligned_edits("我们", "") == [Edit("redundant", 0, "我", None), Edit("redundant", 1, "们", None)]
+    for source, prediction in (
+        ("我门去 北京。", "我们北京"),
+        ("他 们", "她们们啊"),
+        ("abc", "xaybz"),
+    ):  # they rebuild it
+        rebuilt = "".join(apply(list(source), aligned_edits(source, prediction))).replace(" ", "")
+        assert rebuilt == prediction.replace(" ", "")
