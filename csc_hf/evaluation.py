@@ -3,6 +3,11 @@ configs with a model (``keep_bias`` and ``similarity_prior`` tuned on the valida
 with the model) and score it (:func:`evaluate_model`, with :class:`EvaluationOptions`), saving each split's
 predictions as edits (:func:`csc_hf.files.write_predictions`); and compare two models' saved predictions on the same
 sentences (:func:`paired_comparisons`).
+
+A config whose errors change lengths (``missing``, ``redundant``, ``mixed``: ``ConfigSpec.changes_length``) is scored
+with ``alignment=True`` and its rows' edit kinds, and a model that can insert and delete (a seq2seq one:
+``Corrector.can_change_length``) keeps its insertions and deletions there; a tagging model corrects the substitutions
+only, and its record says so (``edit_kinds``).
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .benchmark.builder import load_dataset
-from .benchmark.configs import splits_of
+from .benchmark.configs import CONFIGS, splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
 from .dataset_stats import error_pairs
+from .edits import EDIT_KINDS
 from .files import read_predictions, write_atomic, write_predictions
 from .logging import get_logger
 from .model_folder import DECODING_KEYS, is_local, save_decoding
@@ -34,9 +40,15 @@ logger = get_logger(__name__)
 
 
 def _metadata(dataset) -> list[dict]:
-    """Each row's errors (position and type name): the ``metadata`` of :func:`csc_hf.score`'s breakdown by type."""
+    """Each row's errors (position, type name and edit kind): the ``metadata`` of :func:`csc_hf.score`'s breakdown by
+    type (the kinds serve ``alignment=True``)."""
     return [
-        {"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
+        {
+            "errors": [
+                {"position": e["position"], "type": ERROR_TYPES[e["type"]], "kind": EDIT_KINDS[e["kind"]]}
+                for e in errors
+            ]
+        }
         for errors in dataset["errors"]
     ]
 
@@ -139,7 +151,11 @@ def evaluate_model(
         except FileNotFoundError as err:  # sighan15 without its file
             logger.warning("skipping %s: %s", name, err)
             continue
-        predictions = corrector.correct(data["source"])
+        aligned = CONFIGS[name].changes_length
+        split_corrector = (
+            corrector.with_options(edit_kinds=EDIT_KINDS) if aligned and corrector.can_change_length else corrector
+        )
+        predictions = split_corrector.correct(data["source"])
         if o.predictions_dir is not None:
             write_predictions(o.predictions_dir / predictions_file(name, spec.split), data["source"], predictions)
         scores = score(
@@ -149,6 +165,7 @@ def evaluate_model(
             metadata=_metadata(data),
             train_pairs=pairs,
             bootstrap=o.bootstrap,
+            alignment=aligned,
         )
         records.append(
             {
@@ -156,6 +173,7 @@ def evaluate_model(
                 "split": spec.split,
                 "error_prob": params.error_prob_of(spec),
                 **{name: getattr(corrector, name) for name in DECODING_KEYS},
+                "edit_kinds": list(split_corrector.edit_kinds),
                 "scores": scores,
             }
         )
@@ -268,6 +286,7 @@ def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resample
             targets,
             n_resamples=n_resamples,
             seed=seed,
+            alignment=CONFIGS[config].changes_length,
         )
         found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in REPORTED]
     return found  # a, b: the two models' scores; delta = a - b

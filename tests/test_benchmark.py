@@ -387,3 +387,42 @@ def test_rows_and_the_alignment_scorer_agree_on_the_errors(built):
             )
         untouched = score(ds["source"], ds["source"], ds["target"], alignment=True, bootstrap=0)
         assert untouched["char_det_r"] == 0.0 and untouched["n_changes"] == 0
+
+
+def test_train_edit_shares_change_the_train_config_only(built, small_params, tmp_path):
+    """``train_edit_shares`` draws the errors of the train and validation splits as the mixed config does (missing
+    and redundant characters too); every other config, seen and scontext included, has the same rows."""
+    shares = (0.5, 0.25, 0.25)
+    mixed = {
+        name: load_dataset(
+            "csc_bench", name, cache_dir=str(tmp_path / "c"), train_edit_shares=list(shares), **small_params
+        )
+        for name in ("train", "test", "seen", "scontext", "mixed")
+    }
+    for name in ("test", "seen", "scontext", "mixed"):
+        assert table_digest(mixed[name]["test"]) == table_digest(built[name]["test"]), name
+    for split in ("train", "validation"):
+        ds, plain = mixed["train"][split], built["train"][split]
+        assert ds["target"] == plain["target"] and ds["id"] == plain["id"]
+        kinds = ds.features["errors"].feature["kind"].names
+        found = {kinds[e["kind"]] for row in ds for e in row["errors"]}
+        assert found == set(EDIT_KINDS) and sum(len(s) != len(t) for s, t in zip(ds["source"], ds["target"])) > 10
+        for row in ds.select(range(20)):
+            edits = [
+                Edit(kinds[e["kind"]], e["position"], e["wrong"] or None, e["right"] or None) for e in row["errors"]
+            ]
+            assert edits == alignment(row["source"], row["target"])
+    same = load_dataset(
+        "csc_bench", "train", cache_dir=str(tmp_path / "c"), train_edit_shares=[1, 0, 0], **small_params
+    )
+    assert table_digest(same["train"]) == table_digest(built["train"]["train"])  # the default: the same bytes
+    assert BenchParams(train_edit_shares=shares).train_changes_length and not BenchParams().train_changes_length
+    for bad, message in (
+        ((0.5, 0.5), "give 3 non-negative shares"),
+        ((0.5, 0.25, 0.5), "that sum to 1"),
+        ((1.5, -0.25, -0.25), "non-negative"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            BenchParams(train_edit_shares=bad).validate()
+    with pytest.raises(ValueError, match="the augmented train split holds substitutions only"):
+        BenchParams(train_edit_shares=shares, augmentation="sighan13").validate()

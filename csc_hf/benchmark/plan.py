@@ -8,6 +8,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
@@ -19,7 +20,6 @@ from .. import corpus as corpus_mod
 from ..chars.pinyin import HAN_RANGES, is_han
 from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
 from ..corruption import (
-    EDIT_KINDS,
     ERROR_TYPES,
     NO_ERROR,
     Corruption,
@@ -35,6 +35,7 @@ from ..corruption import (
     substitution_edits,
 )
 from ..dataset_stats import split_stats
+from ..edits import EDIT_KINDS, SUBSTITUTION
 from ..fields import accepts, field_types, type_name
 from ..files import read_sentence_tsv
 from ..logging import demoted
@@ -50,6 +51,8 @@ STREAMS = {
     "redundant": 7,
     "mixed": 8,
 }
+SUBSTITUTIONS_ONLY = (1.0, 0.0, 0.0)
+"""``train_edit_shares`` of a train split of substitutions only (the paper's; the default)."""
 AUGMENTED_COPIES = 2
 """How many times the augmented train split holds each train sentence (see :meth:`Plan.augmented`)."""
 SIGHAN15_PACKAGE = ("pycorrector", "0.4.9", "data/cn/sighan_2015/test.tsv")
@@ -111,6 +114,12 @@ class BenchParams:
         + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _) in PACKAGED_CONFUSION.items())
         + ", or a file (any ConfusionSet.load format)",
     )
+    train_edit_shares: tuple[float, ...] = _param(
+        SUBSTITUTIONS_ONLY,
+        "the shares of P_e in the train and validation splits of substitution, missing and redundant characters (in "
+        "this order; default 1 0 0: substitutions only; e.g. 0.5 0.25 0.25 as in the mixed config: their targets "
+        "then differ in length from their sources, for a seq2seq model such as bart)",
+    )
 
     def validate(self) -> None:
         """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
@@ -137,6 +146,17 @@ class BenchParams:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name}={value} must be at least 1 (or None)")
+        shares = self.train_edit_shares
+        if len(shares) != len(EDIT_KINDS) or min(shares) < 0 or abs(sum(shares) - 1) > 1e-9:
+            raise ValueError(
+                f"train_edit_shares={list(shares)}: give {len(EDIT_KINDS)} non-negative shares of P_e, of "
+                f"{', '.join(EDIT_KINDS)} in this order, that sum to 1"
+            )
+        if self.augmentation is not None and self.train_changes_length:
+            raise ValueError(
+                f"augmentation={self.augmentation!r} and train_edit_shares={list(shares)}: the augmented train split "
+                "holds substitutions only; give one of them"
+            )
         if not 1 <= self.min_len <= self.max_len:
             raise ValueError(f"min_len={self.min_len} and max_len={self.max_len}: need 1 <= min_len <= max_len")
         for name in ("seed", "n_unseen_keys", "n_unseen_v_keys", "n_chars", "max_phonetic", "max_graphic"):
@@ -150,6 +170,11 @@ class BenchParams:
         return tuple(
             tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams))
         )
+
+    @property
+    def train_changes_length(self) -> bool:
+        """Whether the train and validation splits hold missing or redundant characters (``train_edit_shares``)."""
+        return any(share > 0 for kind, share in zip(EDIT_KINDS, self.train_edit_shares) if kind != SUBSTITUTION)
 
     def error_prob_of(self, spec: SplitSpec) -> float | None:
         """The ``P_e`` of a split: the number in the config table, the parameter it names, or None (its errors are
@@ -189,11 +214,13 @@ def _plan(values: tuple, fingerprint: str) -> Plan:
 def plan_for(params: BenchParams, fingerprint: str | None = None) -> Plan:
     """The (memoised) plan of a parameter set and of the content of its input files: the memo is keyed, like the
     datasets cache, on the parameters and :func:`input_fingerprint` (computed when ``fingerprint`` is None), so an
-    input file edited in place gives a new plan. ``augmentation`` is no part of a plan (it changes only the train
-    split: :meth:`Plan.examples` takes it), so a plan with and one without share S, the division and the test sets."""
+    input file edited in place gives a new plan. ``augmentation`` and ``train_edit_shares`` are no part of a plan (they
+    change only the train config's splits: :meth:`Plan.examples` takes them), so a plan with and one without share S,
+    the division and the test sets."""
     params.validate()
     if params.augmentation is not None:
         params, fingerprint = replace(params, augmentation=None), None
+    params = replace(params, train_edit_shares=SUBSTITUTIONS_ONLY)
     return _plan(params.values(), fingerprint or input_fingerprint(params))
 
 
@@ -424,9 +451,15 @@ class Plan:
         self._check_inputs(f"sighan15_path {path}")
         return Examples(np.arange(len(target)), target, Corruption(source, types))
 
-    def examples(self, spec: SplitSpec, augmentation: str | None = None) -> Examples:
+    def examples(
+        self, spec: SplitSpec, augmentation: str | None = None, train_edit_shares: Sequence[float] = SUBSTITUTIONS_ONLY
+    ) -> Examples:
         """The rows of one split of the config table; ``augmentation`` changes the train split only (see
-        :meth:`augmented`): every other split, ``seen`` and ``scontext`` included, is the same without it."""
+        :meth:`augmented`), ``train_edit_shares`` the train and validation splits (their errors are then drawn as the
+        ``mixed`` config's, at these shares of substitution, missing and redundant characters, on their own pools and
+        streams): every other split, ``seen`` and ``scontext`` included, is the same without them."""
+        if spec.pool in ("train", "validation") and tuple(train_edit_shares) != SUBSTITUTIONS_ONLY:
+            spec = replace(spec, kinds=tuple(zip(EDIT_KINDS, train_edit_shares)))
         if spec.pool == "scontext":
             return self.scontext
         if spec.pool == SIGHAN15:
