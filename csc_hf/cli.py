@@ -24,6 +24,7 @@ from .benchmark.configs import CONFIGS, CONFUSION_SUBSETS, TEST_CONFIGS, check_c
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
 from .data import DATA_KINDS
+from .edits import EDIT_KINDS, SUBSTITUTION
 from .fields import field_types, from_text
 from .files import check_output, write_atomic
 from .logging import ENV as VERBOSITY_ENV
@@ -246,7 +247,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
     Correct every split of the given configs and score them with bootstrap intervals. The model is any checkpoint folder
     or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any seq2seq model
-    (generated, then aligned to the source)."""
+    (generated, then aligned to the source). The missing, redundant and mixed configs are scored by edit alignment,
+    and there a seq2seq model keeps its insertions and deletions (a tagging model cannot make them)."""
     check_resamples(args.bootstrap, "--bootstrap")
     for name in ("keep_bias", "similarity_prior"):
         check_decoding_grid(name, getattr(args, name) or (), _option(name))
@@ -319,7 +321,11 @@ def cmd_correct(args: argparse.Namespace) -> None:
     _check_model(args.model)
     given = {name: getattr(args, name) for name in DECODING_KEYS if getattr(args, name) is not None}
     corrector = Corrector.from_pretrained(
-        args.model, trust_remote_code=args.trust_remote_code, precision=args.precision, **given
+        args.model,
+        trust_remote_code=args.trust_remote_code,
+        precision=args.precision,
+        edit_kinds=args.edit_kinds,
+        **given,
     )
     lines = corrector.correct(texts)
     if args.output:
@@ -594,6 +600,15 @@ def parser_correct(sub) -> None:
         metavar="BETA",
         help="added to the logits of characters "
         "that sound or look like the source (default: the model's saved decoding, else 0: off)",
+    )
+    correct.add_argument(
+        "--edit-kinds",
+        nargs="+",
+        default=[SUBSTITUTION],
+        choices=EDIT_KINDS,
+        metavar="KIND",
+        help="the kinds of edit kept: substitution (default), and for a seq2seq model (bart) also missing (a "
+        "character put in) and redundant (one taken out); a tagging model cannot change the length",
     )
     correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
     _add_precision(correct)

@@ -243,15 +243,15 @@ def paired_comparisons(
     return results
 
 
-def augmentation_comparisons(
+def same_model_comparisons(
     bench_params: dict, evaluations: Mapping[tuple[str, int], tuple[Path, Path]], n_resamples: int = RESAMPLES
 ) -> list[dict]:
-    """Each model trained with an augmentation against the same model and seed trained without (``evaluations``:
-    ``{(variant, seed): (augmented evaluation folder, plain evaluation folder)}``), on every test split both saved
-    predictions for: ``delta`` is augmented minus plain."""
+    """Each model trained on other data (with an augmentation, with missing and redundant characters) against the
+    same model and seed trained on the grid's (``evaluations``: ``{(variant, seed): (its evaluation folder, the plain
+    one)}``), on every test split both saved predictions for: ``delta`` is the other data's minus plain."""
     results = []
     for (model, seed), (folder, base) in tqdm(
-        evaluations.items(), desc="paired tests of the augmentation", leave=False
+        evaluations.items(), desc="paired tests of the training data", leave=False
     ):
         results += [
             {"model": model, "seed": seed, **entry}

@@ -11,17 +11,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .benchmark.plan import AUGMENTED_COPIES
+from .edits import EDIT_KINDS
 from .markdown import percent, percent_range, signed_points, table
 from .results import (
     CREDIBILITY_RULE,
     PRIMARY,
     VERDICT_RULE,
-    AugmentationEffect,
     Cell,
     Comparison,
     Conclusion,
     Credibility,
     RunAnalysis,
+    TrainingEffect,
     analyze_results,
     is_seq2seq_model,
     load_results,
@@ -366,9 +367,9 @@ LEAKS = {
 }
 
 
-def _effect_cell(effect: AugmentationEffect, metric: str, test_set: str) -> str | None:
-    """``31.2 → 45.0: **+13.8 (+9.1 to +18.2)**``: plain and augmented F1, and the paired difference (bold when
-    zero lies outside its interval)."""
+def _effect_cell(effect: TrainingEffect, metric: str, test_set: str) -> str | None:
+    """``31.2 → 45.0: **+13.8 (+9.1 to +18.2)**``: the plain model's and the other data's F1, and the paired
+    difference (bold when zero lies outside its interval)."""
     difference = effect.differences[metric].get(test_set)
     if difference is None:
         return None
@@ -430,6 +431,55 @@ def _credibility_section(credibility: Credibility, warning: str | None) -> list[
     return parts
 
 
+def _edit_kinds_section(analysis: RunAnalysis) -> list[str]:
+    """Which models handle which edit kind, and what training on missing and redundant characters changes."""
+    kinds = analysis.edit_kinds
+    able = {True: "yes", False: "no (tagging)", None: "-"}
+    rows = [
+        [
+            row.model,
+            able[row.can_change_length],
+            *(cell_text(row.recall.get(column)) for column in kinds.columns),
+            row.implausible,
+        ]
+        for row in kinds.rows
+    ]
+    parts = [
+        "Test sets with missing characters (corrected by an insertion) and redundant ones (corrected by a deletion), "
+        "scored by edit alignment (`csc_hf.score(..., alignment=True)`): each cell is the character-level correction "
+        "recall of that kind of error on that test set (%, mean over seeds and the interval that judges differences). "
+        "A tagging model predicts one character per source character and cannot insert or delete: it is scored "
+        "anyway (it can still correct the substitutions of `mixed`). A seq2seq model keeps its Han insertions and "
+        "deletions on these test sets. Implausible predictions (empty, or longer than twice their source) are scored "
+        "as they are and counted over seeds. The paper's conclusions and rankings above are judged on the "
+        "substitution test sets only.",
+        table(
+            [
+                "model",
+                "inserts and deletes",
+                *(f"{t}: {kind} recall" for t, kind in kinds.columns),
+                "implausible predictions",
+            ],
+            rows,
+        ),
+    ]
+    if analysis.edit_training:
+        shares = ", ".join(f"{kind} {share:g}" for kind, share in zip(EDIT_KINDS, analysis.train_edit_shares or ()))
+        parts += [
+            "### Trained with missing and redundant characters",
+            "Each model of the stage is trained twice, for the same steps on the same sentences: on substitutions "
+            f"only (the grid's model), and with missing and redundant characters in its training data (shares of "
+            f"P_e: {shares}). F1 of the plain → the edit-trained model (%), and the paired difference in points "
+            "(mean over seeds; the union of the seeds' paired bootstrap 95% intervals). **Bold**: zero lies outside "
+            "the interval.",
+        ]
+        test_sets = list(dict.fromkeys(t for e in analysis.edit_training for d in e.differences.values() for t in d))
+        for metric in REPORTED:
+            rows = [[e.model, *(_effect_cell(e, metric, t) for t in test_sets)] for e in analysis.edit_training]
+            parts += [f"{_title(score_name(metric))}:", table(["model", *test_sets], rows)]
+    return parts
+
+
 def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     """The report's text; ``plots`` maps a plot's name to its path relative to the report."""
     conclusions = analysis.conclusions
@@ -449,7 +499,9 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
         "judges differences: the bootstrap interval, or with several seeds the union of the seeds' intervals.",
         "## The paper's conclusions",
         *([warning] if warning else []),
-        f"Conclusions 1-3 are judged on {score_name(PRIMARY)} (the metric the paper recommends); a difference counts "
+        f"Conclusions 1-3 are judged on {score_name(PRIMARY)} (the metric the paper recommends) over the "
+        f"substitution test sets (the paper's errors; missing and redundant characters have their own section); a "
+        f"difference counts "
         f"when the paired bootstrap interval of the difference excludes zero (models whose predictions the run "
         f"saved, every seed), else when the two intervals do not overlap. Conclusion 4 compares the spread of the two "
         f"metrics by sign. "
@@ -481,6 +533,8 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     if "seen_unseen" in plots:
         parts.append(f"![Seen and unseen]({plots['seen_unseen']})")
     parts += ["## Metric stability", *_stability_table(analysis)]
+    if analysis.edit_kinds:
+        parts += ["## Missing and redundant characters", *_edit_kinds_section(analysis)]
     return "\n\n".join(parts) + "\n"
 
 

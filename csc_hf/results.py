@@ -3,9 +3,12 @@
 :func:`analyze_results` gives a :class:`RunAnalysis`: the models x test sets tables, the false-positive rate on the
 error-free test sets, the tuned decoding settings, the ranking of fusion strategies and information sources, F1
 against ``P_e``, the seen/unseen gaps, the metric stability, and the paper's four conclusions, each with the
-comparisons that decide its verdict (:data:`VERDICT_RULE`); with an augmentation stage, SIGHAN's credibility
-(:class:`Credibility`: the paper's claim that SIGHAN test sets cannot reflect a model's performance reliably, judged by
-:data:`CREDIBILITY_RULE`); it also says when the numbers mean nothing (a smoke run, or every score at the floor).
+comparisons that decide its verdict (:data:`VERDICT_RULE`; on the substitution test sets, the paper's kind of error);
+with an augmentation stage, SIGHAN's credibility (:class:`Credibility`: the paper's claim that SIGHAN test sets cannot
+reflect a model's performance reliably, judged by :data:`CREDIBILITY_RULE`); on the test sets with missing and
+redundant characters, which model handles which edit kind (:class:`EditKinds`), and with an edit-training stage, what
+training on them changes (:class:`TrainingEffect`); it also says when the numbers mean nothing (a smoke run, or every
+score at the floor).
 :mod:`csc_hf.report` renders it.
 """
 
@@ -20,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .benchmark.configs import CONFIGS, SIGHAN15, split_name
+from .edits import EDIT_KINDS, SUBSTITUTION
 from .files import read_text
 from .modeling import VARIANTS, is_seq2seq, variant_family
 from .run_layout import RESULTS_FILE
@@ -44,11 +48,12 @@ def load_results(run_dir: str | Path) -> dict:
     if not records or not isinstance(records, list):
         raise ValueError(f"{path}: expected an object with a non-empty 'records' list")
     _check_records(path, records)
-    augmentation = results.get("augmentation")
-    if augmentation is not None:
-        if not isinstance(augmentation, dict) or not isinstance(augmentation.get("records"), list):
-            raise ValueError(f"{path}: 'augmentation' must be an object with a 'records' list")
-        _check_records(path, augmentation["records"], "augmentation ")
+    for stage in ("augmentation", "edit_training"):
+        found = results.get(stage)
+        if found is not None:
+            if not isinstance(found, dict) or not isinstance(found.get("records"), list):
+                raise ValueError(f"{path}: '{stage}' must be an object with a 'records' list")
+            _check_records(path, found["records"], f"{stage} ")
     return results
 
 
@@ -274,8 +279,9 @@ class RunAnalysis:
     seeds: list[int]
     test_sets: list[str]
     error_test_sets: list[str]  # test sets with errors (F1 means something there)
+    substitution_test_sets: list[str]  # of those, the ones of the paper's kind: substitutions only (the conclusions)
     clean_test_sets: list[str]  # test sets without errors (their false-positive rate does)
-    common_test_sets: list[str]  # test sets with errors that every model ran
+    common_test_sets: list[str]  # substitution test sets that every model ran
     cells: dict[str, dict[tuple[str, str], Cell]]
     false_positives: dict[tuple[str, str], Cell]
     paired: Paired
@@ -292,6 +298,9 @@ class RunAnalysis:
     not_evidence: str | None
     conclusions: dict[int, Conclusion] = field(default_factory=dict)
     credibility: Credibility | None = None  # None: the run has no augmentation stage
+    edit_kinds: EditKinds | None = None  # None: the run has no test set with missing or redundant characters
+    edit_training: list[TrainingEffect] | None = None  # None: the run has no edit-training stage
+    train_edit_shares: list[float] | None = None  # the edit-training stage's shares of P_e
 
 
 def analyze_results(results: Mapping) -> RunAnalysis:
@@ -302,7 +311,8 @@ def analyze_results(results: Mapping) -> RunAnalysis:
     test_sets = _test_sets(records)
     clean = {split_name(r["config"], r["split"]) for r in records if r["scores"].get("n_errors", 1) == 0}
     with_errors = [t for t in test_sets if t not in clean]
-    common = [t for t in with_errors if all((m, t) in table[PRIMARY] for m in models)]
+    substitutions = [t for t in with_errors if not changes_length(t)]
+    common = [t for t in substitutions if all((m, t) in table[PRIMARY] for m in models)]
     families = {m: model_family(m) for m in models}
     params = results.get("params") if isinstance(results.get("params"), Mapping) else {}
     analysis = RunAnalysis(
@@ -311,6 +321,7 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         seeds=sorted({r["seed"] for r in records}),
         test_sets=test_sets,
         error_test_sets=with_errors,
+        substitution_test_sets=substitutions,
         clean_test_sets=[t for t in test_sets if t in clean],
         common_test_sets=common,
         cells=table,
@@ -324,15 +335,24 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         pe_series=_pe_series(records),
         seen_unseen=_seen_unseen_sets(test_sets),
         pair_recall=_pair_recall(records),
-        stability=_stability(table, with_errors),
+        stability=_stability(table, substitutions),
         keep_bias=_decoding(records, "keep_bias"),
         keep_bias_grid=params.get("keep_bias_grid"),
         similarity_prior=_decoding(records, "similarity_prior"),
         similarity_prior_grid=params.get("similarity_prior_grid"),
         not_evidence=_not_evidence(results.get("preset"), table[PRIMARY], with_errors),
         credibility=credibility(results["augmentation"]) if results.get("augmentation") else None,
+        edit_kinds=edit_kinds(records, (results.get("edit_training") or {}).get("records", [])),
+        edit_training=edit_training_effects(results["edit_training"]) if results.get("edit_training") else None,
+        train_edit_shares=(results.get("edit_training") or {}).get("train_edit_shares"),
     )
     return replace(analysis, conclusions=_conclusions(analysis))
+
+
+def changes_length(test_set: str) -> bool:
+    """Whether a test set (``config`` or ``config/split``) holds missing or redundant characters."""
+    spec = CONFIGS.get(test_set.split("/")[0])
+    return spec is not None and spec.changes_length
 
 
 def _decoding(records: Iterable[Mapping], name: str) -> dict[tuple[str, int], float | None]:
@@ -443,11 +463,11 @@ Evidence = tuple[str, list[tuple[str, Comparison]]]  # (what is compared, [(metr
 
 
 def _fusion_evidence(analysis: RunAnalysis) -> Evidence:
-    """1: the best model fusing phonetic and graphic information against BERT alone, on each test set with errors."""
+    """1: the best model fusing phonetic and graphic information against BERT alone, on each substitution test set."""
     table, models, families = analysis.cells, analysis.models, analysis.families
     baseline = next((m for m in models if m == "bert"), next((m for m in models if families[m][0] == "none"), None))
     fused = [m for m in models if _phonetic_and_graphic(families[m][1])]
-    shared = [t for t in analysis.error_test_sets if all((m, t) in table[PRIMARY] for m in [baseline, *fused])]
+    shared = [t for t in analysis.substitution_test_sets if all((m, t) in table[PRIMARY] for m in [baseline, *fused])]
     if not (baseline and fused and shared):
         return "needs a BERT-only model and a model fusing phonetic and graphic information on shared test sets", []
     best = max(fused, key=lambda m: _mean_over(table[PRIMARY], m, shared))
@@ -540,16 +560,17 @@ Difference = tuple[float, tuple[float, float]]  # mean paired difference over se
 
 
 @dataclass(frozen=True)
-class AugmentationEffect:
-    """One model trained with and without the augmentation, on the same sentences: per metric and test set, the
-    paired difference augmented − plain (:data:`Difference`, only where every seed has one) and the two mean scores
-    ``(plain, augmented)``; ``outcome`` by :data:`CREDIBILITY_RULE`."""
+class TrainingEffect:
+    """One model trained on the grid's data and on other data (with the augmentation; with missing and redundant
+    characters), evaluated on the same sentences: per metric and test set, the paired difference other − plain
+    (:data:`Difference`, only where every seed has one) and the two mean scores ``(plain, other)``; for the
+    augmentation, ``outcome`` by :data:`CREDIBILITY_RULE`."""
 
     model: str
     seeds: list[int]
     differences: dict[str, dict[str, Difference]]
     scores: dict[str, dict[str, tuple[float, float]]]
-    outcome: str
+    outcome: str | None = None
 
 
 @dataclass(frozen=True)
@@ -565,7 +586,7 @@ class Credibility:
     leaks: dict[str, int]
     coverage: dict[str, dict[str, dict[str, float | None]]]
     test_sets: list[str]  # SIGHAN-15 then the controlled test sets, those the stage compared
-    effects: list[AugmentationEffect]
+    effects: list[TrainingEffect]
     basis: str
     verdict: str
 
@@ -586,16 +607,15 @@ def effect_outcome(differences: Mapping[str, Difference]) -> str:
     return "opposite" if all(map(rises, controlled)) else "none"
 
 
-def credibility(augmentation: Mapping) -> Credibility:
-    """SIGHAN's credibility from ``results.json``'s ``augmentation`` (see :meth:`csc_hf.study.Study.run`)."""
+def training_effects(stage: Mapping, test_sets: Sequence[str]) -> list[TrainingEffect]:
+    """Per model of a stage that trains on other data (``results.json``'s ``augmentation`` or ``edit_training``), its
+    paired differences and mean scores on ``test_sets`` (see :class:`TrainingEffect`)."""
     seeds_of: dict[str, set] = defaultdict(set)
-    for r in augmentation["records"]:
+    for r in stage["records"]:
         seeds_of[r["model"]].add(r["seed"])
     groups: dict[tuple[str, str, str], list[Mapping]] = defaultdict(list)
-    for e in augmentation.get("paired", []):
+    for e in stage.get("paired", []):
         groups[e["model"], e["metric"], split_name(e["config"], e["split"])].append(e)
-    order = [SIGHAN15, *CONTROLLED]
-    test_sets = [t for t in order if any(key[2] == t for key in groups)]
     effects = []
     for model, seeds in seeds_of.items():
         differences: dict[str, dict[str, Difference]] = {metric: {} for metric in REPORTED}
@@ -609,9 +629,22 @@ def credibility(augmentation: Mapping) -> Credibility:
                         float(np.mean([e["b"] for e in entries])),
                         float(np.mean([e["a"] for e in entries])),
                     )
-        effects.append(
-            AugmentationEffect(model, sorted(seeds), differences, scores, effect_outcome(differences[PRIMARY]))
-        )
+        effects.append(TrainingEffect(model, sorted(seeds), differences, scores))
+    return effects
+
+
+def _paired_test_sets(stage: Mapping) -> list[str]:
+    """The test sets of a stage's paired comparisons, in the order of the config table."""
+    return _test_sets(stage.get("paired", []))
+
+
+def credibility(augmentation: Mapping) -> Credibility:
+    """SIGHAN's credibility from ``results.json``'s ``augmentation`` (see :meth:`csc_hf.study.Study.run`)."""
+    found = set(_paired_test_sets(augmentation))
+    test_sets = [t for t in (SIGHAN15, *CONTROLLED) if t in found]
+    effects = [
+        replace(e, outcome=effect_outcome(e.differences[PRIMARY])) for e in training_effects(augmentation, test_sets)
+    ]
     has_sighan = all(SIGHAN15 in e.differences[PRIMARY] for e in effects)
     if not effects or not has_sighan or not any(t in CONTROLLED for t in test_sets):
         basis = (
@@ -634,3 +667,66 @@ def credibility(augmentation: Mapping) -> Credibility:
         basis,
         outcome_verdict([e.outcome for e in effects]),
     )
+
+
+# ---- missing and redundant characters ------------------------------------------------------------------------------
+
+EDIT_TRAINED_LABEL = "{model} (edit-trained)"
+"""How tables name a model of the edit-training stage beside the grid's of the same variant."""
+
+
+@dataclass(frozen=True)
+class EditKindRow:
+    """One model on the test sets with missing and redundant characters: whether it can insert and delete (the
+    ``edit_kinds`` its records say it kept: ``None`` when they do not say), its correction recall of each edit kind
+    per test set (``{(test set, kind): Cell}``, over seeds) and its implausible predictions (empty, or longer than
+    twice their source: counted over seeds and test sets)."""
+
+    model: str
+    can_change_length: bool | None
+    recall: dict[tuple[str, str], Cell]
+    implausible: int
+
+
+@dataclass(frozen=True)
+class EditKinds:
+    """Which models handle which edit kind: the length-changing test sets of the run, the ``(test set, kind)``
+    columns that hold gold errors of that kind, and one row per model (the edit-training stage's too)."""
+
+    test_sets: list[str]
+    columns: list[tuple[str, str]]
+    rows: list[EditKindRow]
+
+
+def edit_kinds(records: Sequence[Mapping], edit_trained: Sequence[Mapping] = ()) -> EditKinds | None:
+    """:class:`EditKinds` from the grid's records and the edit-training stage's (``None`` when the run has no test
+    set with missing or redundant characters)."""
+    labelled = [*records, *({**r, "model": EDIT_TRAINED_LABEL.format(model=r["model"])} for r in edit_trained)]
+    chosen = [r for r in labelled if changes_length(split_name(r["config"], r["split"]))]
+    if not chosen:
+        return None
+    test_sets = _test_sets(chosen)
+    columns = [
+        (t, kind)
+        for t in test_sets
+        for kind in EDIT_KINDS
+        if any(r["scores"].get(f"{kind}_n_errors") for r in chosen if split_name(r["config"], r["split"]) == t)
+    ]
+    recall = {
+        kind: cells([r for r in chosen if f"{kind}_char_cor_r" in r["scores"]], f"{kind}_char_cor_r")
+        for kind in EDIT_KINDS
+    }
+    rows = []
+    for model in dict.fromkeys(r["model"] for r in chosen):
+        own = [r for r in chosen if r["model"] == model]
+        kinds = [r.get("edit_kinds") for r in own]
+        can = None if None in kinds else any(set(k) - {SUBSTITUTION} for k in kinds)
+        found = {(t, kind): recall[kind][model, t] for t, kind in columns if (model, t) in recall[kind]}
+        rows.append(EditKindRow(model, can, found, sum(int(r["scores"].get("n_implausible", 0)) for r in own)))
+    return EditKinds(test_sets, columns, rows)
+
+
+def edit_training_effects(stage: Mapping) -> list[TrainingEffect]:
+    """What training on missing and redundant characters changes, per model of the edit-training stage
+    (``results.json``'s ``edit_training``): the paired differences edit-trained − plain on every test set compared."""
+    return training_effects(stage, _paired_test_sets(stage))

@@ -100,9 +100,15 @@ def stage_dir(run_dir: Path, name: str, *inputs: Any) -> Path:
     return Path(run_dir) / STAGES / f"{name}-{stage_key(name, *inputs)}"
 
 
-def train_stage(variant: str, seed: int, augmented: bool = False) -> str:
-    """The name of a model's training stage: ``train-pinyin_glyph_gate-seed0``, ``train-bert-seed1-augmented``."""
-    return f"train-{variant_file_name(variant)}-seed{seed}" + ("-augmented" if augmented else "")
+AUGMENTED, EDIT_TRAINED = "augmented", "edit_trained"
+"""The training data of a model besides the grid's (a study's stage): with the augmentation set, with missing and
+redundant characters (``train_edit_shares``)."""
+
+
+def train_stage(variant: str, seed: int, data: str | None = None) -> str:
+    """The name of a model's training stage: ``train-pinyin_glyph_gate-seed0``; on other training ``data``
+    (:data:`AUGMENTED`, :data:`EDIT_TRAINED`), ``train-bert-seed1-augmented``, ``train-bart-seed0-edit_trained``."""
+    return f"train-{variant_file_name(variant)}-seed{seed}" + (f"-{data}" if data else "")
 
 
 def evaluation_stage(model_dir: Path) -> str:

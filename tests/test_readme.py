@@ -95,3 +95,12 @@ def test_readme_outside_checkpoint_example_runs_as_written(tmp_path):
     assert (
         len(lines) == 2 and all(line.endswith(" True") for line in lines) and "720" in lines[0] and "iPhone" in lines[1]
     )
+
+
+def test_readme_missing_and_redundant_example_runs_as_written(tmp_path):
+    """The README's alignment example prints the recall per edit kind its comment states."""
+    blocks = re.findall(r"```python\n(.+?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    (code,) = [block for block in blocks if "alignment=True" in block]
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == code.strip().splitlines()[-1].removeprefix("# ")

@@ -29,8 +29,10 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert any(name.startswith("pretrain-") and seconds > 0 for name, seconds in timings.items())
     evaluations = [name for name in timings if name.startswith("eval-")]
     augmented = [name for name in evaluations if "-augmented-" in name]
-    assert len(evaluations) - len(augmented) == len(preset.variants) * len(preset.seeds)
+    edit_trained = [name for name in evaluations if "-edit_trained-" in name]
+    assert len(evaluations) - len(augmented) - len(edit_trained) == len(preset.variants) * len(preset.seeds)
     assert len(augmented) == len(preset.augmentation_study.variants) * len(preset.seeds)
+    assert len(edit_trained) == len(preset.edit_training_stage.variants) * len(preset.seeds)
     models = {r["model"] for r in records}
     assert models == set(preset.variants)
     per_model = {(r["config"], r["split"]) for r in records if r["model"] == "bert"}
@@ -48,7 +50,8 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert len(paired) == 2 * (len(preset.variants) - 1) * len({(r["config"], r["split"]) for r in records})
     assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] and 0 < e["p_value"] <= 1 for e in paired)
     kept = [p.parent.name for p in (smoke_run / "stages").glob("eval-*/paired-eval-*.json")]
-    assert len([name for name in kept if "-augmented-" not in name]) == len(preset.variants) - 1  # kept
+    grid_kept = [name for name in kept if "-augmented-" not in name and "-edit_trained-" not in name]
+    assert len(grid_kept) == len(preset.variants) - 1  # kept
     report = (smoke_run / "report.md").read_text()
     assert "## Paired comparisons" in report and "### Character-level correction F1 against bert" in report
     for conclusion in (
@@ -98,6 +101,51 @@ def test_smoke_run_tests_sighan_credibility(smoke_run):
     report = (smoke_run / "report.md").read_text()
     section = report.split("## SIGHAN's credibility (conclusion 4b)")[1]
     assert section.lstrip().startswith("**These numbers mean nothing") and "| sighan15 |" in section
+
+
+def test_smoke_run_trains_bart_with_missing_and_redundant_characters(smoke_run):
+    """The edit-training stage: bart trained once more, as many steps, on a train split with missing and redundant
+    characters, scored on every test set (keeping its insertions and deletions on the length-changing ones) and
+    compared (paired) with the grid's bart; the report says which model handles which edit kind."""
+    preset = Preset.load("smoke")
+    stage = preset.edit_training_stage
+    results = json.loads((smoke_run / "results.json").read_text())
+    edit = results["edit_training"]
+    assert edit["train_edit_shares"] == list(stage.train_edit_shares) == [0.5, 0.25, 0.25]
+    assert {(r["model"], r["seed"]) for r in edit["records"]} == {("bart", 0)}
+    assert {r["config"] for r in edit["records"]} == set(preset.tests)
+    assert all(r["train_edit_shares"] == [0.5, 0.25, 0.25] for r in edit["records"])
+    tests = {(r["config"], r["split"]) for r in edit["records"]}
+    assert {(e["config"], e["split"], e["metric"]) for e in edit["paired"]} == {
+        (*t, m) for t in tests for m in ("char_cor_f1", "sent_cor_f1")
+    }
+    grid = {(r["model"], r["config"], r["split"]): r for r in results["records"]}
+    for e in edit["paired"]:  # the plain model is the grid's bart
+        assert e["b"] == pytest.approx(grid["bart", e["config"], e["split"]]["scores"][e["metric"]])
+    for r in edit["records"]:
+        aligned = r["config"] in ("missing", "redundant", "mixed")
+        assert r["edit_kinds"] == (["substitution", "missing", "redundant"] if aligned else ["substitution"])
+        assert ("missing_char_cor_r" in r["scores"]) == aligned
+    assert grid["bert", "mixed", "test"]["edit_kinds"] == ["substitution"]  # a tagging model
+    assert grid["bart", "mixed", "test"]["edit_kinds"] == ["substitution", "missing", "redundant"]
+    plain, trained = (
+        next((smoke_run / "stages").glob(f"train-bart-seed0-{suffix}"))
+        for suffix in ("[0-9a-f]" * 12, "edit_trained-*")  # the key alone: the plain stage
+    )
+    plain, trained = (yaml.safe_load((d / "train_config.yaml").read_text()) for d in (plain, trained))
+    assert trained["bench_params"]["train_edit_shares"] == [0.5, 0.25, 0.25]
+    assert "train_edit_shares" not in plain["bench_params"] and trained["max_steps"] == plain["max_steps"]
+    evaluation = next((smoke_run / "stages").glob("eval-train-bart-seed0-edit_trained-*"))
+    from csc_hf import load_dataset
+
+    mixed = load_dataset("csc_bench", "mixed", split="test", **preset.bench_params)
+    predictions = read_predictions(evaluation / "predictions" / "mixed.test.txt", mixed["source"])
+    assert len(predictions) == len(mixed)  # insertions and deletions read back
+    report = (smoke_run / "report.md").read_text()
+    section = report.split("## Missing and redundant characters")[1]
+    assert "| bert | no (tagging) |" in section and "| bart | yes |" in section
+    assert "| bart (edit-trained) | yes |" in section and "mixed: redundant recall" in section
+    assert "### Trained with missing and redundant characters" in section and "| bart | " in section.split("###")[1]
 
 
 def test_rerun_skips_finished_stages(smoke_run, caplog):
@@ -254,6 +302,19 @@ def test_bad_presets_fail_before_training(tmp_path):
     bad.write_text("tests: [test, sighan15]\naugmentation: {confusion: s.json, variants: [bert]}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"augmentation: tests \['unseen_k', 'unseen_v', 'scontext'\] are not among"):
         Preset.load(str(bad))
+    for stage, message in (
+        ("{variants: [bert]}", r"edit_training: bench_params: train_edit_shares=\[0.5, 0.25, 0.25\] puts missing"),
+        (
+            "{train_edit_shares: [1, 0, 0]}",
+            r"bad.yaml: edit_training: train_edit_shares=\[1, 0, 0\] gives substitutions",
+        ),
+        ("{train_edit_shares: [0.5, 0.5]}", "edit_training: train_edit_shares=\\[0.5, 0.5\\]: give 3 non-negative"),
+        ("{shares: [0.5, 0.5, 0]}", r"edit_training: unknown keys \['shares'\]"),
+        ("[bart]", "edit_training must be a mapping such as"),
+    ):
+        bad.write_text(f"edit_training: {stage}\n", encoding="utf-8")
+        with pytest.raises(ValueError, match=message):
+            Preset.load(str(bad))
     with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
         Preset.load("nope")
     assert not list(tmp_path.glob("runs*"))
@@ -292,6 +353,8 @@ def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
     assert cpu.launcher is None and cpu.seeds == [0, 1] and cpu.finetune["max_steps"] > 0
     for preset in (paper, cpu):  # the SIGHAN-credibility stage, for BERT and BART (the paper's model for it)
         assert preset.augmentation_study.variants == ("bert", "bart")
+        assert preset.edit_training_stage.variants == ("bart",)  # missing and redundant characters in training
+        assert {"missing", "redundant", "mixed"} <= set(preset.tests)
     (tmp_path / "aug.json").write_text('{"天": {"夭": "graphic"}}', encoding="utf-8")
     (tmp_path / "p.yaml").write_text("augmentation: {confusion: aug.json}\n", encoding="utf-8")
     assert Preset.load("p.yaml").augmentation_study.confusion == str(tmp_path / "aug.json")  # made absolute
@@ -324,7 +387,7 @@ def test_a_run_logs_its_progress_and_prints_only_results(smoke_run, tmp_path, ca
     assert f"{run}: {n} stages, {n - 1} finished: resuming after them" in caplog.text
     eta = clock(sum(seconds) / len(seconds))
     assert re.search(
-        rf"stage {n}/{n}: evaluate plome \(seed 0\) on 10 test configs · elapsed 0:\d\d:\d\d · ETA {eta}\n", caplog.text
+        rf"stage {n}/{n}: evaluate plome \(seed 0\) on 13 test configs · elapsed 0:\d\d:\d\d · ETA {eta}\n", caplog.text
     ), caplog.text
     assert f"all {n} stages finished" in caplog.text
     assert all(r.name.startswith("csc_hf") for r in caplog.records if "stage" in r.getMessage())

@@ -56,9 +56,11 @@ def write_results(
     timings: dict[str, float | None],
     paired: list[dict] = (),
     augmentation: dict | None = None,
+    edit_training: dict | None = None,
 ) -> Path:
-    """``results.json`` (with each stage's wall time, the paired comparisons and, with an augmentation stage, its
-    leak filter, coverage, records and paired comparisons), ``results.csv`` and the report."""
+    """``results.json`` (with each stage's wall time, the paired comparisons, with an augmentation stage its leak
+    filter, coverage, records and paired comparisons, and with an edit-training stage its shares, records and paired
+    comparisons), ``results.csv`` and the report."""
     run_dir = Path(run_dir)
     path = run_dir / RESULTS_FILE
     payload = {
@@ -68,6 +70,7 @@ def write_results(
         "records": records,
         "paired": list(paired),
         **({"augmentation": augmentation} if augmentation else {}),
+        **({"edit_training": edit_training} if edit_training else {}),
     }
     write_atomic(path, json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")  # processes share it
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})

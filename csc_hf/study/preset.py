@@ -1,5 +1,6 @@
 """A study as data: a preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does;
-its ``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage. Both are checked when loaded,
+its ``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage, its ``edit_training``
+(:class:`EditTraining`) the stage of missing and redundant characters in training. All are checked when loaded,
 before any work."""
 
 from __future__ import annotations
@@ -18,6 +19,19 @@ from ..model_folder import check_decoding_grid
 from ..modeling import VARIANTS
 from ..results import CONTROLLED
 from ..stats import RESAMPLES, check_resamples
+from ..training.arguments import DataArguments, ModelArguments
+from ..training.config import check_train_edit_shares
+
+
+def stage_settings(cls: type, data: Any, origin: Path | str, key: str, example: str) -> Any:
+    """The stage dataclass ``cls`` that a preset's mapping ``key`` describes (unknown keys are errors; lists become
+    tuples)."""
+    known = [f.name for f in fields(cls)]
+    if not isinstance(data, dict):
+        raise ValueError(f"{origin}: {key} must be a mapping such as {example}, not {data!r}")
+    if unknown := sorted(set(data) - set(known)):
+        raise ValueError(f"{origin}: {key}: unknown keys {unknown}; it has {known}")
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 @dataclass(frozen=True)
@@ -37,15 +51,27 @@ class AugmentationStudy:
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> AugmentationStudy:
         """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
-        known = [f.name for f in fields(cls)]
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
-                f"[bert, bart]}}, not {data!r}"
-            )
-        if unknown := sorted(set(data) - set(known)):
-            raise ValueError(f"{origin}: augmentation: unknown keys {unknown}; it has {known}")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        return stage_settings(cls, data, origin, "augmentation", "{confusion: sighan13, variants: [bert, bart]}")
+
+
+@dataclass(frozen=True)
+class EditTraining:
+    """The stage of missing and redundant characters in training (a preset's ``edit_training``; empty: off): each of
+    ``variants`` (seq2seq ones: a tagging model cannot learn to insert or delete) is trained, with every seed, once
+    more on a train split whose errors are substitution, missing and redundant characters at the shares
+    ``train_edit_shares`` of ``P_e`` (the benchmark parameter), for the grid's number of steps (the same sentences);
+    it is evaluated on every test set of the preset and compared (paired) with the grid's model of the same variant
+    and seed."""
+
+    variants: tuple[str, ...] = ("bart",)
+    train_edit_shares: tuple[float, ...] = (0.5, 0.25, 0.25)  # as the mixed test config
+
+    @classmethod
+    def of(cls, data: Any, origin: Path | str) -> EditTraining:
+        """The stage a preset's ``edit_training`` mapping describes (unknown keys are errors)."""
+        return stage_settings(
+            cls, data, origin, "edit_training", "{variants: [bart], train_edit_shares: [0.5, 0.25, 0.25]}"
+        )
 
 
 @dataclass
@@ -68,11 +94,17 @@ class Preset:
     finetune: dict = field(default_factory=dict)  # training-config keys of every variant
     eval_batch_size: int = 64
     augmentation: dict = field(default_factory=dict)  # the SIGHAN-credibility stage (AugmentationStudy); {}: off
+    edit_training: dict = field(default_factory=dict)  # missing and redundant characters in training; {}: off
 
     @property
     def augmentation_study(self) -> AugmentationStudy | None:
         """The preset's :class:`AugmentationStudy`, or ``None`` when it has none."""
         return AugmentationStudy.of(self.augmentation, self.name) if self.augmentation else None
+
+    @property
+    def edit_training_stage(self) -> EditTraining | None:
+        """The preset's :class:`EditTraining`, or ``None`` when it has none."""
+        return EditTraining.of(self.edit_training, self.name) if self.edit_training else None
 
     @classmethod
     def load(cls, name_or_path: str) -> Preset:
@@ -109,6 +141,27 @@ class Preset:
             self.launcher = str(found.resolve())
         if self.augmentation:
             self._validate_augmentation(origin)
+        if self.edit_training:
+            self._validate_edit_training(origin)
+
+    def _validate_edit_training(self, origin: Path | str) -> None:
+        """Check the edit-training stage: its variants, its shares (which must put missing or redundant characters in
+        the training data), and that each variant can train on them (a tagging one cannot)."""
+        stage = EditTraining.of(self.edit_training, origin)
+        where = f"{origin}: edit_training"
+        check_variants(stage.variants, where)
+        params = {**self.bench_params, "train_edit_shares": list(stage.train_edit_shares)}
+        try:
+            BenchParams(**params).validate()
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from None
+        if not BenchParams(**params).train_changes_length:
+            raise ValueError(
+                f"{where}: train_edit_shares={list(stage.train_edit_shares)} gives substitutions only, the grid's "
+                "training data: give a share to missing or redundant characters"
+            )
+        for variant in stage.variants:
+            check_train_edit_shares(ModelArguments(variant=variant), DataArguments(bench_params=params), where)
 
     def _validate_augmentation(self, origin: Path | str) -> None:
         """Check the augmentation stage, and read its confusion set (a bad file fails here, before any training,
