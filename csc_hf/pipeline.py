@@ -497,15 +497,16 @@ class Corrector:
 
     def _predict_in_precision(self, chunks: list[str], decoders: Sequence["Corrector"]) -> list[list[Candidate]]:
         if self.seq2seq:
-            changes = self._seq2seq_edits(chunks, any(d.edit_kinds not in ((), (SUBSTITUTION,)) for d in decoders))
+            free = [decoder.edit_kinds not in ((), (SUBSTITUTION,)) or not self.per_character for decoder in decoders]
+            changes = {way: self._seq2seq_edits(chunks, way) for way in set(free)}  # one generation per way of reading
             return [
                 [
                     (row, e.position, e.right or "", None, e.kind)
-                    for row, (chunk, edits) in enumerate(zip(chunks, changes))
+                    for row, (chunk, edits) in enumerate(zip(chunks, changes[way]))
                     for e in edits
                     if e.kind in decoder.edit_kinds and _keeps(e, chunk, decoder.protected_chars)
                 ]
-                for decoder in decoders
+                for decoder, way in zip(decoders, free)
             ]
         device = self.model.device
         encoding = self._encode(chunks)

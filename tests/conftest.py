@@ -77,6 +77,18 @@ def run_without_csc_hf(code: str, *args: str, cwd: Path):
     )
 
 
+BART_TINY = {
+    "d_model": 32,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "encoder_attention_heads": 2,
+    "decoder_attention_heads": 2,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+}
+"""BartConfig fields of a tiny BART for training tests."""
+
+
 def levenshtein(a, b) -> int:
     """The edit distance of two sequences, by the textbook table (the reference the alignment tests check against)."""
     previous = list(range(len(b) + 1))

@@ -345,6 +345,8 @@ def test_bart_keeps_insertions_and_deletions_only_when_asked(tokenizer, monkeypa
     protected = every.with_options(protected_chars="们", protected_terms=["的是对"])
     assert protected.correct(texts[:3]) == [texts[0], "我们今天去北京天安门广场看升旗。", "他说的是对的"]
     assert every.with_options(protected_terms=["我今天"]).correct(texts[1]) == texts[1]  # nothing goes in inside one
+    options = [{"edit_kinds": ["substitution"]}, {"edit_kinds": ["substitution", "missing", "redundant"]}]
+    assert corrector.correct_each(texts, options) == [corrector.correct(texts), every.correct(texts)]
 
 
 def test_a_tagging_model_cannot_insert_or_delete(tokenizer, model):

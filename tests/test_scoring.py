@@ -582,16 +582,7 @@ def test_randomized_large_batch_matches_oracle():
 KIND_KEYS = tuple(
     f"{kind}_{name}"
     for kind in scoring.EDIT_KINDS
-    for name in (
-        "char_det_p",
-        "char_det_r",
-        "char_det_f1",
-        "char_cor_p",
-        "char_cor_r",
-        "char_cor_f1",
-        "n_errors",
-        "n_changes",
-    )
+    for name in (*(key for key in MAIN_SCORES if key.startswith("char_")), "n_errors", "n_changes")
 )
 
 

@@ -233,7 +233,7 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
     assert models == [(v, 0) for v in Preset.load("smoke").variants] + [("bert", 1), ("bart", 1)]
     assert {(e["model"], e["seed"]) for e in results["paired"]} >= {("bart", 0), ("bart", 1)}
     evaluations = [name for name in results["stage_seconds"] if name.startswith("eval-")]
-    assert len([name for name in evaluations if "-augmented-" not in name]) == 6
+    assert len([name for name in evaluations if "-augmented-" not in name and "-edit_trained-" not in name]) == 6
     assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import BART_TINY
 
 from csc_hf.training import load_config, read_config, train
 from csc_hf.training import run as training_run
@@ -471,16 +472,7 @@ def test_missing_and_redundant_characters_train_bart_only(tmp_path, small_params
     tagging = write_config(tmp_path / "tag.yaml", **base_config(params, tmp_path / "t", task="correction"))
     with pytest.raises(ValueError, match=r"tag.yaml: bench_params: train_edit_shares=\[0.5, 0.25, 0.25\] puts missing"):
         load_config(tagging)
-    bart_tiny = {
-        "d_model": 32,
-        "encoder_layers": 1,
-        "decoder_layers": 1,
-        "encoder_attention_heads": 2,
-        "decoder_attention_heads": 2,
-        "encoder_ffn_dim": 64,
-        "decoder_ffn_dim": 64,
-        "max_position_embeddings": 256,
-    }
+    bart_tiny = {**BART_TINY, "max_position_embeddings": 256}
     config = base_config(
         params,
         tmp_path / "bart",
