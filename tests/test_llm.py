@@ -185,6 +185,7 @@ def test_user_templates_and_their_errors(tmp_path):
     # what the source itself has is kept
     ("“我们去公园。”", "“我门去公园。”", "“我们去公园。”"),
     ("答：我们去公园。", "答：我门去公园。", "答：我们去公园。"),
+    ("正确的做法是：先洗手。", "正确的作法是：先洗手。", "正确的做法是：先洗手。"),  # corrected inside the "label"
     ("我们去公园（北京）", "我门去公园（北京）", "我们去公园（北京）"),
 ])
 def test_parse_answer_strips_wrappers(output, source, answer):

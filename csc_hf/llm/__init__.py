@@ -17,7 +17,7 @@ from importlib import import_module
 _EXPORTS = {
     "LLMCorrector": "corrector", "LLMRun": "corrector", "Generation": "corrector", "TransformersBackend": "corrector",
     "LLM_OPTIONS": "corrector", "BACKENDS": "corrector", "STATUSES": "corrector", "is_causal_lm": "corrector",
-    "check_causal_lm": "corrector",
+    "check_causal_lm": "corrector", "weights_dtype": "corrector",
     "VLLMBackend": "vllm_backend",
     "PromptTemplate": "prompts", "DEFAULT_TEMPLATE": "prompts", "load_template": "prompts",
     "shipped_templates": "prompts", "parse_answer": "prompts",

@@ -1,8 +1,7 @@
 """`LLMCorrector`: any causal language model (``AutoModelForCausalLM``, a local folder or a Hub id) as a Chinese
 spelling corrector, with the call interface of :class:`csc_hf.pipeline.Corrector`.
 
-    corrector = LLMCorrector.from_pretrained("Qwen/Qwen2.5-7B-Instruct", template="zh_few_shot",
-                                             length_policy="substitutions")
+    corrector = LLMCorrector.from_pretrained("Qwen/Qwen2.5-7B-Instruct", template="zh_few_shot")
     corrector(["我门去公园。"])
     # [{"source": "我门去公园。", "prediction": "我们去公园。",
     #   "edits": [{"position": 1, "wrong": "门", "right": "们", "probability": None}],
@@ -55,6 +54,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 from csc_hf import hub
 from csc_hf.logging import get_logger, get_verbosity
 from csc_hf.pipeline import check_number, check_texts
+from csc_hf.precision import check_precision
 
 from .contamination import card_training_data, check_training_data
 from .policy import DEFAULT_LENGTH_POLICY, check_length_policy, policy_prediction, source_edits
@@ -91,6 +91,13 @@ def check_causal_lm(config: PretrainedConfig, where: str) -> None:
         kind = ", ".join(config.architectures or ()) or config.model_type
         raise ValueError(f"{where} is a {kind} model, not a causal language model (AutoModelForCausalLM); a masked LM "
                          "or a seq2seq model corrects with csc_hf.pipeline.Corrector")
+
+
+def weights_dtype(precision: str) -> str | torch.dtype:
+    """The dtype an LLM's weights load in for a csc-bench ``--precision``: ``auto`` the checkpoint's own (``"auto"``:
+    bf16 for most instruction models), ``bf16`` or ``fp32``. (csc_hf's own models keep fp32 weights and compute in
+    the precision; an LLM's weights are too large for that.)"""
+    return {"auto": "auto", "bf16": torch.bfloat16, "fp32": torch.float32}[check_precision(precision)]
 
 
 def eos_token_ids(generation_config: GenerationConfig | None, tokenizer: PreTrainedTokenizerBase) -> list[int]:
@@ -252,7 +259,7 @@ class LLMCorrector:
         tokenizer: its tokenizer.
         template: a prompt template: a shipped one (``zh_zero_shot``, ``zh_few_shot``, ``NAME@VERSION``), a file
             (``.yaml``, ``.txt``) or a `PromptTemplate`.
-        length_policy: ``strict``, ``substitutions`` (default) or ``edits`` (:mod:`csc_hf.llm.policy`).
+        length_policy: ``strict``, ``substitutions`` or ``edits`` (default) (:mod:`csc_hf.llm.policy`).
         batch_size: prompts per generation step (the transformers backend).
         temperature: 0 (default): greedy; above 0: sampling at that temperature, with ``top_p``, from ``seed``.
         top_p, seed: see ``temperature``.

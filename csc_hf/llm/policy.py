@@ -5,14 +5,15 @@ recorded with every result; pure functions of strings.
     An answer of another length is rejected: the sentence keeps its source, as a deployed guard that refuses such
     rewrites would (an error sentence is then missed; an error-free one stays a true negative). The rejected count is
     reported with the scores, so no rewrite goes unseen.
-``substitutions`` (the default)
+``substitutions``
     The answer is aligned to the source (shared characters matched first, the rest by minimum edits:
     :func:`csc_hf.pipeline.aligned_substitutions`, whitespace ignored) and only the substitutions at a source position
     are kept, as C-LLM does (and as csc_hf keeps a seq2seq model's output): insertions and deletions are dropped.
-``edits``
+``edits`` (the default)
     The answer is scored as written: insertions and deletions count as edits at source positions (as C2EC does).
     :func:`csc_hf.scoring.score` aligns such a prediction by minimum edits (every insertion and deletion a wrong
-    change).
+    change), as ``csc-bench score`` always has. The default because it hides nothing: the other two score a
+    rewrite more kindly than what the model wrote.
 
 An answer of the source's length is taken as it is under every policy, position by position, as every scorer reads a
 tagging model's output. :func:`apply_length_policy` is the one entry point for a list of sentences (what scoring a
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 LENGTH_POLICIES = ("strict", "substitutions", "edits")
-DEFAULT_LENGTH_POLICY = "substitutions"
+DEFAULT_LENGTH_POLICY = "edits"
 
 
 def check_length_policy(policy: str, option: str = "length_policy") -> str:

@@ -223,6 +223,13 @@ def _unwrap(answer: str, source: str) -> str:
     return answer
 
 
+def _echoes(start: str, source: str) -> bool:
+    """Whether ``start`` (the beginning of a line) is the beginning of ``source``, up to a corrected character in four:
+    then what looks like a label (``结果：``, ``正确的做法是：``) is the sentence's own text."""
+    head = source[: len(start)]
+    return len(head) == len(start) and sum(a != b for a, b in zip(start, head)) <= len(start) // 4
+
+
 def parse_answer(output: str, source: str, answer_prefix: str = "") -> str:
     """The corrected sentence in a generation, or "" when it holds none.
 
@@ -230,7 +237,8 @@ def parse_answer(output: str, source: str, answer_prefix: str = "") -> str:
     then the line that a label introduces (``改正后：X``, ``修改后的句子为：`` then X on the next line), else the first
     line that neither ends with a colon (``好的，以下是改正后的句子：``) nor echoes the source (``原句：...``); cuts a
     remark after it (``（"门"应为"们"）``, ``解释：...``) and quotes or ``**`` around it. Each step is skipped where the
-    source itself has what it would remove (a source that starts with ``答：`` or ends with a bracket keeps it)."""
+    source itself has what it would remove (a source that starts with ``答：``, even with a character corrected in its
+    label, or ends with a bracket keeps it)."""
     text = _THINK.sub("", output)
     if "<think>" in text:
         return ""
@@ -242,7 +250,7 @@ def parse_answer(output: str, source: str, answer_prefix: str = "") -> str:
     answer = None
     for i, line in enumerate(lines):
         label = _LABEL.match(line)
-        if label and not source.startswith(line[: label.end()].strip()):
+        if label and not _echoes(line[: label.end()].strip(), source):
             rest = line[label.end():].strip()
             answer = rest or (lines[i + 1] if i + 1 < len(lines) else "")
             break
