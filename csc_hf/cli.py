@@ -25,7 +25,8 @@ from .confusion import FORMATS
 from .dataset_stats import PAIR_KINDS
 from .files import check_output, write_atomic
 from .hub import RUNS_DIR
-from .logging import ENV as VERBOSITY_ENV, env_verbosity, verbosity
+from .logging import ENV as VERBOSITY_ENV
+from .logging import env_verbosity, verbosity
 from .precision import PRECISIONS
 from .stats import RESAMPLES, check_resamples
 from .system_scores import PREDICTION_FORMATS
@@ -177,7 +178,11 @@ def cmd_confusion(args: argparse.Namespace) -> None:
         division = plan.divide(cs)  # the benchmark's own division: same parameters, same corpus key frequencies
         _print_table("Division", division.stats())
         if args.output:
-            for name, part in (("S_unseen_k", division.unseen_k), ("S_unseen_v", division.unseen_v), ("S_train", division.train)):
+            for name, part in (
+                ("S_unseen_k", division.unseen_k),
+                ("S_unseen_v", division.unseen_v),
+                ("S_train", division.train),
+            ):
                 part.save(Path(args.output) / f"{name}.json")
             print(f"wrote {args.output}/S_unseen_k.json, S_unseen_v.json, S_train.json")
         return
@@ -238,11 +243,23 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     from .evaluation import evaluate_model
 
     tuned = any(grid is not None and len(set(grid)) > 1 for grid in (args.keep_bias, args.similarity_prior))
-    records = evaluate_model(args.model, args.configs, bench_params(args), args.bootstrap, args.keep_bias,
-                             args.similarity_prior,
-                             save_decoding=tuned, trust_remote_code=args.trust_remote_code, precision=args.precision)
-    rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in ("char_cor_f1", "char_det_f1",
-            "sent_cor_f1", "sent_det_f1", "fpr")} for r in records}
+    records = evaluate_model(
+        args.model,
+        args.configs,
+        bench_params(args),
+        args.bootstrap,
+        args.keep_bias,
+        args.similarity_prior,
+        save_decoding=tuned,
+        trust_remote_code=args.trust_remote_code,
+        precision=args.precision,
+    )
+    rows = {
+        f"{r['config']}/{r['split']}": {
+            k: round(r["scores"][k], 4) for k in ("char_cor_f1", "char_det_f1", "sent_cor_f1", "sent_det_f1", "fpr")
+        }
+        for r in records
+    }
     decoding = ", ".join(f"{name} {records[0][name]:g}" for name in DECODING_KEYS) if records else "-"
     _print_table(f"{args.model} ({decoding}{'; tuned and saved with the model' if tuned else ''})", rows)
     if args.output:
@@ -253,9 +270,19 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 def cmd_score(args: argparse.Namespace) -> None:
     from .system_scores import report_markdown, score_files
 
-    report = score_files(args.predictions, args.references, fmt=args.format, baseline=args.baseline,
-                         baseline_format=args.baseline_format, train=args.train, params=bench_params(args),
-                         bootstrap=args.bootstrap, seed=args.bootstrap_seed, cache_dir=args.cache_dir, output=args.output)
+    report = score_files(
+        args.predictions,
+        args.references,
+        fmt=args.format,
+        baseline=args.baseline,
+        baseline_format=args.baseline_format,
+        train=args.train,
+        params=bench_params(args),
+        bootstrap=args.bootstrap,
+        seed=args.bootstrap_seed,
+        cache_dir=args.cache_dir,
+        output=args.output,
+    )
     print(report_markdown(report), end="")
     if args.output:
         print(f"\nwrote {args.output}")
@@ -274,8 +301,9 @@ def cmd_correct(args: argparse.Namespace) -> None:
     texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
     _check_model(args.model)
     given = {name: getattr(args, name) for name in DECODING_KEYS if getattr(args, name) is not None}
-    corrector = Corrector.from_pretrained(args.model, trust_remote_code=args.trust_remote_code,
-                                          precision=args.precision, **given)
+    corrector = Corrector.from_pretrained(
+        args.model, trust_remote_code=args.trust_remote_code, precision=args.precision, **given
+    )
     lines = corrector.correct(texts)
     if args.output:
         write_atomic(args.output, "".join(line + "\n" for line in lines))
@@ -295,8 +323,11 @@ def cmd_push(args: argparse.Namespace) -> None:
         raise ValueError(f"benchmark options {sorted(given)} describe the scores of --results; give --results too")
     records = [{**r, "bench_params": given} for r in records] if given else records
     folder = hub.prepare(args.model, args.repo, args.folder or f"{args.model.rstrip('/')}-hub", records, args.license)
-    print(f"prepared {folder} ({len(records)} scored test sets in its card)" if records else
-          f"prepared {folder} (no scores in its card yet: give --results, e.g. the output of csc-bench evaluate)")
+    print(
+        f"prepared {folder} ({len(records)} scored test sets in its card)"
+        if records
+        else f"prepared {folder} (no scores in its card yet: give --results, e.g. the output of csc-bench evaluate)"
+    )
     if args.token:
         print(f"pushed: {hub.push(folder, args.repo, args.token)}")
 
@@ -325,8 +356,9 @@ def cmd_report(args: argparse.Namespace) -> None:
         print(f"  {number}. {conclusion.claim} {conclusion.verdict}")
 
 
-def _command(sub, func: Callable[[argparse.Namespace], None], help: str, description: str,
-             bench: bool = False) -> argparse.ArgumentParser:
+def _command(
+    sub, func: Callable[[argparse.Namespace], None], help: str, description: str, bench: bool = False
+) -> argparse.ArgumentParser:
     """The subcommand that ``func`` (``cmd_NAME``) runs; ``bench``: with an option per benchmark parameter."""
     parser = sub.add_parser(func.__name__.removeprefix("cmd_"), help=help, description=description)
     parser.set_defaults(func=func)
@@ -337,44 +369,80 @@ def _command(sub, func: Callable[[argparse.Namespace], None], help: str, descrip
 
 def _add_precision(command: argparse.ArgumentParser) -> None:
     """The ``--precision`` option of the commands that run a model."""
-    command.add_argument("--precision", choices=PRECISIONS, default="auto", help="auto (default: bf16 autocast on a CPU "
-                         "with bf16 in hardware or a CUDA GPU that supports it, else fp32), bf16 or fp32")
+    command.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="auto (default: bf16 autocast on a CPU "
+        "with bf16 in hardware or a CUDA GPU that supports it, else fp32), bf16 or fp32",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="csc-bench", description="Chinese Spelling Check benchmark, models and study.",
-                                     epilog="A failing command prints one line (csc-bench CMD: error: ...) and exits "
-                                     f"with 2; --debug or {DEBUG_ENV}=1 adds the traceback.")
-    parser.add_argument("--debug", action="store_true", help=f"on an error, print the traceback too (or set {DEBUG_ENV}=1)")
+    parser = argparse.ArgumentParser(
+        prog="csc-bench",
+        description="Chinese Spelling Check benchmark, models and study.",
+        epilog="A failing command prints one line (csc-bench CMD: error: ...) and exits "
+        f"with 2; --debug or {DEBUG_ENV}=1 adds the traceback.",
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help=f"on an error, print the traceback too (or set {DEBUG_ENV}=1)"
+    )
     loudness = parser.add_mutually_exclusive_group()
-    loudness.add_argument("-v", "--verbose", action="store_true", help="debug messages too (stage folders, load "
-                          f"reports); the default shows progress (info) unless {VERBOSITY_ENV} says otherwise")
+    loudness.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="debug messages too (stage folders, load "
+        f"reports); the default shows progress (info) unless {VERBOSITY_ENV} says otherwise",
+    )
     loudness.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress messages")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    build = _command(sub, cmd_build, "build benchmark configs and print their statistics", "Build the configs (cached "
-                     "by datasets) and print the confusion-set and per-config statistics; with --augmentation also the "
-                     "augmentation's leak filter (pairs kept, removed as keys of S_unseen^k or pairs of S_unseen^v) "
-                     "and the augmented train split's statistics.", bench=True)
-    build.add_argument("configs", nargs="*", help="configs to build (default: all those available: sighan15 needs "
-                       f"pycorrector or --sighan15-path): {', '.join(CONFIGS)}")
-    build.add_argument("--output", help="also write stats.json and the confusion sets S*.json to this folder "
-                       "(with --augmentation, S_train_augmented.json too)")
+    build = _command(
+        sub,
+        cmd_build,
+        "build benchmark configs and print their statistics",
+        "Build the configs (cached "
+        "by datasets) and print the confusion-set and per-config statistics; with --augmentation also the "
+        "augmentation's leak filter (pairs kept, removed as keys of S_unseen^k or pairs of S_unseen^v) "
+        "and the augmented train split's statistics.",
+        bench=True,
+    )
+    build.add_argument(
+        "configs",
+        nargs="*",
+        help="configs to build (default: all those available: sighan15 needs "
+        f"pycorrector or --sighan15-path): {', '.join(CONFIGS)}",
+    )
+    build.add_argument(
+        "--output",
+        help="also write stats.json and the confusion sets S*.json to this folder "
+        "(with --augmentation, S_train_augmented.json too)",
+    )
     build.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
 
-    export = _command(sub, cmd_export, "write configs in the Hub layout (parquet + README.md)", "Write parquet files "
-                      "and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads.", bench=True)
+    export = _command(
+        sub,
+        cmd_export,
+        "write configs in the Hub layout (parquet + README.md)",
+        "Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads.",
+        bench=True,
+    )
     export.add_argument("directory")
     export.add_argument("configs", nargs="*", help="configs to export (default: all those available, as build)")
     export.add_argument("--overwrite", action="store_true", help="replace DIRECTORY if it exists")
     export.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
 
-    conf = sub.add_parser("confusion", help="build, import, inspect or divide a confusion set",
-                          description="build: S from the corpus; import: read a file and write it as --format; "
-                          "inspect: statistics and --show KEYS; divide: the paper's division of --input (default: the "
-                          "benchmark's S), exactly as the benchmark divides it: the same --seed, --n-unseen-keys, "
-                          "--n-unseen-v-keys, --unseen-v-share and --unseen-key-pool, keys ranked by their frequency "
-                          "in --corpus.")
+    conf = sub.add_parser(
+        "confusion",
+        help="build, import, inspect or divide a confusion set",
+        description="build: S from the corpus; import: read a file and write it as --format; "
+        "inspect: statistics and --show KEYS; divide: the paper's division of --input (default: the "
+        "benchmark's S), exactly as the benchmark divides it: the same --seed, --n-unseen-keys, "
+        "--n-unseen-v-keys, --unseen-v-share and --unseen-key-pool, keys ranked by their frequency "
+        "in --corpus.",
+    )
     conf.add_argument("action", choices=("build", "import", "inspect", "divide"))
     conf.add_argument("--input", help="confusion set file (import, inspect; divide: default the benchmark's S)")
     conf.add_argument("--input-format", choices=FORMATS, help="format of --input (default: guessed from its name)")
@@ -383,110 +451,224 @@ def build_parser() -> argparse.ArgumentParser:
     conf.add_argument("--show", nargs="+", metavar="KEY", help="print the candidates of these keys")
     add_bench_params(conf)
     conf.set_defaults(func=cmd_confusion)
-    run = _command(sub, cmd_run, "the whole study: build, pretrain, train the variants, evaluate, report",
-                   "Run a preset end to end; finished stages are skipped, interrupted ones resume.")
+    run = _command(
+        sub,
+        cmd_run,
+        "the whole study: build, pretrain, train the variants, evaluate, report",
+        "Run a preset end to end; finished stages are skipped, interrupted ones resume.",
+    )
     default = "cpu"
-    shipped = "; ".join(f"{name}{' (default)' if name == default else ''}: {text}"
-                        for name, text in resources.preset_descriptions().items())
+    shipped = "; ".join(
+        f"{name}{' (default)' if name == default else ''}: {text}"
+        for name, text in resources.preset_descriptions().items()
+    )
     run.add_argument("--preset", default=default, help=f"a shipped preset ({shipped}) or a YAML path")
     run.add_argument("--output", help=f"run folder (default: {RUNS_DIR}/PRESET)")
-    run.add_argument("--variants", nargs="+", metavar="VARIANT", help="run only these variants, in this order (default: the preset's)")
-    run.add_argument("--seeds", nargs="+", type=int, metavar="SEED", help="run only these seeds (default: the preset's)")
-    run.add_argument("--finished-only", action="store_true",
-                     help="run nothing: write the results and report of the models evaluated so far")
+    run.add_argument(
+        "--variants",
+        nargs="+",
+        metavar="VARIANT",
+        help="run only these variants, in this order (default: the preset's)",
+    )
+    run.add_argument(
+        "--seeds", nargs="+", type=int, metavar="SEED", help="run only these seeds (default: the preset's)"
+    )
+    run.add_argument(
+        "--finished-only",
+        action="store_true",
+        help="run nothing: write the results and report of the models evaluated so far",
+    )
 
-    train = _command(sub, cmd_train, "train one model from a YAML config (as python -m csc_hf.train)",
-                     "Train from a trainer_configs YAML; key=value pairs override its keys (a value is read as YAML, "
-                     "and stays text where the key takes text: eval_strategy=no). The whole config is checked first.")
+    train = _command(
+        sub,
+        cmd_train,
+        "train one model from a YAML config (as python -m csc_hf.train)",
+        "Train from a trainer_configs YAML; key=value pairs override its keys (a value is read as YAML, "
+        "and stays text where the key takes text: eval_strategy=no). The whole config is checked first.",
+    )
     train.add_argument("config")
     train.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
-    train.add_argument("--keys", action=_KeysHelp, help="list every key of a training config with its help and exit "
-                       "(train on your own pairs: train_files, validation_files, use_benchmark)")
+    train.add_argument(
+        "--keys",
+        action=_KeysHelp,
+        help="list every key of a training config with its help and exit "
+        "(train on your own pairs: train_files, validation_files, use_benchmark)",
+    )
 
-    evaluate = _command(sub, cmd_evaluate, "score a saved model on test configs", "Correct every split of the given "
-                        "configs and score them with bootstrap intervals. The model is any checkpoint folder or Hub "
-                        "id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any "
-                        "seq2seq model (generated, then aligned to the source).", bench=True)
+    evaluate = _command(
+        sub,
+        cmd_evaluate,
+        "score a saved model on test configs",
+        "Correct every split of the given "
+        "configs and score them with bootstrap intervals. The model is any checkpoint folder or Hub "
+        "id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any "
+        "seq2seq model (generated, then aligned to the source).",
+        bench=True,
+    )
     evaluate.add_argument("model", help="a model folder or Hub id")
     evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
-    evaluate.add_argument("--bootstrap", type=int, default=RESAMPLES,
-                          help=f"bootstrap resamples (default {RESAMPLES}; 0: none)")
-    evaluate.add_argument("--keep-bias", type=float, nargs="+", metavar="BIAS",
-                          help="source-logit bias; several values: tuned on the validation split (with "
-                          "--similarity-prior) and saved with the model (csc_decoding.json), the default of later "
-                          "loads (default: the saved value, else 0)")
-    evaluate.add_argument("--similarity-prior", type=float, nargs="+", metavar="BETA",
-                          help="added to the logits of characters that sound or look like the source (character "
-                          "knowledge, not training pairs); several values: tuned with --keep-bias on the validation "
-                          "split and saved with the model (default: the saved value, else 0: off)")
-    evaluate.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder "
-                          "(models whose classes transformers and csc_hf lack)")
+    evaluate.add_argument(
+        "--bootstrap", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES}; 0: none)"
+    )
+    evaluate.add_argument(
+        "--keep-bias",
+        type=float,
+        nargs="+",
+        metavar="BIAS",
+        help="source-logit bias; several values: tuned on the validation split (with "
+        "--similarity-prior) and saved with the model (csc_decoding.json), the default of later "
+        "loads (default: the saved value, else 0)",
+    )
+    evaluate.add_argument(
+        "--similarity-prior",
+        type=float,
+        nargs="+",
+        metavar="BETA",
+        help="added to the logits of characters that sound or look like the source (character "
+        "knowledge, not training pairs); several values: tuned with --keep-bias on the validation "
+        "split and saved with the model (default: the saved value, else 0: off)",
+    )
+    evaluate.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="run the model's own code from its folder (models whose classes transformers and csc_hf lack)",
+    )
     evaluate.add_argument("--output", help="write the result records (json)")
     _add_precision(evaluate)
 
-    score = _command(sub, cmd_score, "score any system's predictions file against a benchmark split or any CSC data",
-                     "Both precision conventions, sentence and character level, FPR, the breakdown by error type and "
-                     "seen/unseen pair, bootstrap intervals, length changes, and a paired test against --baseline; a "
-                     "markdown table on stdout.", bench=True)
-    score.add_argument("--predictions", required=True, metavar="FILE", help="one predicted sentence a line in the "
-                       "references' order (text), a .jsonl of {id, prediction}, or the study's saved edits")
-    score.add_argument("--references", required=True, metavar="REF", help="one split: a csc_bench config (test, "
-                       "unseen_k, probs/pe05, train/validation, sighan15, ...), an exported FOLDER:CONFIG[/SPLIT], a "
-                       "wrong<TAB>correct TSV, or a .jsonl with source/target")
+    score = _command(
+        sub,
+        cmd_score,
+        "score any system's predictions file against a benchmark split or any CSC data",
+        "Both precision conventions, sentence and character level, FPR, the breakdown by error type and "
+        "seen/unseen pair, bootstrap intervals, length changes, and a paired test against --baseline; a "
+        "markdown table on stdout.",
+        bench=True,
+    )
+    score.add_argument(
+        "--predictions",
+        required=True,
+        metavar="FILE",
+        help="one predicted sentence a line in the "
+        "references' order (text), a .jsonl of {id, prediction}, or the study's saved edits",
+    )
+    score.add_argument(
+        "--references",
+        required=True,
+        metavar="REF",
+        help="one split: a csc_bench config (test, "
+        "unseen_k, probs/pe05, train/validation, sighan15, ...), an exported FOLDER:CONFIG[/SPLIT], a "
+        "wrong<TAB>correct TSV, or a .jsonl with source/target",
+    )
     score.add_argument("--format", help=f"{', '.join(PREDICTION_FORMATS)} (default: from the file's name and content)")
-    score.add_argument("--train", metavar="DATA", help="training data (any REF kind; its train splits) for the "
-                       "seen/unseen breakdown (default for a csc_bench config: the benchmark's training set)")
+    score.add_argument(
+        "--train",
+        metavar="DATA",
+        help="training data (any REF kind; its train splits) for the "
+        "seen/unseen breakdown (default for a csc_bench config: the benchmark's training set)",
+    )
     score.add_argument("--baseline", metavar="FILE", help="another system's predictions: paired test against it")
-    score.add_argument("--baseline-format", metavar="FORMAT", help="format of --baseline (default: from its name and content)")
-    score.add_argument("--bootstrap", type=int, default=RESAMPLES, metavar="N",
-                       help=f"bootstrap resamples (default {RESAMPLES}; 0: none)")
-    score.add_argument("--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)")
+    score.add_argument(
+        "--baseline-format", metavar="FORMAT", help="format of --baseline (default: from its name and content)"
+    )
+    score.add_argument(
+        "--bootstrap",
+        type=int,
+        default=RESAMPLES,
+        metavar="N",
+        help=f"bootstrap resamples (default {RESAMPLES}; 0: none)",
+    )
+    score.add_argument(
+        "--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)"
+    )
     score.add_argument("--output", metavar="FILE.json", help="also write the report to this json file")
     score.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
 
-    correct = _command(sub, cmd_correct, "correct sentences with a saved model", "Correct TEXT arguments, or a file "
-                       "with one sentence a line (lines end at \\n; output line i answers input line i).")
+    correct = _command(
+        sub,
+        cmd_correct,
+        "correct sentences with a saved model",
+        "Correct TEXT arguments, or a file "
+        "with one sentence a line (lines end at \\n; output line i answers input line i).",
+    )
     correct.add_argument("model", help="a model folder or Hub id (as for evaluate)")
     correct.add_argument("texts", nargs="*", metavar="TEXT")
     correct.add_argument("--file", help="input file (UTF-8), one sentence a line")
     correct.add_argument("--output", help="output file (default: stdout)")
-    correct.add_argument("--keep-bias", type=float, help="bias added to the source character's logit (default: the "
-                         "model's saved decoding, csc_decoding.json, else 0)")
-    correct.add_argument("--threshold", type=float, help="keep an edit only at or above this probability (default: the "
-                         "model's saved decoding, else 0)")
-    correct.add_argument("--similarity-prior", type=float, metavar="BETA", help="added to the logits of characters "
-                         "that sound or look like the source (default: the model's saved decoding, else 0: off)")
+    correct.add_argument(
+        "--keep-bias",
+        type=float,
+        help="bias added to the source character's logit (default: the "
+        "model's saved decoding, csc_decoding.json, else 0)",
+    )
+    correct.add_argument(
+        "--threshold",
+        type=float,
+        help="keep an edit only at or above this probability (default: the model's saved decoding, else 0)",
+    )
+    correct.add_argument(
+        "--similarity-prior",
+        type=float,
+        metavar="BETA",
+        help="added to the logits of characters "
+        "that sound or look like the source (default: the model's saved decoding, else 0: off)",
+    )
     correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
     _add_precision(correct)
 
-    push = _command(sub, cmd_push, "prepare a Hub-ready model folder with a model card; push it with --token",
-                    "Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the "
-                    "remote code of the model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with "
-                    "trust_remote_code=True, no csc_hf needed), without machine-local fields, and a card whose YAML "
-                    "holds the licence, base model, datasets and a model-index of the scores; upload only when --token "
-                    "is given. The benchmark options state the parameters the --results were scored with (default: "
-                    "those a run's results.json records, else the model's training parameters).", bench=True)
+    push = _command(
+        sub,
+        cmd_push,
+        "prepare a Hub-ready model folder with a model card; push it with --token",
+        "Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the "
+        "remote code of the model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with "
+        "trust_remote_code=True, no csc_hf needed), without machine-local fields, and a card whose YAML "
+        "holds the licence, base model, datasets and a model-index of the scores; upload only when --token "
+        "is given. The benchmark options state the parameters the --results were scored with (default: "
+        "those a run's results.json records, else the model's training parameters).",
+        bench=True,
+    )
     push.add_argument("model", help="a saved model folder")
     push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
     push.add_argument("--model-name", help="with a run's results.json: which model's records")
     push.add_argument("--folder", help="where to prepare the folder (default: MODEL-hub)")
-    push.add_argument("--license", default="apache-2.0", help="the card's licence, a Hub licence id (default: apache-2.0)")
+    push.add_argument(
+        "--license", default="apache-2.0", help="the card's licence, a Hub licence id (default: apache-2.0)"
+    )
     push.add_argument("--token", help="a Hub write token (without it nothing is uploaded)")
 
-    analyze = _command(sub, cmd_analyze, "dataset statistics, coverage and context overlap of any CSC data",
-                       "Table-9 statistics of each DATA; with --train / --confusion, how much of its errors they cover "
-                       "and how much context it shares with --train.", bench=True)
+    analyze = _command(
+        sub,
+        cmd_analyze,
+        "dataset statistics, coverage and context overlap of any CSC data",
+        "Table-9 statistics of each DATA; with --train / --confusion, how much of its errors they cover "
+        "and how much context it shares with --train.",
+        bench=True,
+    )
     analyze.add_argument("data", nargs="+", metavar="DATA", help=f"a csc_bench config (e.g. sighan15), {PAIR_KINDS}")
-    analyze.add_argument("--train", action="append", metavar="DATA", help="training data (its train split) for coverage and context overlap")
-    analyze.add_argument("--confusion", action="append", metavar="FILE",
-                         help="a confusion set file (any `csc-bench confusion` layout) or S, S_train, S_unseen_k, ... of the benchmark")
+    analyze.add_argument(
+        "--train",
+        action="append",
+        metavar="DATA",
+        help="training data (its train split) for coverage and context overlap",
+    )
+    analyze.add_argument(
+        "--confusion",
+        action="append",
+        metavar="FILE",
+        help="a confusion set file (any `csc-bench confusion` layout) or S, S_train, S_unseen_k, ... of the benchmark",
+    )
     analyze.add_argument("--ngram", type=int, default=4, help="n of the character n-grams around errors (default 4)")
     analyze.add_argument("--output", help="also write the numbers to this json file")
     analyze.add_argument("--cache-dir", help="datasets cache folder (default: HF_DATASETS_CACHE)")
 
-    report = _command(sub, cmd_report, "analyse a run's results.json and write report.md with plots",
-                      "Write RUN_DIR/report.md (tables, plots, and a verdict on each of the paper's conclusions).")
+    report = _command(
+        sub,
+        cmd_report,
+        "analyse a run's results.json and write report.md with plots",
+        "Write RUN_DIR/report.md (tables, plots, and a verdict on each of the paper's conclusions).",
+    )
     report.add_argument("run_dir", metavar="RUN_DIR")
     return parser
 

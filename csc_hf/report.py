@@ -51,8 +51,11 @@ def analysis_markdown(result: Mapping[str, Mapping]) -> str:
     parts = ["## Statistics", markdown_table(["", *names], rows)]
     if "coverage" in result:
         columns = list(dict.fromkeys(k for refs in result["coverage"].values() for v in refs.values() for k in v))
-        rows = [[name, ref, *(values.get(k) for k in columns)]
-                for name, refs in result["coverage"].items() for ref, values in refs.items()]
+        rows = [
+            [name, ref, *(values.get(k) for k in columns)]
+            for name, refs in result["coverage"].items()
+            for ref, values in refs.items()
+        ]
         parts += ["## Coverage and context overlap", markdown_table(["data", "reference", *columns], rows)]
     return "\n\n".join(parts) + "\n"
 
@@ -74,10 +77,17 @@ def cell_text(cell: Cell | None) -> str | None:
 
 
 def _comparison_row(c: Comparison) -> list:
-    a, b = (f"{name}: {_pct(value)}{_interval(interval)}"
-            for name, value, interval in ((c.a, c.a_value, c.a_interval), (c.b, c.b_value, c.b_interval)))
-    return [c.label, a, b, f"{100 * (c.a_value - c.b_value):+.1f}" if c.paired is None else _difference_text(c.paired),
-            c.outcome]
+    a, b = (
+        f"{name}: {_pct(value)}{_interval(interval)}"
+        for name, value, interval in ((c.a, c.a_value, c.a_interval), (c.b, c.b_value, c.b_interval))
+    )
+    return [
+        c.label,
+        a,
+        b,
+        f"{100 * (c.a_value - c.b_value):+.1f}" if c.paired is None else _difference_text(c.paired),
+        c.outcome,
+    ]
 
 
 def _difference_text(difference: tuple[float, tuple[float, float]], word: str = "paired ") -> str:
@@ -141,12 +151,22 @@ def pe_figure(analysis: RunAnalysis):
     fig = Figure(figsize=(10, 4), layout="constrained")
     for ax, metric in zip(fig.subplots(1, len(METRICS)), METRICS):
         for model in analysis.models:
-            points = [(100 * pe, analysis.cells[metric][model, t]) for t, pe in series.items()
-                      if (model, t) in analysis.cells[metric]]
+            points = [
+                (100 * pe, analysis.cells[metric][model, t])
+                for t, pe in series.items()
+                if (model, t) in analysis.cells[metric]
+            ]
             if points:
                 cells = [c for _, c in points]
-                ax.errorbar([x for x, _ in points], [100 * c.mean for c in cells], yerr=_error_bars(cells),
-                            marker="o", capsize=2, label=model, clip_on=False)  # points at 0 stay whole
+                ax.errorbar(
+                    [x for x, _ in points],
+                    [100 * c.mean for c in cells],
+                    yerr=_error_bars(cells),
+                    marker="o",
+                    capsize=2,
+                    label=model,
+                    clip_on=False,
+                )  # points at 0 stay whole
         ax.set_xlabel("P_e (%)")
         ax.set_ylabel(f"{LEVELS[metric]} (%)")
         _percent_axis(ax)
@@ -183,9 +203,11 @@ def _false_positive_table(analysis: RunAnalysis) -> list[str]:
     if not clean:
         return ["This run has no error-free test set (`clean`): no false-positive rate."]
     rows = [[m, *(cell_text(analysis.false_positives.get((m, t))) for t in clean)] for m in analysis.models]
-    return ["### False-positive rate on error-free sentences (%)",
-            "The share of the error-free sentences a model changes (lower is better; F1 is 0 by definition there).",
-            markdown_table(["model", *clean], rows)]
+    return [
+        "### False-positive rate on error-free sentences (%)",
+        "The share of the error-free sentences a model changes (lower is better; F1 is 0 by definition there).",
+        markdown_table(["model", *clean], rows),
+    ]
 
 
 def _decoding_table(analysis: RunAnalysis) -> list[str]:
@@ -203,28 +225,39 @@ def _decoding_table(analysis: RunAnalysis) -> list[str]:
         return f"{bias:g} / {prior or 0:g}" if with_prior else f"{bias:g}"
 
     rows = [[m, *(cell(m, seed) for seed in analysis.seeds)] for m in analysis.models]
-    text = (f"`keep_bias`, the bias added to the source character's logit, tuned on the validation split{among} "
-            "(best character-level correction F1; ties: the smaller prior, then the smaller bias). A seq2seq model has "
-            "no source logit.")
+    text = (
+        f"`keep_bias`, the bias added to the source character's logit, tuned on the validation split{among} "
+        "(best character-level correction F1; ties: the smaller prior, then the smaller bias). A seq2seq model has "
+        "no source logit."
+    )
     if with_prior:
-        text += (" Each cell is `keep_bias / similarity_prior`: the prior added to the logits of the characters that "
-                 "sound or look like the source, tuned with it" + (f" among {', '.join(f'{p:g}' for p in prior_grid)}"
-                                                                     if prior_grid else "") + ".")
+        text += (
+            " Each cell is `keep_bias / similarity_prior`: the prior added to the logits of the characters that "
+            "sound or look like the source, tuned with it"
+            + (f" among {', '.join(f'{p:g}' for p in prior_grid)}" if prior_grid else "")
+            + "."
+        )
     return [text, markdown_table(["model", *(f"seed {seed}" for seed in analysis.seeds)], rows)]
 
 
 def _paired_tables(analysis: RunAnalysis) -> list[str]:
     pairs, test_sets = analysis.paired, analysis.error_test_sets  # F1 means nothing without errors
     if not pairs:
-        return ["The run saved no predictions of a baseline and another model on the same test set: no paired "
-                "comparison."]
-    parts = ["Each model's F1 minus the baseline's with the same seed, on the same sentences (points of %; mean over "
-             "seeds, and the union of the seeds' paired bootstrap 95% intervals). **Bold**: zero lies outside the "
-             "interval."]
+        return [
+            "The run saved no predictions of a baseline and another model on the same test set: no paired comparison."
+        ]
+    parts = [
+        "Each model's F1 minus the baseline's with the same seed, on the same sentences (points of %; mean over "
+        "seeds, and the union of the seeds' paired bootstrap 95% intervals). **Bold**: zero lies outside the "
+        "interval."
+    ]
     for baseline in sorted({b for _, b, _, _ in pairs}):
         for metric in METRICS:
-            rows = [[m, *(_paired_cell(pairs.get((m, baseline, t, metric))) for t in test_sets)]
-                    for m in analysis.models if any((m, baseline, t, metric) in pairs for t in test_sets)]
+            rows = [
+                [m, *(_paired_cell(pairs.get((m, baseline, t, metric))) for t in test_sets)]
+                for m in analysis.models
+                if any((m, baseline, t, metric) in pairs for t in test_sets)
+            ]
             parts += [f"### {_title(LEVELS[metric])} against {baseline}", markdown_table(["model", *test_sets], rows)]
     return parts
 
@@ -233,15 +266,24 @@ def _ranking_tables(analysis: RunAnalysis) -> list[str]:
     parts = []
     for kind, rows in analysis.ranking.items():
         if rows:
-            parts += [f"### By {kind}", markdown_table(
-                ["rank", kind, "models", *(f"mean {m} (%)" for m in METRICS), "best"],
-                ([i, r.group, ", ".join(r.models), *(_pct(r.means[m]) for m in METRICS), r.best]
-                 for i, r in enumerate(rows, 1)))]
+            parts += [
+                f"### By {kind}",
+                markdown_table(
+                    ["rank", kind, "models", *(f"mean {m} (%)" for m in METRICS), "best"],
+                    (
+                        [i, r.group, ", ".join(r.models), *(_pct(r.means[m]) for m in METRICS), r.best]
+                        for i, r in enumerate(rows, 1)
+                    ),
+                ),
+            ]
     if not parts:
         return ["No test set with errors was scored for every model: nothing to rank."]
     common = ", ".join(analysis.common_test_sets)
-    return [f"Mean F1 of a group's models over the test sets every model ran ({common}); a model counts in every "
-            "information group it matches (phonetic+graphic: pinyin with stroke or glyph).", *parts]
+    return [
+        f"Mean F1 of a group's models over the test sets every model ran ({common}); a model counts in every "
+        "information group it matches (phonetic+graphic: pinyin with stroke or glyph).",
+        *parts,
+    ]
 
 
 def _pe_table(analysis: RunAnalysis) -> list[str]:
@@ -264,26 +306,50 @@ def _seen_unseen_tables(analysis: RunAnalysis) -> list[str]:
         for model in analysis.models:
             for metric in METRICS:
                 cells = analysis.cells[metric]
-                rows.append([model, metric, *(
-                    f"{100 * (cells[model, a].mean - cells[model, b].mean):+.1f}"
-                    if (model, a) in cells and (model, b) in cells else None for a, b in analysis.seen_unseen)])
+                rows.append(
+                    [
+                        model,
+                        metric,
+                        *(
+                            f"{100 * (cells[model, a].mean - cells[model, b].mean):+.1f}"
+                            if (model, a) in cells and (model, b) in cells
+                            else None
+                            for a, b in analysis.seen_unseen
+                        ),
+                    ]
+                )
         parts += ["Gap in F1 points (seen minus unseen):", markdown_table(header, rows)]
     if analysis.pair_recall:
-        rows = [[m, t, _pct(r["seen_char_cor_r"]), _pct(r["unseen_char_cor_r"]), f"{r['seen_n_errors']:.0f}",
-                 f"{r['unseen_n_errors']:.0f}"] for (m, t), r in analysis.pair_recall.items()]
-        parts += ["Character-level correction recall on error pairs seen / unseen in training, within each test set:",
-                  markdown_table(["model", "test set", "seen pairs (%)", "unseen pairs (%)", "seen errors",
-                                  "unseen errors"], rows)]
-    return parts or ["This run has no seen/unseen contrast (it needs seen or test with unseen_k / unseen_v, "
-                     "or scontext)."]
+        rows = [
+            [
+                m,
+                t,
+                _pct(r["seen_char_cor_r"]),
+                _pct(r["unseen_char_cor_r"]),
+                f"{r['seen_n_errors']:.0f}",
+                f"{r['unseen_n_errors']:.0f}",
+            ]
+            for (m, t), r in analysis.pair_recall.items()
+        ]
+        parts += [
+            "Character-level correction recall on error pairs seen / unseen in training, within each test set:",
+            markdown_table(
+                ["model", "test set", "seen pairs (%)", "unseen pairs (%)", "seen errors", "unseen errors"], rows
+            ),
+        ]
+    return parts or [
+        "This run has no seen/unseen contrast (it needs seen or test with unseen_k / unseen_v, or scontext)."
+    ]
 
 
 def _stability_table(analysis: RunAnalysis) -> list[str]:
     columns = [f"{m}_{s}" for s in ("rel_ci_width", "rel_seed_std") for m in METRICS]
     rows = [[t, *(_pct(row[c]) for c in columns)] for t, row in analysis.stability.items()]
-    return ["Mean bootstrap interval width and mean standard deviation across seeds, relative to the score (in %; "
-            "scores of 0 left out):",
-            markdown_table(["test set", *columns], rows)]
+    return [
+        "Mean bootstrap interval width and mean standard deviation across seeds, relative to the score (in %; "
+        "scores of 0 left out):",
+        markdown_table(["test set", *columns], rows),
+    ]
 
 
 def _conclusion_section(number: int, conclusion: Conclusion) -> list[str]:
@@ -298,13 +364,20 @@ def _conclusion_section(number: int, conclusion: Conclusion) -> list[str]:
     if comparisons:
         parts.append(markdown_table(header, map(_comparison_row, comparisons)))
     if conclusion.reference:
-        parts += ["Sentence level, for reference (not counted):",
-                  markdown_table(header, map(_comparison_row, conclusion.reference))]
+        parts += [
+            "Sentence level, for reference (not counted):",
+            markdown_table(header, map(_comparison_row, conclusion.reference)),
+        ]
     return parts
 
 
-LEAKS = {"pairs": "pairs in the set", "removed_unseen_k": "removed: key of S_unseen^k",
-         "removed_unseen_v": "removed: pair of S_unseen^v", "kept": "kept", "kept_new": "kept and new to S_train"}
+LEAKS = {
+    "pairs": "pairs in the set",
+    "removed_unseen_k": "removed: key of S_unseen^k",
+    "removed_unseen_v": "removed: pair of S_unseen^v",
+    "kept": "kept",
+    "kept_new": "kept and new to S_train",
+}
 
 
 def _effect_cell(effect: AugmentationEffect, metric: str, test_set: str) -> str | None:
@@ -335,27 +408,41 @@ def _credibility_section(credibility: Credibility, warning: str | None) -> list[
         f"does; BENCHMARKS.md).",
     ]
     if c.coverage:
-        columns = [("S_train", "error_coverage"), ("S_train", "pair_coverage"), ("augmented", "error_coverage"),
-                   ("augmented", "pair_coverage")]
+        columns = [
+            ("S_train", "error_coverage"),
+            ("S_train", "pair_coverage"),
+            ("augmented", "error_coverage"),
+            ("augmented", "pair_coverage"),
+        ]
         rows = [[t, *(_pct(refs.get(ref, {}).get(k)) for ref, k in columns)] for t, refs in c.coverage.items()]
-        parts += ["### Coverage", "The share of each test set's errors and distinct error pairs (right, wrong) that "
-                  "S_train and the augmented set (S_train ∪ the kept pairs) hold (%):",
-                  markdown_table(["test set", "S_train: errors", "S_train: pairs", "augmented: errors",
-                                  "augmented: pairs"], rows)]
-    parts += ["### Augmented minus plain",
-              f"F1 of the plain → the augmented model (%), and the paired difference in points (mean over seeds; the "
-              f"union of the seeds' paired bootstrap 95% intervals). **Bold**: zero lies outside the interval. "
-              f"Outcome: {CREDIBILITY_RULE}. Verdict: {VERDICT_RULE}."]
+        parts += [
+            "### Coverage",
+            "The share of each test set's errors and distinct error pairs (right, wrong) that "
+            "S_train and the augmented set (S_train ∪ the kept pairs) hold (%):",
+            markdown_table(
+                ["test set", "S_train: errors", "S_train: pairs", "augmented: errors", "augmented: pairs"], rows
+            ),
+        ]
+    parts += [
+        "### Augmented minus plain",
+        f"F1 of the plain → the augmented model (%), and the paired difference in points (mean over seeds; the "
+        f"union of the seeds' paired bootstrap 95% intervals). **Bold**: zero lies outside the interval. "
+        f"Outcome: {CREDIBILITY_RULE}. Verdict: {VERDICT_RULE}.",
+    ]
     for metric in METRICS:
         outcome = metric == PRIMARY
-        rows = [[e.model, *(_effect_cell(e, metric, t) for t in c.test_sets), *([e.outcome] if outcome else [])]
-                for e in c.effects]
+        rows = [
+            [e.model, *(_effect_cell(e, metric, t) for t in c.test_sets), *([e.outcome] if outcome else [])]
+            for e in c.effects
+        ]
         header = ["model", *c.test_sets, *(["outcome"] if outcome else [])]
         title = f"{_title(LEVELS[metric])}" + ("" if outcome else " (for reference, not counted)")
         parts += [f"{title}:", markdown_table(header, rows)]
-    parts.append(f"Evidence: {c.basis}. Models compared: {len(c.effects)}; {counts['expected']} go the expected "
-                 f"way, {counts['opposite']} the opposite way, {counts['none']} show no difference that counts. "
-                 f"Verdict: **{c.verdict}**.")
+    parts.append(
+        f"Evidence: {c.basis}. Models compared: {len(c.effects)}; {counts['expected']} go the expected "
+        f"way, {counts['opposite']} the opposite way, {counts['none']} show no difference that counts. "
+        f"Verdict: **{c.verdict}**."
+    )
     return parts
 
 
@@ -363,8 +450,12 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     """The report's text; ``plots`` maps a plot's name to its path relative to the report."""
     conclusions = analysis.conclusions
     families = [[m, fusion, "+".join(sources) or "-"] for m, (fusion, sources) in analysis.families.items()]
-    warning = (f"**These numbers mean nothing, and the verdicts below are not evidence for or against the paper**: "
-               f"{analysis.not_evidence}." if analysis.not_evidence else None)
+    warning = (
+        f"**These numbers mean nothing, and the verdicts below are not evidence for or against the paper**: "
+        f"{analysis.not_evidence}."
+        if analysis.not_evidence
+        else None
+    )
     parts = [
         "# CSC study report",
         *([warning] if warning else []),
@@ -378,9 +469,13 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
         f"when the paired bootstrap interval of the difference excludes zero (models whose predictions the run "
         f"saved, every seed), else when the two intervals do not overlap. Conclusion 4 compares the spread of the two metrics by sign. "
         f"Verdict: {VERDICT_RULE}.",
-        markdown_table(["#", "conclusion", "verdict"], [
-            *([i, c.claim, c.verdict] for i, c in conclusions.items()),
-            *([["4b", analysis.credibility.claim, analysis.credibility.verdict]] if analysis.credibility else [])]),
+        markdown_table(
+            ["#", "conclusion", "verdict"],
+            [
+                *([i, c.claim, c.verdict] for i, c in conclusions.items()),
+                *([["4b", analysis.credibility.claim, analysis.credibility.verdict]] if analysis.credibility else []),
+            ],
+        ),
     ]
     for number, conclusion in conclusions.items():
         parts += _conclusion_section(number, conclusion)
@@ -410,14 +505,18 @@ def write_report(run_dir: str | Path, analysis: RunAnalysis | None = None) -> Pa
     run_dir = Path(run_dir)
     analysis = analyze_results(load_results(run_dir)) if analysis is None else analysis
     (run_dir / PLOT_DIR).mkdir(exist_ok=True)
-    plots = {"test_sets": plot_bars(analysis, analysis.error_test_sets, run_dir / PLOT_DIR / "f1_per_test_set.png",
-                                    "F1 per test set")}
+    plots = {
+        "test_sets": plot_bars(
+            analysis, analysis.error_test_sets, run_dir / PLOT_DIR / "f1_per_test_set.png", "F1 per test set"
+        )
+    }
     if analysis.pe_series:
         plots["pe"] = plot_pe(analysis, run_dir / PLOT_DIR / "f1_against_pe.png")
     if analysis.seen_unseen:
         sets = [t for t in analysis.test_sets if any(t in pair for pair in analysis.seen_unseen)]
-        plots["seen_unseen"] = plot_bars(analysis, sets, run_dir / PLOT_DIR / "seen_unseen.png",
-                                         "Seen and unseen errors and contexts")
+        plots["seen_unseen"] = plot_bars(
+            analysis, sets, run_dir / PLOT_DIR / "seen_unseen.png", "Seen and unseen errors and contexts"
+        )
     path = run_dir / REPORT_FILE
     relative = {name: plot.relative_to(run_dir).as_posix() for name, plot in plots.items()}
     path.write_text(report_markdown(analysis, relative), encoding="utf-8")

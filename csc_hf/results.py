@@ -68,7 +68,9 @@ def _check_records(path: Path, records: list, where: str = "") -> None:
             raise ValueError(f"{path}: {where}record {i} has no score {', '.join(absent)}")
         key = (record["model"], record["seed"], record["config"], record["split"])
         if key in seen:
-            raise ValueError(f"{path}: {where}record {i} repeats model {key[0]}, seed {key[1]} on {split_name(*key[2:])}")
+            raise ValueError(
+                f"{path}: {where}record {i} repeats model {key[0]}, seed {key[1]} on {split_name(*key[2:])}"
+            )
         seen.add(key)
 
 
@@ -166,8 +168,10 @@ def paired_index(entries: Iterable[Mapping]) -> Paired:
 
 def paired_difference(entries: Sequence[Mapping]) -> tuple[float, tuple[float, float]]:
     """The mean paired difference over seeds and the union of the seeds' paired intervals."""
-    return float(np.mean([e["delta"] for e in entries])), (min(e["ci_low"] for e in entries),
-                                                           max(e["ci_high"] for e in entries))
+    return float(np.mean([e["delta"] for e in entries])), (
+        min(e["ci_low"] for e in entries),
+        max(e["ci_high"] for e in entries),
+    )
 
 
 def compare_cells(
@@ -306,8 +310,10 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         clean_test_sets=[t for t in test_sets if t in clean],
         common_test_sets=common,
         cells=table,
-        false_positives=cells([r for r in records if split_name(r["config"], r["split"]) in clean
-                               and FALSE_POSITIVES in r["scores"]], FALSE_POSITIVES),
+        false_positives=cells(
+            [r for r in records if split_name(r["config"], r["split"]) in clean and FALSE_POSITIVES in r["scores"]],
+            FALSE_POSITIVES,
+        ),
         paired=paired_index(results.get("paired", [])),
         families=families,
         ranking=_rankings(table, families, common),
@@ -341,9 +347,11 @@ def _not_evidence(preset: str | None, table: Mapping[tuple[str, str], Cell], wit
         reasons.append(f"preset `{preset}` only checks that every stage runs (tiny models, a few training steps)")
     best = max((c.mean for (_, t), c in table.items() if t in with_errors), default=0.0)
     if best < FLOOR:
-        reasons.append(f"the best {PRIMARY} on any test set with errors is {100 * best:.1f}%, below the floor of "
-                       f"{100 * FLOOR:g}%")
+        reasons.append(
+            f"the best {PRIMARY} on any test set with errors is {100 * best:.1f}%, below the floor of {100 * FLOOR:g}%"
+        )
     return "; ".join(reasons) or None
+
 
 def _mean_over(table: Mapping[tuple[str, str], Cell], model: str, test_sets: Sequence[str]) -> float:
     return float(np.mean([table[model, t].mean for t in test_sets]))
@@ -359,8 +367,10 @@ def _rankings(
     fusions = dict.fromkeys(fusion for fusion, _ in families.values())
     groups = {
         "fusion": {fusion: [m for m in models if families[m][0] == fusion] for fusion in fusions},
-        "information": {group: [m for m in models if families[m][0] != "seq2seq" and test(families[m][1])]
-                        for group, test in INFORMATION_GROUPS.items()},
+        "information": {
+            group: [m for m in models if families[m][0] != "seq2seq" and test(families[m][1])]
+            for group, test in INFORMATION_GROUPS.items()
+        },
     }
     rankings = {}
     for kind, members in groups.items():
@@ -370,15 +380,20 @@ def _rankings(
                 continue
             means = {metric: {m: _mean_over(table[metric], m, common) for m in ms} for metric in METRICS}
             best = max(ms, key=means[PRIMARY].get)
-            rows.append(Rank(group, ms, best, {metric: float(np.mean(list(means[metric].values()))) for metric in METRICS}))
+            rows.append(
+                Rank(group, ms, best, {metric: float(np.mean(list(means[metric].values()))) for metric in METRICS})
+            )
         rankings[kind] = sorted(rows, key=lambda row: -row.means[PRIMARY])
     return rankings
 
 
 def _pe_series(records: Iterable[Mapping]) -> dict[str, float]:
     """``{test set: P_e}`` of the ``probs`` splits whose ``P_e`` is known, by increasing ``P_e``."""
-    points = {split_name(r["config"], r["split"]): float(r["error_prob"]) for r in records
-              if r["config"] == "probs" and r.get("error_prob") is not None}
+    points = {
+        split_name(r["config"], r["split"]): float(r["error_prob"])
+        for r in records
+        if r["config"] == "probs" and r.get("error_prob") is not None
+    }
     return dict(sorted(points.items(), key=lambda kv: kv[1]))
 
 
@@ -434,9 +449,20 @@ def _fusion_evidence(analysis: RunAnalysis) -> Evidence:
     best = max(fused, key=lambda m: _mean_over(table[PRIMARY], m, shared))
     paired = analysis.paired
     return f"{best} (the best model fusing phonetic and graphic information) against {baseline}", [
-        (metric, compare_cells(f"{t}, {metric}", best, table[metric][best, t], baseline, table[metric][baseline, t],
-                               paired.get((best, baseline, t, metric))))
-        for t in shared for metric in METRICS]
+        (
+            metric,
+            compare_cells(
+                f"{t}, {metric}",
+                best,
+                table[metric][best, t],
+                baseline,
+                table[metric][baseline, t],
+                paired.get((best, baseline, t, metric)),
+            ),
+        )
+        for t in shared
+        for metric in METRICS
+    ]
 
 
 def _pe_evidence(analysis: RunAnalysis) -> Evidence:
@@ -465,8 +491,18 @@ def _seen_evidence(analysis: RunAnalysis) -> Evidence:
         for model in analysis.models:
             for metric in METRICS:
                 if (model, seen) in table[metric] and (model, unseen) in table[metric]:
-                    found.append((metric, compare_cells(f"{model}, {metric}", seen, table[metric][model, seen],
-                                                        unseen, table[metric][model, unseen])))
+                    found.append(
+                        (
+                            metric,
+                            compare_cells(
+                                f"{model}, {metric}",
+                                seen,
+                                table[metric][model, seen],
+                                unseen,
+                                table[metric][model, unseen],
+                            ),
+                        )
+                    )
     return "per model: " + "; ".join(f"{a} against {b}" for a, b in contrasts), found
 
 
@@ -480,8 +516,10 @@ def _stability_evidence(analysis: RunAnalysis) -> Evidence:
                 found.append((PRIMARY, compare_values(f"{t}, {spread}", "sent_cor_f1", sent, "char_cor_f1", char)))
     if not found:
         return "needs non-zero scores with bootstrap intervals (score(..., bootstrap=N)) or several seeds", []
-    return ("per test set, the mean bootstrap interval width and (with several seeds) the mean std across seeds, each "
-            "relative to the score: sentence level against character level"), found
+    return (
+        "per test set, the mean bootstrap interval width and (with several seeds) the mean std across seeds, each "
+        "relative to the score: sentence level against character level"
+    ), found
 
 
 def _conclusions(analysis: RunAnalysis) -> dict[int, Conclusion]:
@@ -490,8 +528,9 @@ def _conclusions(analysis: RunAnalysis) -> dict[int, Conclusion]:
     for number, evidence in zip(CLAIMS, (_fusion_evidence, _pe_evidence, _seen_evidence, _stability_evidence)):
         basis, found = evidence(analysis)
         deciding = [c for metric, c in found if metric == PRIMARY]
-        result[number] = Conclusion(CLAIMS[number], basis, deciding, [c for metric, c in found if metric != PRIMARY],
-                                    verdict(deciding))
+        result[number] = Conclusion(
+            CLAIMS[number], basis, deciding, [c for metric, c in found if metric != PRIMARY], verdict(deciding)
+        )
     return result
 
 
@@ -577,18 +616,32 @@ def credibility(augmentation: Mapping) -> Credibility:
                 entries = groups.get((model, metric, t), [])
                 if entries and {e["seed"] for e in entries} == seeds:
                     differences[metric][t] = paired_difference(entries)
-                    scores[metric][t] = (float(np.mean([e["b"] for e in entries])),
-                                         float(np.mean([e["a"] for e in entries])))
-        effects.append(AugmentationEffect(model, sorted(seeds), differences, scores,
-                                          effect_outcome(differences[PRIMARY])))
+                    scores[metric][t] = (
+                        float(np.mean([e["b"] for e in entries])),
+                        float(np.mean([e["a"] for e in entries])),
+                    )
+        effects.append(
+            AugmentationEffect(model, sorted(seeds), differences, scores, effect_outcome(differences[PRIMARY]))
+        )
     has_sighan = all(SIGHAN in e.differences[PRIMARY] for e in effects)
     if not effects or not has_sighan or not any(t in CONTROLLED for t in test_sets):
-        basis = ("needs every model's paired differences on sighan15 and on at least one controlled test set "
-                 f"({', '.join(CONTROLLED)})")
+        basis = (
+            "needs every model's paired differences on sighan15 and on at least one controlled test set "
+            f"({', '.join(CONTROLLED)})"
+        )
     else:
-        basis = (f"{', '.join(e.model for e in effects)} trained on the same sentences with and without the "
-                 f"augmentation, compared on {SIGHAN} and on {', '.join(t for t in test_sets if t != SIGHAN)}")
+        basis = (
+            f"{', '.join(e.model for e in effects)} trained on the same sentences with and without the "
+            f"augmentation, compared on {SIGHAN} and on {', '.join(t for t in test_sets if t != SIGHAN)}"
+        )
     leaks = augmentation.get("leaks") or {}
-    return Credibility(CREDIBILITY_CLAIM, augmentation.get("confusion"), dict(leaks),
-                       dict(augmentation.get("coverage") or {}), test_sets, effects, basis,
-                       outcome_verdict([e.outcome for e in effects]))
+    return Credibility(
+        CREDIBILITY_CLAIM,
+        augmentation.get("confusion"),
+        dict(leaks),
+        dict(augmentation.get("coverage") or {}),
+        test_sets,
+        effects,
+        basis,
+        outcome_verdict([e.outcome for e in effects]),
+    )

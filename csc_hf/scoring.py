@@ -156,7 +156,9 @@ def compare(
     counts_a = sentence_counts(sources, predictions_a, references, **counting)
     counts_b = sentence_counts(sources, predictions_b, references, **counting)
     statistic = partial(scores_from_totals, convention=convention)
-    return paired_test(counts_a, counts_b, statistic, method=method, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return paired_test(
+        counts_a, counts_b, statistic, method=method, n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
 
 
 def sentence_counts(
@@ -309,9 +311,7 @@ def make_compute_metrics(
 
     def compute_metrics(eval_pred: Any) -> dict[str, float]:
         if eval_pred.inputs is None:
-            raise ValueError(
-                "compute_metrics needs the inputs: set TrainingArguments(include_for_metrics=['inputs'])"
-            )
+            raise ValueError("compute_metrics needs the inputs: set TrainingArguments(include_for_metrics=['inputs'])")
         predictions = eval_pred.predictions
         if isinstance(predictions, tuple):
             predictions = predictions[0]

@@ -49,8 +49,7 @@ def bootstrap_ci(
     names, matrix = _table(counts)
     rng = np.random.default_rng(seed)
     samples = _collect(
-        statistic(_totals(names, weights @ matrix))
-        for weights in _bootstrap_weights(rng, matrix.shape[0], n_resamples)
+        statistic(_totals(names, weights @ matrix)) for weights in _bootstrap_weights(rng, matrix.shape[0], n_resamples)
     )
     return {key: _interval(values, confidence) for key, values in samples.items()}
 

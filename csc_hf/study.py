@@ -51,8 +51,8 @@ from .evaluation import (
     paired_comparisons,
 )
 from .files import write_atomic
-from .logging import get_logger, plain_transformers_output
 from .hub import DONE, RECORDS, TRAIN_CONFIG
+from .logging import get_logger, plain_transformers_output
 from .results import CONTROLLED, RESULTS_FILE, SIGHAN
 from .stats import RESAMPLES, check_resamples
 
@@ -81,8 +81,10 @@ class AugmentationStudy:
         """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
         known = [f.name for f in fields(cls)]
         if not isinstance(data, dict):
-            raise ValueError(f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
-                             f"[bert, bart]}}, not {data!r}")
+            raise ValueError(
+                f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
+                f"[bert, bart]}}, not {data!r}"
+            )
         if unknown := sorted(set(data) - set(known)):
             raise ValueError(f"{origin}: augmentation: unknown keys {unknown}; it has {known}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
@@ -162,8 +164,10 @@ class Preset:
             raise ValueError(f"{origin}: augmentation: tests {bad} are not among the preset's tests {self.tests}")
         confusion = study.confusion
         if not isinstance(confusion, str) or not confusion:
-            raise ValueError(f"{origin}: augmentation: confusion={confusion!r} must be one of "
-                             f"{', '.join(PACKAGED_CONFUSION)} or a confusion set file")
+            raise ValueError(
+                f"{origin}: augmentation: confusion={confusion!r} must be one of "
+                f"{', '.join(PACKAGED_CONFUSION)} or a confusion set file"
+            )
         if confusion not in PACKAGED_CONFUSION:
             confusion = str(Path(confusion).resolve())
             self.augmentation = {**self.augmentation, "confusion": confusion}
@@ -182,8 +186,15 @@ def check_variants(variants: Sequence[str], origin: Path | str) -> None:
 
 
 # training-config keys that change how a training is followed and resumed, never its model: not a stage's inputs
-FOLLOWING_KEYS = {"save_strategy", "save_steps", "save_total_limit", "logging_steps", "logging_strategy", "disable_tqdm",
-                  "report_to"}
+FOLLOWING_KEYS = {
+    "save_strategy",
+    "save_steps",
+    "save_total_limit",
+    "logging_steps",
+    "logging_strategy",
+    "disable_tqdm",
+    "report_to",
+}
 
 
 def _resolved(config: dict) -> dict:
@@ -215,8 +226,9 @@ def copy_decoding(source: Path, target: Path) -> list[str]:
 def stage_key(*parts: Any) -> str:
     """A short hash of a stage's inputs (less the :data:`FOLLOWING_KEYS` of a training config: checkpoints made more
     often keep a run's stages)."""
-    parts = [{k: v for k, v in part.items() if k not in FOLLOWING_KEYS} if isinstance(part, dict) else part
-             for part in parts]
+    parts = [
+        {k: v for k, v in part.items() if k not in FOLLOWING_KEYS} if isinstance(part, dict) else part for part in parts
+    ]
     return hashlib.sha256(json.dumps([__version__, *parts], sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -281,8 +293,11 @@ class Progress:
             if finished.get(step.directory) is not None:
                 for kind in step.kinds:
                     times.setdefault(kind, []).append(finished[step.directory] / step.work)
-        estimates = [next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
-                     for step in self.plan if step.directory not in finished]
+        estimates = [
+            next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
+            for step in self.plan
+            if step.directory not in finished
+        ]
         known = [e for e in estimates if e is not None]
         return (sum(known), len(known) == len(estimates)) if known else None
 
@@ -340,7 +355,9 @@ class Study:
             sizes = {}
             for name in ["train", *p.tests]:
                 logger.debug("build %s", name)
-                sizes[name] = {split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()}
+                sizes[name] = {
+                    split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()
+                }
             stage.finish({"configs": sizes})
         return stage
 
@@ -357,13 +374,17 @@ class Study:
 
     def _pretrain_inputs(self) -> tuple[str, dict]:
         p = self.preset
-        return "pretrain", _resolved({"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain})
+        return "pretrain", _resolved(
+            {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
+        )
 
     def _augmented_params(self) -> dict:
         """The benchmark parameters of the augmentation stage's training data."""
         return {**self.preset.bench_params, "augmentation": self.preset.augmentation_study.confusion}
 
-    def _finetune_inputs(self, variant: str, seed: int, pretrained: Path, augmented: bool = False) -> tuple[str, dict, str]:
+    def _finetune_inputs(
+        self, variant: str, seed: int, pretrained: Path, augmented: bool = False
+    ) -> tuple[str, dict, str]:
         """The name and inputs of a fine-tuning stage: its training config, and the pretrained stage's name (not its
         path, so that a run folder can move); ``augmented``: the augmentation stage's training."""
         from .modeling import is_seq2seq
@@ -372,7 +393,9 @@ class Study:
         bench_params = self._augmented_params() if augmented else p.bench_params
         config = {"task": "correction", "variant": variant, "bench_params": bench_params, "seed": seed, **p.finetune}
         if augmented:  # as many epochs over a data set AUGMENTED_COPIES times as large
-            config.update({k: config[k] * AUGMENTED_COPIES for k in ("max_steps", "warmup_steps") if config.get(k, 0) > 0})
+            config.update(
+                {k: config[k] * AUGMENTED_COPIES for k in ("max_steps", "warmup_steps") if config.get(k, 0) > 0}
+            )
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
         name = f"train-{variant}-seed{seed}" + ("-augmented" if augmented else "")
@@ -413,8 +436,16 @@ class Study:
         config_path = stage.directory / TRAIN_CONFIG
         config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
         if self.preset.launcher:
-            command = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", self.preset.launcher,
-                       "-m", "csc_hf.train", str(config_path)]
+            command = [
+                sys.executable,
+                "-m",
+                "accelerate.commands.launch",
+                "--config_file",
+                self.preset.launcher,
+                "-m",
+                "csc_hf.train",
+                str(config_path),
+            ]
             subprocess.run(command, check=True)
         else:
             train(*load_config(config_path))
@@ -431,22 +462,38 @@ class Study:
         stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented))
         tests = p.augmentation_study.tests if augmented else p.tests
         if self.pending(stage, f"{model_label('evaluate', variant, seed, augmented)} on {len(tests)} test configs"):
-            records = evaluate_model(model_stage.directory, tests, p.bench_params, p.bootstrap, p.keep_bias_grid,
-                                     p.similarity_prior_grid, p.eval_batch_size, p.finetune.get("max_train_samples"),
-                                     p.finetune.get("max_eval_samples"), predictions_dir=stage.directory / PREDICTIONS,
-                                     training_params=self._augmented_params() if augmented else None,
-                                     save_decoding=True,  # the tuned decoding: the model's default
-                                     precision=self._inference_precision())
+            records = evaluate_model(
+                model_stage.directory,
+                tests,
+                p.bench_params,
+                p.bootstrap,
+                p.keep_bias_grid,
+                p.similarity_prior_grid,
+                p.eval_batch_size,
+                p.finetune.get("max_train_samples"),
+                p.finetune.get("max_eval_samples"),
+                predictions_dir=stage.directory / PREDICTIONS,
+                training_params=self._augmented_params() if augmented else None,
+                save_decoding=True,  # the tuned decoding: the model's default
+                precision=self._inference_precision(),
+            )
             for r in records:
-                r.update(model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {}))
-            (stage.directory / RECORDS).write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n",
-                                                   encoding="utf-8")
+                r.update(
+                    model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {})
+                )
+            (stage.directory / RECORDS).write_text(
+                json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
             copy_decoding(model_stage.directory, stage.directory / DECODING_COPY)
             stage.finish({"records": len(records)})
-        elif not self.finished_only and (restored := copy_decoding(stage.directory / DECODING_COPY,
-                                                                   model_stage.directory)):
-            logger.info("%s: restored %s (the decoding its results were scored with)", model_stage.directory,
-                        ", ".join(restored))
+        elif not self.finished_only and (
+            restored := copy_decoding(stage.directory / DECODING_COPY, model_stage.directory)
+        ):
+            logger.info(
+                "%s: restored %s (the decoding its results were scored with)",
+                model_stage.directory,
+                ", ".join(restored),
+            )
         return stage
 
     # ---- the run ------------------------------------------------------------------------------------------------
@@ -483,13 +530,19 @@ class Study:
         if self.pending(stage, f"augment: the leak filter and coverage of {study.confusion}"):
             augmented = plan_for(BenchParams(**p.bench_params)).augmented(study.confusion)
             leaks = augmented.leaks
-            logger.info(f"augmentation {study.confusion}: {leaks['pairs']} pairs; removed {leaks['removed_unseen_k']} "
-                     f"(keys of S_unseen^k) and {leaks['removed_unseen_v']} (pairs of S_unseen^v)")
+            logger.info(
+                f"augmentation {study.confusion}: {leaks['pairs']} pairs; removed {leaks['removed_unseen_k']} "
+                f"(keys of S_unseen^k) and {leaks['removed_unseen_v']} (pairs of S_unseen^v)"
+            )
             train = plan_for(BenchParams(**p.bench_params)).division.train
-            summary = {"confusion": study.confusion, "leaks": leaks,
-                       "coverage": augmentation_coverage(p.bench_params, study.tests, train, augmented.confusion)}
-            (stage.directory / AUGMENTATION).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n",
-                                                        encoding="utf-8")
+            summary = {
+                "confusion": study.confusion,
+                "leaks": leaks,
+                "coverage": augmentation_coverage(p.bench_params, study.tests, train, augmented.confusion),
+            }
+            (stage.directory / AUGMENTATION).write_text(
+                json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
             stage.finish({"leaks": leaks})
         return stage
 
@@ -534,12 +587,20 @@ class Study:
                 pairs[variant, seed] = augmented, plain
         if not pairs:
             return None
-        records = [r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))]
+        records = [
+            r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
         paired = augmentation_comparisons(p.bench_params, pairs, n_resamples=p.bootstrap)
-        stages = [self.directory(*self._augment_inputs()),
-                  *(f for model in pairs for f in self.folders(*model, augmented=True))]
-        return {**summary, "records": records, "paired": paired,
-                "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages}}
+        stages = [
+            self.directory(*self._augment_inputs()),
+            *(f for model in pairs for f in self.folders(*model, augmented=True)),
+        ]
+        return {
+            **summary,
+            "records": records,
+            "paired": paired,
+            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
+        }
 
     def finished(self, grid: Sequence[tuple[str, int]] = ()) -> dict[tuple[str, int], Path]:
         """Every finished evaluation of this preset's stages in the run folder, whichever process ran it (of
@@ -560,16 +621,28 @@ class Study:
 
     def plan(self, grid: Sequence[tuple[str, int]]) -> list[Step]:
         """Every stage a run of ``grid`` goes through, in order (each once), whether or not it has finished."""
+
         def model(variant: str, seed: int, augmented: bool = False) -> list[Step]:
             train, evaluation = self.folders(variant, seed, augmented)  # augmented: more steps, fewer tests
-            return [Step(model_label("train", variant, seed, augmented), train, (f"train {variant}", "train"),
-                         AUGMENTED_COPIES if augmented else 1),
-                    Step(model_label("evaluate", variant, seed, augmented), evaluation,
-                         (model_label("evaluate", variant, None, augmented), "evaluate"))]
+            return [
+                Step(
+                    model_label("train", variant, seed, augmented),
+                    train,
+                    (f"train {variant}", "train"),
+                    AUGMENTED_COPIES if augmented else 1,
+                ),
+                Step(
+                    model_label("evaluate", variant, seed, augmented),
+                    evaluation,
+                    (model_label("evaluate", variant, None, augmented), "evaluate"),
+                ),
+            ]
 
-        steps = [Step("build", self.directory(*self._build_inputs()), ("build",)),
-                 Step("pretrain", self.directory(*self._pretrain_inputs()), ("pretrain",)),
-                 *(step for variant, seed in grid for step in model(variant, seed))]
+        steps = [
+            Step("build", self.directory(*self._build_inputs()), ("build",)),
+            Step("pretrain", self.directory(*self._pretrain_inputs()), ("pretrain",)),
+            *(step for variant, seed in grid for step in model(variant, seed)),
+        ]
         if self.preset.augmentation_study is not None:
             steps.append(Step("augment", self.directory(*self._augment_inputs()), ("augment",)))
             steps += [step for v, s in self._augmentation_grid(grid) for step in model(v, s) + model(v, s, True)]
@@ -585,15 +658,21 @@ class Study:
         if not self.finished_only:
             self.progress = Progress(self.plan(grid))
             total, finished = len(self.progress.plan), len(self.progress.finished())
-            logger.info("%s: %d stages%s", self.run_dir, total,
-                        f", {finished} finished: resuming after them" if finished else "")
+            logger.info(
+                "%s: %d stages%s",
+                self.run_dir,
+                total,
+                f", {finished} finished: resuming after them" if finished else "",
+            )
         try:
             with plain_transformers_output():
                 path = self._run(grid)
         finally:
             progress, self.progress = self.progress, None
         if progress is not None:
-            logger.info("all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started))
+            logger.info(
+                "all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started)
+            )
         return path
 
     def _run(self, grid: Sequence[tuple[str, int]]) -> Path:
@@ -609,8 +688,9 @@ class Study:
         evaluations = self.finished(grid)
         if not evaluations:
             raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
-        records = [r for folder in evaluations.values()
-                   for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))]
+        records = [
+            r for folder in evaluations.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
         stages = [build.directory, pretrained.directory, *(f for model in evaluations for f in self.folders(*model))]
         timings = {folder.name: Stage(folder).seconds for folder in stages}
         paired = paired_comparisons(p.bench_params, evaluations, n_resamples=p.bootstrap)
@@ -635,8 +715,10 @@ def augmentation_coverage(
     """``{test set: {"S_train" / "augmented": coverage}}``: how much of each test set's errors and distinct pairs the
     confusion set ``train`` (S_train) and ``augmented`` (S_train ∪ the leak-free augmentation) hold
     (:func:`csc_hf.dataset_stats.coverage`); test sets that cannot be built (sighan15 without its file) are left out."""
-    references = {name: {(right, wrong) for right, wrong, _ in s.pairs()}
-                  for name, s in (("S_train", train), ("augmented", augmented))}
+    references = {
+        name: {(right, wrong) for right, wrong, _ in s.pairs()}
+        for name, s in (("S_train", train), ("augmented", augmented))
+    }
     result = {}
     for name in tests:
         for spec in splits_of(name, BenchParams(**bench_params).probs):
@@ -646,12 +728,18 @@ def augmentation_coverage(
                 logger.warning("coverage: skipping %s: %s", name, err)
                 continue
             test_pairs = error_pairs(data["source"], data["target"])
-            result[split_name(name, spec.split)] = {ref: coverage(test_pairs, pairs) for ref, pairs in references.items()}
+            result[split_name(name, spec.split)] = {
+                ref: coverage(test_pairs, pairs) for ref, pairs in references.items()
+            }
     return result
 
 
 def write_results(
-    run_dir: Path, preset: Preset, records: list[dict], timings: dict[str, float | None], paired: list[dict] = (),
+    run_dir: Path,
+    preset: Preset,
+    records: list[dict],
+    timings: dict[str, float | None],
+    paired: list[dict] = (),
     augmentation: dict | None = None,
 ) -> Path:
     """``results.json`` (with each stage's wall time, the paired comparisons and, with an augmentation stage, its
@@ -661,16 +749,31 @@ def write_results(
 
     run_dir = Path(run_dir)
     path = run_dir / RESULTS_FILE
-    payload = {"preset": preset.name, "params": preset.__dict__, "stage_seconds": timings, "records": records,
-               "paired": list(paired), **({"augmentation": augmentation} if augmentation else {})}
+    payload = {
+        "preset": preset.name,
+        "params": preset.__dict__,
+        "stage_seconds": timings,
+        "records": records,
+        "paired": list(paired),
+        **({"augmentation": augmentation} if augmentation else {}),
+    }
     write_atomic(path, json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")  # processes share it
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
     table = io.StringIO(newline="")
     writer = csv.writer(table)
     writer.writerow(["model", "seed", "config", "split", "error_prob", *DECODING_KEYS, *numeric])
     for r in records:
-        writer.writerow([r["model"], r["seed"], r["config"], r["split"], r["error_prob"],
-                         *(r.get(k, "") for k in DECODING_KEYS), *(r["scores"].get(k, "") for k in numeric)])
+        writer.writerow(
+            [
+                r["model"],
+                r["seed"],
+                r["config"],
+                r["split"],
+                r["error_prob"],
+                *(r.get(k, "") for k in DECODING_KEYS),
+                *(r["scores"].get(k, "") for k in numeric),
+            ]
+        )
     write_atomic(run_dir / RESULTS_CSV, table.getvalue())  # whole or not at all, as results.json
     write_report(run_dir)
     return path

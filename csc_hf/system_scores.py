@@ -116,15 +116,24 @@ def _folder_splits(ref: str) -> tuple[dict[str, tuple[str, Any]], str] | None:
         folder, configs, chosen = ref, datasets.get_dataset_config_names(ref), ""
     else:
         return None
-    splits = {split_name(f"{folder}:{c}", split): (split, ds)
-              for c in configs for split, ds in load_dataset(folder, c).items()}
+    splits = {
+        split_name(f"{folder}:{c}", split): (split, ds)
+        for c in configs
+        for split, ds in load_dataset(folder, c).items()
+    }
     return splits, chosen
 
 
 def _judged_errors(sources: Sequence[str], targets: Sequence[str]) -> list[dict]:
     """Each row's gold errors typed by character knowledge (:func:`csc_hf.confusion.pair_type`, cached)."""
-    return [{"errors": [{"position": j, "type": judge_pair(t, s)} for j, (s, t) in enumerate(zip(source, target))
-                        if s != t]} for source, target in zip(sources, targets)]
+    return [
+        {
+            "errors": [
+                {"position": j, "type": judge_pair(t, s)} for j, (s, t) in enumerate(zip(source, target)) if s != t
+            ]
+        }
+        for source, target in zip(sources, targets)
+    ]
 
 
 def _row_errors(data) -> list[dict] | None:
@@ -134,8 +143,9 @@ def _row_errors(data) -> list[dict] | None:
         names = feature.feature["type"].names
     except (AttributeError, KeyError, TypeError):
         return None
-    return [{"errors": [{"position": e["position"], "type": names[e["type"]]} for e in errors]}
-            for errors in data["errors"]]
+    return [
+        {"errors": [{"position": e["position"], "type": names[e["type"]]} for e in errors]} for errors in data["errors"]
+    ]
 
 
 def _from_dataset(name: str, data, bench_config: str | None = None) -> References:
@@ -143,8 +153,9 @@ def _from_dataset(name: str, data, bench_config: str | None = None) -> Reference
     ids = [str(i) for i in data["id"]] if "id" in data.column_names else None
     metadata = _row_errors(data)
     typed = metadata is not None
-    return References(name, sources, targets, ids, metadata if typed else _judged_errors(sources, targets), typed,
-                      bench_config)
+    return References(
+        name, sources, targets, ids, metadata if typed else _judged_errors(sources, targets), typed, bench_config
+    )
 
 
 def load_references(ref: str, params: Mapping | None = None, cache_dir: str | None = None) -> References:
@@ -160,15 +171,18 @@ def load_references(ref: str, params: Mapping | None = None, cache_dir: str | No
         return _from_dataset(name, data, config)
     found = _folder_splits(ref)
     if found is None:
-        raise FileNotFoundError(f"references {ref}: not a file, an exported folder, FOLDER:CONFIG or a csc_bench "
-                                f"config ({', '.join(CONFIGS)})")
+        raise FileNotFoundError(
+            f"references {ref}: not a file, an exported folder, FOLDER:CONFIG or a csc_bench "
+            f"config ({', '.join(CONFIGS)})"
+        )
     splits, chosen = found
     name = _one_split(ref, {name: split for name, (split, _) in splits.items()}, chosen)
     return _from_dataset(name, splits[name][1])
 
 
-def training_pairs_for(references: References, train: str | None, params: Mapping | None = None,
-                       cache_dir: str | None = None) -> tuple[set[tuple[str, str]] | None, str | None]:
+def training_pairs_for(
+    references: References, train: str | None, params: Mapping | None = None, cache_dir: str | None = None
+) -> tuple[set[tuple[str, str]] | None, str | None]:
     """The ``(right, wrong)`` training pairs for the seen/unseen breakdown and where they come from: ``train`` (any
     REF kind; its train splits, or all of it), else the benchmark's own training set for a csc_bench config, else
     none."""
@@ -202,8 +216,10 @@ def detect_format(path: str | Path, lines: Sequence[str]) -> str:
 
 
 def _count_error(path: str | Path, count: int, unit: str, references: References) -> ValueError:
-    return ValueError(f"{path} has {count} {unit} but the references {references.name} have "
-                      f"{len(references.sources)} sentences; give one prediction per reference sentence")
+    return ValueError(
+        f"{path} has {count} {unit} but the references {references.name} have "
+        f"{len(references.sources)} sentences; give one prediction per reference sentence"
+    )
 
 
 def _jsonl_predictions(path: str | Path, lines: Sequence[str], references: References) -> list[str]:
@@ -292,15 +308,28 @@ def score_report(
         "n_sentences": len(references.sources),
         "error_types": "from the rows' errors" if references.typed_rows else "judged by character knowledge",
         "length_changes": length_changes(references.sources, predictions),
-        "scores": {c: score(*data, convention=c, bootstrap=bootstrap, confidence=CONFIDENCE, seed=seed, **options)
-                   for c in CONVENTIONS},
+        "scores": {
+            c: score(*data, convention=c, bootstrap=bootstrap, confidence=CONFIDENCE, seed=seed, **options)
+            for c in CONVENTIONS
+        },
     }
     if baseline is not None:
         report["baseline"] = {
             "length_changes": length_changes(references.sources, baseline),
-            "paired": {c: compare(references.sources, predictions, baseline, references.targets, convention=c,
-                                  n_resamples=bootstrap, confidence=CONFIDENCE, seed=seed, **options)
-                       for c in CONVENTIONS},
+            "paired": {
+                c: compare(
+                    references.sources,
+                    predictions,
+                    baseline,
+                    references.targets,
+                    convention=c,
+                    n_resamples=bootstrap,
+                    confidence=CONFIDENCE,
+                    seed=seed,
+                    **options,
+                )
+                for c in CONVENTIONS
+            },
         }
     return report
 
@@ -322,29 +351,39 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     markdown tables: scores in %, each with its bootstrap interval."""
     strict, lenient = (report["scores"][c] for c in CONVENTIONS)
     resamples = strict.get("ci_resamples")
-    what = (f"{100 * strict['ci_confidence']:g}% bootstrap intervals over sentences, {resamples} resamples"
-            if resamples else "no bootstrap intervals")
+    what = (
+        f"{100 * strict['ci_confidence']:g}% bootstrap intervals over sentences, {resamples} resamples"
+        if resamples
+        else "no bootstrap intervals"
+    )
     parts = [
         f"## {report.get('predictions', 'predictions')} on {report['references']}",
         f"{report['n_sentences']} sentences, {strict['n_error_sentences']} with errors ({strict['n_errors']} errors); "
         f"predictions read as {report.get('format', '-')}. Scores in % ({what}). Strict precision counts every "
         "changed sentence (SpellGCN, ReaLiSe); lenient counts only error-free changed ones (SIGHAN bake-off); they "
         "differ only in sentence-level precision and F1.",
-        markdown_table(["score", "strict", "lenient"],
-                       ([label, _cell(strict, key), _cell(lenient, key)] for key, label in _MAIN_SCORES)),
+        markdown_table(
+            ["score", "strict", "lenient"],
+            ([label, _cell(strict, key), _cell(lenient, key)] for key, label in _MAIN_SCORES),
+        ),
     ]
     groups = [(f"type_{t}", t) for t in ERROR_TYPES] + [("seen", "seen pairs"), ("unseen", "unseen pairs")]
-    rows = [[label, n, *(_cell(strict, f"{key}_char_{task}_r") if n else None for task in ("det", "cor"))]
-            for key, label in groups if (n := strict.get(f"{key}_n_errors")) is not None]
+    rows = [
+        [label, n, *(_cell(strict, f"{key}_char_{task}_r") if n else None for task in ("det", "cor"))]
+        for key, label in groups
+        if (n := strict.get(f"{key}_n_errors")) is not None
+    ]
     parts += [
         f"### Breakdown by error (error types {report['error_types']}; seen/unseen pairs against "
         f"{report.get('train_pairs_from') or 'no training data: give --train DATA'})",
         markdown_table(["errors", "count", "character detection R", "character correction R"], rows),
     ]
     changes = report["length_changes"]
-    parts.append(f"Length changes: {changes['sentences']} predictions differ in length from their source "
-                 f"({changes['inserted']} characters inserted, {changes['deleted']} deleted; aligned by minimum edit, "
-                 "every insertion and deletion is a wrong change).")
+    parts.append(
+        f"Length changes: {changes['sentences']} predictions differ in length from their source "
+        f"({changes['inserted']} characters inserted, {changes['deleted']} deleted; aligned by minimum edit, "
+        "every insertion and deletion is a wrong change)."
+    )
     if "baseline" in report:
         base = report["baseline"]
         paired = []
@@ -354,8 +393,15 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                     entry = base["paired"][convention][key]
                     label = _LABELS[key] + (f" ({convention})" if key.startswith("sent") else "")
                     interval = f"({_signed(entry['ci_low'])} to {_signed(entry['ci_high'])})"
-                    paired.append([label, f"{100 * entry['a']:.1f}", f"{100 * entry['b']:.1f}",
-                                   f"{_signed(entry['delta'])} {interval}", f"{entry['p_value']:.3f}"])
+                    paired.append(
+                        [
+                            label,
+                            f"{100 * entry['a']:.1f}",
+                            f"{100 * entry['b']:.1f}",
+                            f"{_signed(entry['delta'])} {interval}",
+                            f"{entry['p_value']:.3f}",
+                        ]
+                    )
         parts += [
             f"### Paired test against the baseline {base.get('predictions', '')}",
             f"Difference = predictions - baseline, in points of %, with its paired bootstrap interval; p: two-sided "
@@ -395,9 +441,14 @@ def score_files(
     system, found = parse_predictions(predictions, lines, refs, fmt)
     base = parse_predictions(baseline, baseline_lines, refs, baseline_format) if baseline is not None else None
     pairs, pairs_from = training_pairs_for(refs, train, params, cache_dir)
-    report = {"predictions": str(predictions), "format": found, "train_pairs_from": pairs_from,
-              **score_report(refs, system, train_pairs=pairs, baseline=None if base is None else base[0],
-                             bootstrap=bootstrap, seed=seed)}
+    report = {
+        "predictions": str(predictions),
+        "format": found,
+        "train_pairs_from": pairs_from,
+        **score_report(
+            refs, system, train_pairs=pairs, baseline=None if base is None else base[0], bootstrap=bootstrap, seed=seed
+        ),
+    }
     if base is not None:
         report["baseline"] = {"predictions": str(baseline), "format": base[1], **report["baseline"]}
     if output is not None:

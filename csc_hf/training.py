@@ -72,15 +72,29 @@ class ModelArguments:
     variant: str = field(default="bert", metadata={"help": f"one of {', '.join(VARIANTS)}"})
     model_overrides: dict = field(default_factory=dict, metadata={"help": "CSCConfig / BartConfig / BertConfig fields"})
     init_from: str | None = field(default=None, metadata={"help": "a BERT (or BART) checkpoint folder or Hub name"})
-    tokenizer_path: str | None = field(default=None, metadata={
-        "help": "a saved CSCTokenizer, or a BERT checkpoint's vocab.txt folder (default: init_from's, else built from "
-                "the training text)"})
-    vocab_min_freq: int = field(default=1, metadata={"help": "characters seen fewer times in the training targets stay "
-                                "out of a new vocabulary (the confusion set's and the pair files' characters are in)"})
+    tokenizer_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "a saved CSCTokenizer, or a BERT checkpoint's vocab.txt folder (default: init_from's, else built from "
+            "the training text)"
+        },
+    )
+    vocab_min_freq: int = field(
+        default=1,
+        metadata={
+            "help": "characters seen fewer times in the training targets stay "
+            "out of a new vocabulary (the confusion set's and the pair files' characters are in)"
+        },
+    )
     fonts: list[str] | None = field(default=None, metadata={"help": "font files for glyphs (file.ttc#2 for a face)"})
-    precision: str = field(default="auto", metadata={"help": "auto: bf16 autocast when training on a CPU with bf16 in "
-                           "hardware (AVX512-BF16 or AMX), else as the bf16/fp16 keys say (fp32 by default); bf16 or "
-                           "fp32 forces one (the weights and the saved model stay fp32 either way)"})
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto: bf16 autocast when training on a CPU with bf16 in "
+            "hardware (AVX512-BF16 or AMX), else as the bf16/fp16 keys say (fp32 by default); bf16 or "
+            "fp32 forces one (the weights and the saved model stay fp32 either way)"
+        },
+    )
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -95,37 +109,68 @@ class DataArguments:
     """Which data, and how it is fed."""
 
     bench_params: dict = field(default_factory=dict, metadata={"help": "csc_bench parameters (BenchParams fields)"})
-    use_benchmark: bool = field(default=True, metadata={"help": "train (and validate) on the generated benchmark's "
-                                "train config; false: on train_files (and validation_files) alone"})
-    train_files: list[str] = field(default_factory=list, metadata={"help": "training pairs, added to the benchmark's "
-                                   f"(or instead of it: use_benchmark: false): {DATA_KINDS}; of a folder or dataset "
-                                   "with a train split, that split"})
-    validation_files: list[str] = field(default_factory=list, metadata={"help": "validation pairs, added to the "
-                                        f"benchmark's validation split (or instead of it): {DATA_KINDS}; of a folder "
-                                        "or dataset with a validation split, that split"})
+    use_benchmark: bool = field(
+        default=True,
+        metadata={
+            "help": "train (and validate) on the generated benchmark's "
+            "train config; false: on train_files (and validation_files) alone"
+        },
+    )
+    train_files: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "training pairs, added to the benchmark's "
+            f"(or instead of it: use_benchmark: false): {DATA_KINDS}; of a folder or dataset "
+            "with a train split, that split"
+        },
+    )
+    validation_files: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "validation pairs, added to the "
+            f"benchmark's validation split (or instead of it): {DATA_KINDS}; of a folder "
+            "or dataset with a validation split, that split"
+        },
+    )
     max_length: int = field(default=128, metadata={"help": "longest input in characters (longer ones are cut)"})
-    max_train_samples: int | None = field(default=None, metadata={"help": "use the first N training pairs "
-                                          "(train_files' in order, then the benchmark's)"})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "use the first N validation pairs "
-                                         "(validation_files' in order, then the benchmark's)"})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "use the first N training pairs (train_files' in order, then the benchmark's)"}
+    )
+    max_eval_samples: int | None = field(
+        default=None,
+        metadata={"help": "use the first N validation pairs (validation_files' in order, then the benchmark's)"},
+    )
     mask_rate: float = field(default=0.0, metadata={"help": "masked fine-tuning: share of correct characters masked"})
     mlm_probability: float = field(default=0.15, metadata={"help": "masking rate of the mlm task"})
-    mask_replace_prob: float = field(default=0.8, metadata={"help": "mlm task: share of the chosen tokens replaced "
-                                     "by [MASK] (BERT: 0.8)"})
-    random_replace_prob: float = field(default=0.1, metadata={"help": "mlm task: share of the chosen tokens replaced "
-                                       "by a random token (BERT: 0.1); the rest keep their token"})
-    pretrain_corpus: str | None = field(default=None, metadata={"help": "the mlm task's training text: this corpus "
-                                        "(a name of csc_hf.corpus.CORPORA such as pretrain_mix, a text file or folder, "
-                                        "datasets:PATH) cleaned as bench_params clean the benchmark's, less every "
-                                        "sentence that overlaps a validation or test sentence of the benchmark "
-                                        "(csc_hf.corpus.overlaps); null: the benchmark's training targets"})
+    mask_replace_prob: float = field(
+        default=0.8, metadata={"help": "mlm task: share of the chosen tokens replaced by [MASK] (BERT: 0.8)"}
+    )
+    random_replace_prob: float = field(
+        default=0.1,
+        metadata={
+            "help": "mlm task: share of the chosen tokens replaced "
+            "by a random token (BERT: 0.1); the rest keep their token"
+        },
+    )
+    pretrain_corpus: str | None = field(
+        default=None,
+        metadata={
+            "help": "the mlm task's training text: this corpus "
+            "(a name of csc_hf.corpus.CORPORA such as pretrain_mix, a text file or folder, "
+            "datasets:PATH) cleaned as bench_params clean the benchmark's, less every "
+            "sentence that overlaps a validation or test sentence of the benchmark "
+            "(csc_hf.corpus.overlaps); null: the benchmark's training targets"
+        },
+    )
 
     def __post_init__(self):
         if not self.use_benchmark and not self.train_files:
             raise ValueError("use_benchmark=false needs train_files: the training pairs")
         if not self.use_benchmark and self.bench_params:
-            raise ValueError(f"bench_params={self.bench_params}: the benchmark is not used (use_benchmark=false); "
-                             "drop bench_params or set use_benchmark: true")
+            raise ValueError(
+                f"bench_params={self.bench_params}: the benchmark is not used (use_benchmark=false); "
+                "drop bench_params or set use_benchmark: true"
+            )
         unknown = set(self.bench_params) - {f.name for f in fields(BenchParams)}
         if unknown:
             raise ValueError(f"bench_params: unknown keys {sorted(unknown)}")
@@ -138,8 +183,10 @@ class DataArguments:
                 raise ValueError(f"{name}={getattr(self, name)} must be in [0, 1)")
         shares = {"mask_replace_prob": self.mask_replace_prob, "random_replace_prob": self.random_replace_prob}
         if not all(0.0 <= share <= 1.0 for share in shares.values()) or sum(shares.values()) > 1.0:
-            raise ValueError(f"mask_replace_prob={self.mask_replace_prob}, random_replace_prob="
-                             f"{self.random_replace_prob}: each must be in [0, 1] and their sum at most 1")
+            raise ValueError(
+                f"mask_replace_prob={self.mask_replace_prob}, random_replace_prob="
+                f"{self.random_replace_prob}: each must be in [0, 1] and their sum at most 1"
+            )
         corpus = BenchParams(**self.bench_params).corpus
         if self.use_benchmark and Path(corpus).is_file():
             check_not_pairs(corpus)  # a pair file given as the corpus: refused with a pointer to train_files
@@ -157,9 +204,13 @@ def keys_help() -> str:
         lines.append(f"{dc.__name__} ({dc.__doc__.strip()}):")
         for f in fields(dc):
             default = f.default_factory() if callable(f.default_factory) else f.default
-            lines.append(f"  {f.name}: {type_name(hints[f.name])} (default: {default!r})\n      {f.metadata.get('help', '')}")
-    lines.append("TrainingArguments: every field of transformers.TrainingArguments (output_dir, max_steps, "
-                 "learning_rate, eval_strategy, ...)")
+            lines.append(
+                f"  {f.name}: {type_name(hints[f.name])} (default: {default!r})\n      {f.metadata.get('help', '')}"
+            )
+    lines.append(
+        "TrainingArguments: every field of transformers.TrainingArguments (output_dir, max_steps, "
+        "learning_rate, eval_strategy, ...)"
+    )
     return "\n".join(lines)
 
 
@@ -225,7 +276,9 @@ def read_config(path: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[dict, d
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(f"training config {path} does not exist" + (f" (base of {_seen[-1]})" if _seen else "")) from None
+        raise FileNotFoundError(
+            f"training config {path} does not exist" + (f" (base of {_seen[-1]})" if _seen else "")
+        ) from None
     except yaml.YAMLError as err:
         raise ValueError(f"{path}: invalid YAML ({err})") from None
     if not isinstance(config, dict) or not config:
@@ -290,8 +343,10 @@ def load_config(path: str | Path, overrides: list[str] = ()) -> tuple[ModelArgum
     unknown = sorted(set(config) - set(kinds))
     if unknown:
         where = sorted({origins[k] for k in unknown})
-        raise ValueError(f"{', '.join(where)}: unknown keys {unknown} (not a field of ModelArguments, DataArguments or "
-                         "TrainingArguments)")
+        raise ValueError(
+            f"{', '.join(where)}: unknown keys {unknown} (not a field of ModelArguments, DataArguments or "
+            "TrainingArguments)"
+        )
     for key, value in config.items():
         config[key] = value = coerce(kinds[key], value)
         if not accepts(kinds[key], value):
@@ -328,8 +383,10 @@ def precision_keys(config: dict[str, Any], origins: dict[str, str]) -> dict[str,
         bf16 = precision == "bf16"
         for key in explicit:
             if config[key] != (key == precision):
-                raise ValueError(f"{origins['precision']}: precision={precision} contradicts {key}={config[key]} "
-                                 f"({origins[key]}); drop one of the two keys")
+                raise ValueError(
+                    f"{origins['precision']}: precision={precision} contradicts {key}={config[key]} "
+                    f"({origins[key]}); drop one of the two keys"
+                )
     return {"bf16": bf16, "use_cpu": True} if bf16 and on_cpu else {"bf16": bf16}
 
 
@@ -363,13 +420,19 @@ def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> 
         origin, folder = origins.get(key, "config"), Path(value)
         if not folder.is_dir():
             maker = maker_of(value)
-            fix = f"make it with `{maker}`" if maker else "train a model into it first, or give a saved model folder or a Hub name"
+            fix = (
+                f"make it with `{maker}`"
+                if maker
+                else "train a model into it first, or give a saved model folder or a Hub name"
+            )
             raise FileNotFoundError(f"{origin}: {key}={value}: the folder does not exist; {fix}")
         if key == "init_from" and not (folder / "config.json").is_file():
             raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds no saved model (config.json)")
         if (key == "tokenizer_path" or not model_args.tokenizer_path) and start_tokenizer_file(folder) is None:
-            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds {NO_TOKENIZER}"
-                                    + ("; give tokenizer_path" if key == "init_from" else ""))
+            raise FileNotFoundError(
+                f"{origin}: {key}={value}: the folder holds {NO_TOKENIZER}"
+                + ("; give tokenizer_path" if key == "init_from" else "")
+            )
 
 
 def start_tokenizer_file(path: str | Path) -> Path | None:
@@ -416,8 +479,9 @@ def read_pairs(specs: list[str], split: str, equal_lengths: bool) -> Pairs:
     return sources, targets
 
 
-def check_data(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments,
-               origins: dict[str, str]) -> None:
+def check_data(
+    model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments, origins: dict[str, str]
+) -> None:
     """Read ``train_files`` and ``validation_files`` once before any work: each must exist and hold pairs, of equal
     lengths unless the model is seq2seq (an error names the file and line and which variants take other pairs); and a
     run that evaluates must have validation data."""
@@ -429,15 +493,19 @@ def check_data(model_args: ModelArguments, data_args: DataArguments, training_ar
             except (ValueError, OSError) as err:
                 hint = ""
                 if equal and "characters, target" in str(err):
-                    hint = (f"; the {model_args.variant} variant corrects character by character, so a target must be "
-                            "as long as its source (only bart, a seq2seq model, trains on pairs of other lengths)")
+                    hint = (
+                        f"; the {model_args.variant} variant corrects character by character, so a target must be "
+                        "as long as its source (only bart, a seq2seq model, trains on pairs of other lengths)"
+                    )
                 raise type(err)(f"{origins.get(key, 'config')}: {key}: {err}{hint}") from None
     check_pretrain_corpus(model_args, data_args, origins.get("pretrain_corpus", "config"))
     evaluates = training_args.eval_strategy != "no" or training_args.load_best_model_at_end
     if evaluates and not data_args.use_benchmark and not data_args.validation_files:
-        raise ValueError(f"{origins.get('use_benchmark', 'config')}: eval_strategy={training_args.eval_strategy.value} "
-                         "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
-                         "eval_strategy: 'no'")
+        raise ValueError(
+            f"{origins.get('use_benchmark', 'config')}: eval_strategy={training_args.eval_strategy.value} "
+            "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
+            "eval_strategy: 'no'"
+        )
 
 
 def check_pretrain_corpus(model_args: ModelArguments, data_args: DataArguments, origin: str = "config") -> None:
@@ -448,18 +516,23 @@ def check_pretrain_corpus(model_args: ModelArguments, data_args: DataArguments, 
     if corpus is None:
         return
     if model_args.task != "mlm":
-        raise ValueError(f"{origin}: pretrain_corpus={corpus} is the mlm task's text; task={model_args.task} trains "
-                         "on pairs: drop pretrain_corpus or set task: mlm")
+        raise ValueError(
+            f"{origin}: pretrain_corpus={corpus} is the mlm task's text; task={model_args.task} trains "
+            "on pairs: drop pretrain_corpus or set task: mlm"
+        )
     if not data_args.use_benchmark:
-        raise ValueError(f"{origin}: pretrain_corpus={corpus} excludes the benchmark's validation and test sentences "
-                         "and needs the benchmark: set use_benchmark: true")
+        raise ValueError(
+            f"{origin}: pretrain_corpus={corpus} excludes the benchmark's validation and test sentences "
+            "and needs the benchmark: set use_benchmark: true"
+        )
     try:
         if corpus in SOURCES or corpus in MIXES:
             check_installed(corpus)
         elif not corpus.startswith("datasets:"):
             if not Path(corpus).exists():
-                raise FileNotFoundError(f"{corpus} is neither a file or folder nor a corpus name "
-                                        f"({', '.join(CORPORA)})")
+                raise FileNotFoundError(
+                    f"{corpus} is neither a file or folder nor a corpus name ({', '.join(CORPORA)})"
+                )
             if Path(corpus).is_file():
                 check_not_pairs(corpus)
     except (ImportError, OSError, ValueError) as err:
@@ -476,16 +549,26 @@ def pretraining_text(data_args: DataArguments) -> tuple[list[str], dict[str, dic
     held_out = [*unpack(plan.pools["validation"]), *unpack(plan.pools["test"])]
     if "sighan15" in params.available_configs():
         held_out += unpack(plan.sighan15.target)
-    by_source = corpus_sentences(data_args.pretrain_corpus, params.corpus_column, params.min_len, params.max_len,
-                                 params.min_han_ratio, params.to_simplified)
+    by_source = corpus_sentences(
+        data_args.pretrain_corpus,
+        params.corpus_column,
+        params.min_len,
+        params.max_len,
+        params.min_han_ratio,
+        params.to_simplified,
+    )
     flags = iter(overlaps([s for sentences in by_source.values() for s in sentences], held_out))
     text, counts = [], {}
     for name, sentences in by_source.items():
         kept = [s for s in sentences if not next(flags)]
         text += kept
         counts[name] = {"kept": len(kept), "dropped": len(sentences) - len(kept)}
-        logger.info("pretraining text: %s gives %d sentences (%d dropped: they overlap held-out ones)", name,
-                    len(kept), len(sentences) - len(kept))
+        logger.info(
+            "pretraining text: %s gives %d sentences (%d dropped: they overlap held-out ones)",
+            name,
+            len(kept),
+            len(sentences) - len(kept),
+        )
     return text, counts
 
 
@@ -548,7 +631,9 @@ def _select(dataset, n: int | None):
     return dataset.select(range(min(n, len(dataset)))) if n else dataset
 
 
-def training_data(data_args: DataArguments, equal_lengths: bool = True) -> tuple[datasets.Dataset, datasets.Dataset, str]:
+def training_data(
+    data_args: DataArguments, equal_lengths: bool = True
+) -> tuple[datasets.Dataset, datasets.Dataset, str]:
     """The training and validation pairs (``source``/``target``): ``train_files`` / ``validation_files`` in order,
     then the benchmark's train config (with ``use_benchmark``; with ``pretrain_corpus``, its text as both source and
     target instead of the benchmark's training pairs: see :func:`pretraining_text`), each cut to ``max_train_samples`` /
@@ -568,10 +653,15 @@ def training_data(data_args: DataArguments, equal_lengths: bool = True) -> tuple
             parts["train"].append(bench["train"].select_columns(["source", "target"]))
         parts["validation"].append(bench["validation"].select_columns(["source", "target"]))
     empty = datasets.Dataset.from_dict({"source": [], "target": []})
-    train_set, eval_set = (datasets.concatenate_datasets(parts[s]) if parts[s] else empty for s in ("train", "validation"))
+    train_set, eval_set = (
+        datasets.concatenate_datasets(parts[s]) if parts[s] else empty for s in ("train", "validation")
+    )
     chars = {c for texts in (*train_pairs, *eval_pairs) for text in texts for c in text}
-    return (_select(train_set, data_args.max_train_samples), _select(eval_set, data_args.max_eval_samples),
-            "".join(sorted(chars)))
+    return (
+        _select(train_set, data_args.max_train_samples),
+        _select(eval_set, data_args.max_eval_samples),
+        "".join(sorted(chars)),
+    )
 
 
 def checkpoint_problem(checkpoint: Path) -> str | None:
@@ -605,8 +695,12 @@ def last_complete_checkpoint(folder: Path, remove_incomplete: bool = True) -> st
         problem = checkpoint_problem(checkpoint)
         if problem is None:
             return str(checkpoint)
-        logger.warning("%s is incomplete (%s); %s", checkpoint, problem,
-                       "removed it" if remove_incomplete else "resuming from an older one")
+        logger.warning(
+            "%s is incomplete (%s); %s",
+            checkpoint,
+            problem,
+            "removed it" if remove_incomplete else "resuming from an older one",
+        )
         if remove_incomplete:
             shutil.rmtree(checkpoint, ignore_errors=True)
     return None
@@ -668,8 +762,12 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         tokenizer = start_tokenizer(start)
         unknown = sorted(set(pair_chars) - set(tokenizer.get_vocab()))
         if unknown:
-            logger.warning("%d characters of train_files / validation_files are not in the tokenizer %s and become "
-                           "[UNK]: %s", len(unknown), start, "".join(unknown[:50]))
+            logger.warning(
+                "%d characters of train_files / validation_files are not in the tokenizer %s and become [UNK]: %s",
+                len(unknown),
+                start,
+                "".join(unknown[:50]),
+            )
     else:
         extra = pair_chars
         if data_args.use_benchmark:
@@ -681,21 +779,35 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     if model_args.task == "mlm":
         model = _mlm_model(model_args, tokenizer, data_args.max_length)
         encode = lambda batch: tokenizer(batch["target"], truncation=True, max_length=data_args.max_length)  # noqa: E731
-        collator = DataCollatorForLanguageModeling(tokenizer, mlm_probability=data_args.mlm_probability,
-                                                   mask_replace_prob=data_args.mask_replace_prob,
-                                                   random_replace_prob=data_args.random_replace_prob)
-        extra_args: dict[str, Any] = {"compute_metrics": masked_lm_accuracy,
-                                      "preprocess_logits_for_metrics": preprocess_logits_for_metrics}
+        collator = DataCollatorForLanguageModeling(
+            tokenizer,
+            mlm_probability=data_args.mlm_probability,
+            mask_replace_prob=data_args.mask_replace_prob,
+            random_replace_prob=data_args.random_replace_prob,
+        )
+        extra_args: dict[str, Any] = {
+            "compute_metrics": masked_lm_accuracy,
+            "preprocess_logits_for_metrics": preprocess_logits_for_metrics,
+        }
     else:
-        model = build_model(model_args.variant, tokenizer, init_from=model_args.init_from, fonts=model_args.fonts,
-                            **model_args.model_overrides)
+        model = build_model(
+            model_args.variant,
+            tokenizer,
+            init_from=model_args.init_from,
+            fonts=model_args.fonts,
+            **model_args.model_overrides,
+        )
         is_bart = is_seq2seq(model_args.variant)
         encode = lambda batch: encode_pairs(tokenizer, batch["source"], batch["target"], data_args.max_length, is_bart)  # noqa: E731
         collator = CorrectionCollator(tokenizer, 0.0 if is_bart else data_args.mask_rate, training_args.seed)
-        extra_args = {} if is_bart else {
-            "compute_metrics": make_compute_metrics(),
-            "preprocess_logits_for_metrics": preprocess_logits_for_metrics,
-        }
+        extra_args = (
+            {}
+            if is_bart
+            else {
+                "compute_metrics": make_compute_metrics(),
+                "preprocess_logits_for_metrics": preprocess_logits_for_metrics,
+            }
+        )
     columns = train_set.column_names
     with training_args.main_process_first(desc="tokenize"):
         train_set = train_set.map(encode, batched=True, remove_columns=columns, desc="tokenize train")
@@ -704,23 +816,39 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         train_set = train_set.map(lambda b: {"length": [len(x) for x in b["input_ids"]]}, batched=True)
     precision = precision_of(training_args)
     if precision == "bf16" and trains_on_cpu(training_args.use_cpu) and not cpu_has_bf16():
-        logger.warning("bf16 autocast on a CPU without bf16 in hardware: torch emulates it, slower than fp32 "
-                       "(precision: auto or fp32 trains in fp32 here)")
+        logger.warning(
+            "bf16 autocast on a CPU without bf16 in hardware: torch emulates it, slower than fp32 "
+            "(precision: auto or fp32 trains in fp32 here)"
+        )
     logger.info("training in %s (weights in fp32)", precision)
-    trainer = Trainer(model=model, args=training_args, train_dataset=train_set, eval_dataset=eval_set or None,
-                      data_collator=collator, processing_class=tokenizer, callbacks=_callbacks(), **extra_args)
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_set,
+        eval_dataset=eval_set or None,
+        data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=_callbacks(),
+        **extra_args,
+    )
     _log_to_logger(trainer)
     last = last_complete_checkpoint(out, remove_incomplete=trainer.is_world_process_zero()) if out.is_dir() else None
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint or last)
     trainer.save_model(str(out))
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(out))
-        record = {"task": model_args.task, "variant": model_args.variant, "init_from": model_args.init_from,
-                  "precision": precision,
-                  "use_benchmark": data_args.use_benchmark, "bench_params": data_args.bench_params,
-                  "pretrain_corpus": data_args.pretrain_corpus,
-                  "train_files": data_args.train_files, "validation_files": data_args.validation_files,
-                  "log_history": trainer.state.log_history}
+        record = {
+            "task": model_args.task,
+            "variant": model_args.variant,
+            "init_from": model_args.init_from,
+            "precision": precision,
+            "use_benchmark": data_args.use_benchmark,
+            "bench_params": data_args.bench_params,
+            "pretrain_corpus": data_args.pretrain_corpus,
+            "train_files": data_args.train_files,
+            "validation_files": data_args.validation_files,
+            "log_history": trainer.state.log_history,
+        }
         (out / hub.TRAINING_RECORD).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
     return out
 
@@ -736,7 +864,10 @@ def masked_lm_accuracy(prediction: Any) -> dict[str, float]:
 def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: int) -> BertForMaskedLM:
     if model_args.init_from:
         return BertForMaskedLM.from_pretrained(model_args.init_from)
-    config = BertConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                        max_position_embeddings=max(512, max_length), **model_args.model_overrides)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        max_position_embeddings=max(512, max_length),
+        **model_args.model_overrides,
+    )
     return BertForMaskedLM(config)
-

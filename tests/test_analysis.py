@@ -22,8 +22,14 @@ def test_statistics_match_hand_computed_values():
         "errors": 5,
         "errors_per_sentence": 1.25,
         "pairs": 4,
-        "phonetic_pair_share": 0.5, "graphic_pair_share": 0.25, "both_pair_share": 0.25, "other_pair_share": 0.0,
-        "phonetic_error_share": 0.6, "graphic_error_share": 0.2, "both_error_share": 0.2, "other_error_share": 0.0,
+        "phonetic_pair_share": 0.5,
+        "graphic_pair_share": 0.25,
+        "both_pair_share": 0.25,
+        "other_pair_share": 0.0,
+        "phonetic_error_share": 0.6,
+        "graphic_error_share": 0.2,
+        "both_error_share": 0.2,
+        "other_error_share": 0.0,
         "traditional_share": round(1 / 22, 4),  # 個 among the 22 Han characters (。 is not Han)
     }
     assert dataset_stats(SOURCES, TARGETS)["traditional_share"] is None
@@ -42,11 +48,18 @@ def test_one_split_statistics_function(small_params):
     counts = split_stats(examples.target, examples.corruption.error_mask)
     assert counts["errors"] > 0 and counts["sentences"] == 80
     built = examples.stats()
-    table9 = dataset_stats(unpack(examples.corruption.source), unpack(examples.target), judge=lambda right, wrong: "other")
+    table9 = dataset_stats(
+        unpack(examples.corruption.source), unpack(examples.target), judge=lambda right, wrong: "other"
+    )
     assert {k: built[k] for k in counts} == {k: table9[k] for k in counts} == counts
     # an empty sentence counts as one without errors (np.add.reduceat gave it its neighbour's errors)
     assert split_stats(pack(["ab", "", "cd"]), [True, False, False, False]) == {
-        "sentences": 3, "avg_length": 1.33, "sentences_with_errors": 1, "errors": 1, "errors_per_sentence": 0.3333}
+        "sentences": 3,
+        "avg_length": 1.33,
+        "sentences_with_errors": 1,
+        "errors": 1,
+        "errors_per_sentence": 0.3333,
+    }
 
 
 def test_coverage_and_context_overlap_match_hand_computed_values():
@@ -54,7 +67,9 @@ def test_coverage_and_context_overlap_match_hand_computed_values():
     assert pairs == {("们", "门"): 2, ("气", "汽"): 1, ("他", "她"): 1, ("已", "己"): 1}
     # covered: 们→门 (2 errors) and 他→她 (1); key 气 is misspelt in the reference, as another pair
     assert coverage(pairs, [("们", "门"), ("他", "她"), ("气", "汔"), ("天", "夫")]) == {
-        "error_coverage": 0.6, "pair_coverage": 0.5, "key_coverage": 0.8,
+        "error_coverage": 0.6,
+        "pair_coverage": 0.5,
+        "key_coverage": 0.8,
     }
     assert coverage({}, [("们", "门")])["error_coverage"] is None
     # bigrams holding an error: 我们 们去 | 天气 气很 | 他们 | 们已 他们 | 已经 们已 -> 7 of 9 occur in training
@@ -89,11 +104,17 @@ def test_bad_inputs_are_clear_errors(tmp_path):
 def test_analyze_tsv_and_jsonl_from_the_command_line(tmp_path, capsys):
     tsv, jsonl, conf = tmp_path / "test.tsv", tmp_path / "train.jsonl", tmp_path / "S.json"
     tsv.write_text("".join(f"{s}\t{t}\n" for s, t in zip(SOURCES, TARGETS)), encoding="utf-8")
-    jsonl.write_text("".join(json.dumps({"source": s, "target": s}, ensure_ascii=False) + "\n"
-                             for s in ["我门去学校", "他们已经来了"]), encoding="utf-8")
+    jsonl.write_text(
+        "".join(
+            json.dumps({"source": s, "target": s}, ensure_ascii=False) + "\n" for s in ["我门去学校", "他们已经来了"]
+        ),
+        encoding="utf-8",
+    )
     conf.write_text(json.dumps({"气": {"汽": "phonetic"}}, ensure_ascii=False), encoding="utf-8")
     out = tmp_path / "analysis.json"
-    code = main(["analyze", str(tsv), "--train", str(jsonl), "--confusion", str(conf), "--ngram", "2", "--output", str(out)])
+    code = main(
+        ["analyze", str(tsv), "--train", str(jsonl), "--confusion", str(conf), "--ngram", "2", "--output", str(out)]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "## Statistics" in printed and "| errors_per_sentence | 1.25 |" in printed and "## Coverage" in printed
@@ -102,10 +123,17 @@ def test_analyze_tsv_and_jsonl_from_the_command_line(tmp_path, capsys):
     # the training jsonl has no errors (source = target): no pair covered, but its targets give context
     # (the bigrams of sentence 4's errors, 5 of 9; its first target is 我门去学校, not 我们去学校)
     assert result["coverage"][str(tsv)][str(jsonl)] == {
-        "error_coverage": 0.0, "pair_coverage": 0.0, "key_coverage": 0.0, "sentence_overlap": 0.0,
+        "error_coverage": 0.0,
+        "pair_coverage": 0.0,
+        "key_coverage": 0.0,
+        "sentence_overlap": 0.0,
         "ngram_overlap": round(5 / 9, 4),
     }
-    assert result["coverage"][str(tsv)][str(conf)] == {"error_coverage": 0.2, "pair_coverage": 0.25, "key_coverage": 0.2}
+    assert result["coverage"][str(tsv)][str(conf)] == {
+        "error_coverage": 0.2,
+        "pair_coverage": 0.25,
+        "key_coverage": 0.2,
+    }
     assert main(["analyze", str(tmp_path / "missing.tsv")]) == 2
     assert "missing.tsv: not a file" in capsys.readouterr().err
 
@@ -116,8 +144,13 @@ def bench_cache(tmp_path_factory):
 
 
 def test_analyze_benchmark_configs(small_params, bench_cache):
-    result = analyze(["test", "unseen_k", "scontext"], train=["train"], confusion=["S_train"],
-                     params=small_params, cache_dir=bench_cache)
+    result = analyze(
+        ["test", "unseen_k", "scontext"],
+        train=["train"],
+        confusion=["S_train"],
+        params=small_params,
+        cache_dir=bench_cache,
+    )
     stats, cov = result["statistics"], result["coverage"]
     assert stats["test"]["sentences"] == 80 and stats["test"]["errors"] > 0
     assert cov["test"]["S_train"]["error_coverage"] == 1.0  # the test set is made with S_train

@@ -26,7 +26,12 @@ from csc_hf.evaluation import evaluate_model, read_predictions
 from csc_hf.files import read_lines
 from csc_hf.pipeline import Corrector, aligned_substitutions
 
-SENTENCES = ["今年接收720余名转业干部。", "他用iPhone拍照。", "我们今天去北京天安门广场看升旗。", "他说的是对的，我觉得很好。"]
+SENTENCES = [
+    "今年接收720余名转业干部。",
+    "他用iPhone拍照。",
+    "我们今天去北京天安门广场看升旗。",
+    "他说的是对的，我觉得很好。",
+]
 ODD = [
     "今年接收720余名转业干部。", "他用iPhone拍照。", "我们 abc ABC\t123，。😀🎉", "𠀀𝌆鿿龘我们\u3000é",  # emoji, astral, rare
     "[MASK][CLS]我们", "ＡＢＣ１２３我们", "\ud800我们\udfff", "", " ", "我" * 80,  # literal specials, full width, surrogates
@@ -90,8 +95,12 @@ def bpe_tokenizer(texts: list[str], special: list[str], template: str, **tokens:
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
-    backend.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=600, special_tokens=special,
-                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    backend.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=600, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     backend.post_processor = processors.TemplateProcessing(
         single=template, special_tokens=[(t, backend.token_to_id(t)) for t in special if t in template]
     )
@@ -116,9 +125,20 @@ def seq2seq_dir(request, tmp_path_factory, small_corpus, vocab_file):
         ids = dict(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
                    eos_token_id=tokenizer.sep_token_id, decoder_start_token_id=tokenizer.sep_token_id,
                    forced_eos_token_id=tokenizer.sep_token_id)  # fmt: skip
-        model = BartForConditionalGeneration(BartConfig(
-            vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64, **ids))
+        model = BartForConditionalGeneration(
+            BartConfig(
+                vocab_size=len(tokenizer),
+                d_model=16,
+                encoder_layers=1,
+                decoder_layers=1,
+                encoder_attention_heads=2,
+                decoder_attention_heads=2,
+                encoder_ffn_dim=32,
+                decoder_ffn_dim=32,
+                max_position_embeddings=64,
+                **ids,
+            )
+        )
     folder = tmp_path_factory.mktemp(request.param) / "model"
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -216,7 +236,7 @@ def test_evaluate_command_on_a_bert_checkpoint_shows_progress(bert_dir, small_pa
     assert json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["keep_bias"] == 0.0
 
 
-REMOTE_CODE = '''from transformers import BertConfig, BertForMaskedLM
+REMOTE_CODE = """from transformers import BertConfig, BertForMaskedLM
 
 
 class TinyRemoteConfig(BertConfig):
@@ -225,7 +245,7 @@ class TinyRemoteConfig(BertConfig):
 
 class TinyRemoteForMaskedLM(BertForMaskedLM):
     config_class = TinyRemoteConfig
-'''
+"""
 
 
 def test_remote_code_model_needs_trust_remote_code(bert_dir, tmp_path, capsys):
@@ -248,4 +268,3 @@ def test_remote_code_model_needs_trust_remote_code(bert_dir, tmp_path, capsys):
     assert "trust_remote_code" in capsys.readouterr().err
     assert main(["correct", str(folder), SENTENCES[1], "--trust-remote-code"]) == 0
     assert capsys.readouterr().out.strip() == "他他iPhone他他。"
-

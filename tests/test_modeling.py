@@ -1,6 +1,5 @@
 """The CSC model family: every variant trains, round-trips, loads through the Auto classes and as remote code."""
 
-
 import numpy as np
 import pytest
 import torch

@@ -88,6 +88,7 @@ def check_result(result: dict) -> None:
 def assert_same(results: list[dict], expected: list[dict]) -> None:
     """Equal results; probabilities equal up to float noise (padding changes the batch's arithmetic; under bf16
     autocast, the default on a CPU with bf16 in hardware, by about 1e-6)."""
+
     def split(results):
         texts = [(r["source"], r["prediction"]) for r in results]
         edits = [[(e["position"], e["wrong"], e["right"]) for e in r["edits"]] for r in results]

@@ -122,7 +122,9 @@ def test_lenient_correction_equals_pycorrector(tmp_path, capsys):
     acc, precision, recall, f1 = evaluate_batch(lambda _: [(p, []) for p in predictions], str(data), verbose=False)
     capsys.readouterr()
     r = run(sources, predictions, references, convention="lenient")
-    assert (r["sent_acc"], r["sent_cor_p"], r["sent_cor_r"], r["sent_cor_f1"]) == pytest.approx((acc, precision, recall, f1))
+    assert (r["sent_acc"], r["sent_cor_p"], r["sent_cor_r"], r["sent_cor_f1"]) == pytest.approx(
+        (acc, precision, recall, f1)
+    )
     assert r["sent_cor_p"] > run(sources, predictions, references)["sent_cor_p"]
 
 
@@ -252,7 +254,10 @@ def test_errors_per_sentence_breakdown():
     ("metadata", "message"),
     [
         ([{"errors": []}, {"errors": [{"position": 3, "type": "both"}]}], r"metadata\[0\] lists 0 errors"),
-        ([{"errors": [{"position": 1, "type": "phonetic"}]}, {"errors": []}], r"metadata\[0\]: position 1 is not a gold"),
+        (
+            [{"errors": [{"position": 1, "type": "phonetic"}]}, {"errors": []}],
+            r"metadata\[0\]: position 1 is not a gold",
+        ),
         ([{"errors": [{"position": 9, "type": "phonetic"}]}, {"errors": []}], r"metadata\[0\]: error position 9"),
         ([META[0], {"errors": [{"position": 3, "type": "typo"}]}], r"metadata\[1\]: error type 'typo'"),
         ([META[0]], "metadata has 1 examples"),
@@ -285,7 +290,13 @@ def test_bad_train_pairs(pairs):
         (["ab", "cd"], ["ab", "cd"], ["ab", ["c", "d"]], TypeError, r"references\[1\] is list"),
         ([None, "cd"], ["ab", "cd"], ["ab", "cd"], TypeError, r"sources\[0\] is None"),
         (["ab", ""], ["ab", ""], ["ab", ""], ValueError, r"sources\[1\] is empty"),
-        (["ab", "cd"], ["ab", "cd"], ["ab", "cde"], ValueError, "example 1: source has length 2 but reference has length 3"),
+        (
+            ["ab", "cd"],
+            ["ab", "cd"],
+            ["ab", "cde"],
+            ValueError,
+            "example 1: source has length 2 but reference has length 3",
+        ),
         ([[1, 2]], [[1, 2]], [[1, 2, 3]], ValueError, "example 0: source has length 2"),
         ([[1, 2]], [[1, 2]], [[-100, -100]], ValueError, r"sources\[0\] is empty after dropping"),
         ([[1, 2]], [None], [[1, 2]], TypeError, r"predictions\[0\] is NoneType"),
@@ -321,7 +332,9 @@ def test_bootstrap_intervals_for_every_score_seeded():
     assert (r["ci_resamples"], r["ci_confidence"]) == (300, 0.95)
     assert score(SOURCES * 5, PREDICTIONS * 5, REFERENCES * 5, bootstrap=300, seed=1) == r
     other = score(SOURCES * 5, PREDICTIONS * 5, REFERENCES * 5, bootstrap=300, seed=2)
-    assert other["sent_det_p_ci_low"] != r["sent_det_p_ci_low"] or other["char_det_p_ci_high"] != r["char_det_p_ci_high"]
+    assert (
+        other["sent_det_p_ci_low"] != r["sent_det_p_ci_low"] or other["char_det_p_ci_high"] != r["char_det_p_ci_high"]
+    )
     assert not any(k.endswith("_ci_low") and k.startswith("n_") for k in r)
 
 
@@ -364,7 +377,10 @@ def test_preprocess_logits_for_metrics_uses_argmax_without_torch():
 
 def test_scoring_does_not_import_torch():
     code = "import sys, csc_hf.scoring, csc_hf.stats; print('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
 def test_output_is_flat_and_json_serializable():

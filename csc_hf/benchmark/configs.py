@@ -37,7 +37,10 @@ CONFIGS: dict[str, ConfigSpec] = {
         "Training and validation sets: the train / validation sentences with S_train at P_e = `error_prob` (with "
         "`augmentation`, the train split twice: as is, then its sentences corrupted with the pairs of that set that "
         "cannot leak into unseen_k or unseen_v).",
-        (SplitSpec("train", "train", "S_train", "error_prob"), SplitSpec("validation", "validation", "S_train", "error_prob")),
+        (
+            SplitSpec("train", "train", "S_train", "error_prob"),
+            SplitSpec("validation", "validation", "S_train", "error_prob"),
+        ),
     ),
     "test": ConfigSpec("In-distribution test: S_train at P_e = `error_prob`.", _test("S_train")),
     "unseen_k": ConfigSpec(
@@ -45,10 +48,12 @@ CONFIGS: dict[str, ConfigSpec] = {
         _test("S_unseen_k", "unseen_k_error_prob"),
     ),
     "unseen_v": ConfigSpec(
-        "Unseen values: S_unseen^v (pairs never seen in training, known keys) at P_e = `error_prob`.", _test("S_unseen_v")
+        "Unseen values: S_unseen^v (pairs never seen in training, known keys) at P_e = `error_prob`.",
+        _test("S_unseen_v"),
     ),
     "seen": ConfigSpec(
-        "Seen pairs: S_seen, the pairs that occur in the generated training set, at P_e = `error_prob`.", _test("S_seen")
+        "Seen pairs: S_seen, the pairs that occur in the generated training set, at P_e = `error_prob`.",
+        _test("S_seen"),
     ),
     "scontext": ConfigSpec(
         "Seen context: training sentences whose every wrong character is replaced by another candidate of S.",
@@ -73,14 +78,17 @@ CONFIGS: dict[str, ConfigSpec] = {
 TEST_CONFIGS = tuple(name for name in CONFIGS if name != "train")  # what a model is scored on (the study's default)
 
 
-def check_configs(names: Sequence[str], label: str = "csc_bench config", choices: Sequence[str] = tuple(CONFIGS),
-                  where: str = "") -> None:
+def check_configs(
+    names: Sequence[str], label: str = "csc_bench config", choices: Sequence[str] = tuple(CONFIGS), where: str = ""
+) -> None:
     """A ValueError naming ``where`` (the parameter or file, when given), ``label``, the unknown names and the
     choices, unless each of ``names`` is one of ``choices`` (default: every config; :data:`TEST_CONFIGS` where a
     model is scored)."""
     if unknown := [name for name in names if name not in choices]:
-        raise ValueError(f"{where + ': ' if where else ''}unknown {label}{'s' if len(unknown) > 1 else ''} "
-                         f"{', '.join(map(repr, unknown))}; choose from {', '.join(choices)}")
+        raise ValueError(
+            f"{where + ': ' if where else ''}unknown {label}{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; choose from {', '.join(choices)}"
+        )
 
 
 def probs_split(error_prob: float) -> str:

