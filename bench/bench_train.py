@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 from transformers import HfArgumentParser
 
-from csc_hf.hub import TRAINING_RECORD
+from csc_hf.run_layout import TRAINING_RECORD
 from csc_hf.study import Preset
 
 ROOT = Path(__file__).resolve().parents[1]

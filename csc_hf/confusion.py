@@ -401,7 +401,8 @@ def build_confusion_set(
 @dataclass(frozen=True)
 class Division:
     """S divided as in the paper: ``train = S - unseen_k - unseen_v``. ``S_seen`` is not a part of it: it exists only
-    once the training data does (``Plan.seen`` in :mod:`csc_hf.benchmark.plan`); :meth:`stats` takes it as an argument."""
+    once the training data does (``Plan.seen`` in :mod:`csc_hf.benchmark.plan`); :meth:`stats` takes it as an
+    argument."""
 
     full: ConfusionSet
     unseen_k: ConfusionSet
@@ -431,7 +432,8 @@ def divide(
     rng = np.random.default_rng(seed)
     if n_unseen_keys + n_unseen_v_keys > len(pool):
         raise ValueError(
-            f"n_unseen_keys={n_unseen_keys} + n_unseen_v_keys={n_unseen_v_keys} exceed the {len(pool)} keys to draw from"
+            f"n_unseen_keys={n_unseen_keys} + n_unseen_v_keys={n_unseen_v_keys} exceed the {len(pool)} keys to draw "
+            "from"
         )
     unseen_keys = sorted(rng.choice(pool, size=n_unseen_keys, replace=False).tolist()) if n_unseen_keys else []
     rest = [k for k in pool if k not in set(unseen_keys) and len(full[k]) >= 2]

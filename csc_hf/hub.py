@@ -1,6 +1,6 @@
 """Hub model repositories from saved model folders (:func:`prepare`: the weights, configs, the model's and the
 tokenizer's remote code, no pickles or machine-local fields, and a card whose YAML holds the licence, base model,
-datasets and a model-index of the scores per test set), and what tells a local model folder from a Hub id."""
+datasets and a model-index of the scores per test set), and their upload (:func:`push`)."""
 
 from __future__ import annotations
 
@@ -9,53 +9,20 @@ import re
 import shutil
 from pathlib import Path
 
-CARD_KEYS = ("char_cor_f1", "char_det_f1", "sent_cor_f1", "sent_det_f1", "fpr")
-RUNS_DIR = "runs"  # where csc_hf writes its runs and models by default
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")  # a CSCTokenizer saves the first; a BERT checkpoint has the second
-
-
-def is_local(name: str | Path) -> bool:
-    """Whether a model name must be a local folder rather than a Hub id, so that a missing one is an error at once
-    (the Hub is never tried for it). It is local when it exists; when it starts with ``/``, ``.`` or ``~``; when it
-    has more than one ``/`` or cannot be a Hub id at all (a Hub id is ``name`` or ``owner/name``); and when it is
-    ``FOLDER/NAME`` with ``FOLDER`` an existing folder or ``runs`` (where csc_hf writes its models)."""
-    text = str(name)
-    if Path(text).exists() or text.startswith(("/", ".", "~")) or not HUB_ID.fullmatch(text):
-        return True
-    first, slash, _ = text.partition("/")
-    return bool(slash) and (first == RUNS_DIR or Path(first).is_dir())
-
-
-def model_file(path: str | Path, name: str) -> Path | None:
-    """File ``name`` of a model: in a local folder (:func:`is_local`), or of a Hub id (downloaded, or from the cache
-    offline); None when the model has none, its folder is gone or the Hub cannot be reached."""
-    if is_local(path):
-        file = Path(path).expanduser() / name
-        return file if file.is_file() else None
-    from transformers.utils import cached_file
-
-    found = cached_file(str(path), name, _raise_exceptions_for_missing_entries=False,
-                        _raise_exceptions_for_connection_errors=False)  # fmt: skip
-    return Path(found) if found else None
-
-
-def check_model_folder(path: str | Path, what: str = "model folder", tokenizer: bool = True) -> None:
-    """Raise a FileNotFoundError that names what a local model folder lacks: the folder, its ``config.json``, or
-    (with ``tokenizer``) its tokenizer files."""
-    folder = Path(path)
-    if not folder.is_dir():
-        raise FileNotFoundError(
-            f"{what} {folder} does not exist" if not folder.exists() else f"{what} {folder} is a file, not a folder"
-        )
-    if not (folder / "config.json").is_file():
-        raise FileNotFoundError(f"{what} {folder} holds no saved model (config.json)")
-    if tokenizer and not any((folder / name).is_file() for name in TOKENIZER_FILES):
-        raise FileNotFoundError(
-            f"{what} {folder} holds no tokenizer files ({' or '.join(TOKENIZER_FILES)}); "
-            "save the tokenizer there too (tokenizer.save_pretrained)"
-        )
-
+from .files import read_text
+from .markdown import table
+from .model_folder import (
+    DECODING_DEFAULTS,
+    DECODING_KEYS,
+    HUB_ID,
+    check_model_folder,
+    is_local,
+    load_decoding,
+    read_json_object,
+    training_record,
+)
+from .run_layout import DONE, RECORDS, TRAINER_STATE
+from .scoring import HEADLINE, score_name
 
 LICENSES = (  # the licence ids the Hub's model card metadata accepts (huggingface.co/docs/hub/repositories-licenses)
     "apache-2.0",
@@ -126,24 +93,20 @@ LICENSES = (  # the licence ids the Hub's model card metadata accepts (huggingfa
     "unknown",
     "other",
 )
-METRIC_NAMES = {  # CARD_KEYS in words (csc_hf.scoring)
-    "char_cor_f1": "character-level correction F1",
-    "char_det_f1": "character-level detection F1",
-    "sent_cor_f1": "sentence-level correction F1",
-    "sent_det_f1": "sentence-level detection F1",
-    "fpr": "false positive rate",
-}
 TASK = {"type": "chinese-spelling-check", "name": "Chinese Spelling Check"}
 BENCHMARK = "csc_bench"  # the dataset name of the generated benchmark (csc_hf.load_dataset("csc_bench", CONFIG))
-TRAINING_RECORD = "csc_training.json"  # in a model folder: how `csc-bench train` trained it (csc_hf.training)
-TRAIN_CONFIG = "train_config.yaml"  # in a study's training stage: the config it trained with (csc_hf.study)
-DONE = "done.json"  # in a study's stage folder: the marker that it finished
-RECORDS = "records.json"  # in a study's evaluation folder: its result records
-DROPPED_FILES = (DONE, RECORDS, "trainer_state.json")  # run bookkeeping, not part of a model
+DROPPED_FILES = (DONE, RECORDS, TRAINER_STATE)  # run bookkeeping, not part of a model
 COPIED_SUFFIXES = (".json", ".safetensors", ".py", ".txt", ".model")  # weights, configs, remote code, vocabularies
 VERBATIM = ("tokenizer.json",)  # serialized tokenizers: tokens, no paths; copied as they are
 LOCAL_KEYS = ("is_local", "local_files_only", "_name_or_path", "name_or_path", "cache_dir", "_commit_hash")
 REMOTE_TOKENIZER = Path(__file__).resolve().parent / "modeling" / "tokenization_csc.py"
+
+
+def check_repo_id(repo_id: str) -> str:
+    """``repo_id`` if it is a Hub repository id ``OWNER/NAME``, else a ValueError saying so."""
+    if not HUB_ID.fullmatch(repo_id) or "/" not in repo_id:
+        raise ValueError(f"repo {repo_id!r}: give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate")
+    return repo_id
 
 
 def check_license(license: str) -> str:
@@ -154,38 +117,6 @@ def check_license(license: str) -> str:
             "cc-by-nc-4.0, gpl-3.0, ... or other (huggingface.co/docs/hub/repositories-licenses)"
         )
     return license
-
-
-def read_json_object(path: Path) -> dict:
-    """A json object file, or {} when it is missing, does not parse or is no object (a card is written anyway; a
-    folder's optional metadata is read so)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def training_record(model_dir: str | Path) -> dict:
-    """What a model folder says about its training: ``csc_training.json`` (``csc-bench train``) under the study's
-    ``train_config.yaml``; {} when neither is there or readable."""
-    import yaml
-
-    folder = Path(model_dir)
-    try:
-        config = yaml.safe_load((folder / TRAIN_CONFIG).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        config = None
-    record = read_json_object(folder / TRAINING_RECORD)
-    return {**(config if isinstance(config, dict) else {}), **{k: v for k, v in record.items() if k != "log_history"}}
-
-
-def decoding_settings(model_dir: str | Path) -> dict:
-    """The decoding saved with the model (``csc_hf.pipeline.load_decoding``: its ``csc_decoding.json``, checked); {}
-    when it has none."""
-    from .pipeline import load_decoding  # pipeline imports this module
-
-    return load_decoding(model_dir)
 
 
 def is_machine_local(text: str) -> bool:
@@ -219,13 +150,11 @@ def scored_with(record: dict, training: dict) -> dict | None:
 
 
 def card_metadata(
-    name: str, records: list[dict], training: dict, license: str = "apache-2.0", model_type: str | None = None
+    name: str, records: list[dict], training: dict, license: str = "apache-2.0", seq2seq: bool = False
 ) -> dict:
     """The card's YAML front matter: licence, base model (a Hub ``init_from``), datasets, pipeline tag, tags, and a
     ``model-index`` with one result per scored test split (the csc_bench config and its parameters, the metrics
     under their names and convention)."""
-    from .pipeline import DECODING_KEYS  # pipeline imports this module
-
     init_from = training.get("init_from")
     dataset_ids = [BENCHMARK] if training.get("use_benchmark", True) else []
     dataset_ids += [
@@ -238,7 +167,7 @@ def card_metadata(
         "language": ["zh"],
         "license": check_license(license),
         "library_name": "transformers",
-        "pipeline_tag": "text2text-generation" if model_type == "bart" else "fill-mask",
+        "pipeline_tag": "text2text-generation" if seq2seq else "fill-mask",
         "tags": [
             "chinese-spelling-check",
             "spelling-correction",
@@ -265,11 +194,11 @@ def card_metadata(
         metrics = [
             {
                 "type": key,
-                "name": f"{METRIC_NAMES[key]} ({convention} convention)",
+                "name": f"{score_name(key)} ({convention} convention)",
                 "value": round(float(r["scores"][key]), 4),
                 "args": {"convention": convention, **{k: r[k] for k in DECODING_KEYS if k in r}},
             }
-            for key in CARD_KEYS
+            for key in HEADLINE
         ]
         results.append({"task": dict(TASK), "dataset": dataset, "metrics": metrics})
     if results:
@@ -283,17 +212,15 @@ def model_card(
     training: dict | None = None,
     decoding: dict | None = None,
     license: str = "apache-2.0",
-    model_type: str | None = None,
+    seq2seq: bool = False,
 ) -> str:
     """A model card: YAML front matter (:func:`card_metadata`) and markdown with how to load the model, its decoding
     settings, what it was trained on, and each test split's scores with intervals where present (or a line saying it
     has no scores yet)."""
     import yaml
 
-    from .pipeline import DECODING_KEYS, decoding_defaults  # pipeline imports this module
-
     training, decoding = training or {}, decoding or {}
-    meta = card_metadata(name, records, training, license, model_type)
+    meta = card_metadata(name, records, training, license, seq2seq)
     parts = [
         f"# {name}\n\nA Chinese Spelling Check model"
         + (f" (variant `{training['variant']}`)" if isinstance(training.get("variant"), str) else "")
@@ -308,7 +235,7 @@ def model_card(
             ", ".join(f"`{k}` = {v}" for k, v in decoding.items()) + " (saved with the model)."
             if decoding
             else "No decoding settings are saved with the model: the corrector's "
-            f"defaults apply ({', '.join(f'`{k}` {v:g}' for k, v in decoding_defaults().items())})."
+            f"defaults apply ({', '.join(f'`{k}` {v:g}' for k, v in DECODING_DEFAULTS.items())})."
         ),
         "## Training data\n\n" + _training_data(training),
     ]
@@ -317,13 +244,12 @@ def model_card(
         for r in records:
             s = r["scores"]
             cells = []
-            for key in CARD_KEYS:
+            for key in HEADLINE:
                 low, high = s.get(f"{key}_ci_low"), s.get(f"{key}_ci_high")
                 cells.append(f"{s[key]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else ""))
             decoding = ", ".join(f"{k} {r[k]:g}" for k in DECODING_KEYS if k in r) or "-"
-            rows.append(f"| {r['config']}/{r['split']} | {decoding} | " + " | ".join(cells) + " |")
-        header = f"| test set | decoding | {' | '.join(CARD_KEYS)} |"
-        table = "\n".join([header, "|---" * (len(CARD_KEYS) + 2) + "|", *rows])
+            rows.append([f"{r['config']}/{r['split']}", decoding, *cells])
+        scores = table(["test set", "decoding", *HEADLINE], rows)
         params = {
             json.dumps(scrub(p), ensure_ascii=False, sort_keys=True) if p is not None else None
             for p in (scored_with(r, training) for r in records)
@@ -338,7 +264,7 @@ def model_card(
         parts.append(
             "## Scores on the csc_bench test sets\n\nBootstrap 95% intervals in brackets (csc_hf.scoring, "
             f"{records[0]['scores'].get('convention', 'strict')} convention); csc_bench parameters: {said}."
-            f"\n\n{table}"
+            f"\n\n{scores}"
         )
     else:
         parts.append(
@@ -411,8 +337,8 @@ def prepare(
         (target / "tokenizer_config.json").write_text(
             json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
-    model_type = read_json_object(source / "config.json").get("model_type")
-    card = model_card(repo_id, records, training_record(source), decoding_settings(source), license, model_type)
+    seq2seq = read_json_object(source / "config.json").get("is_encoder_decoder") is True
+    card = model_card(repo_id, records, training_record(source), load_decoding(source), license, seq2seq)
     (target / "README.md").write_text(card, encoding="utf-8")
     return target
 
@@ -430,8 +356,6 @@ def load_records(path: str | Path, model: str | None = None) -> list[dict]:
     """Result records from an evaluation json (a list) or a run's results.json (filtered by ``model``; each record
     gets the run's ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the
     file and what is wrong."""
-    from .files import read_text
-
     try:
         data = json.loads(read_text(path, "results file"))
     except json.JSONDecodeError as err:
@@ -464,6 +388,6 @@ def _record_problem(record: object) -> str | None:
     if not isinstance(scores, dict):
         return f"has scores of type {type(scores).__name__}, not a mapping"
     bad = [
-        key for key in CARD_KEYS if not isinstance(scores.get(key), (int, float)) or isinstance(scores.get(key), bool)
+        key for key in HEADLINE if not isinstance(scores.get(key), (int, float)) or isinstance(scores.get(key), bool)
     ]
     return f"has no numeric scores {bad}" if bad else None

@@ -6,7 +6,8 @@ import pytest
 
 from csc_hf.cli import main
 from csc_hf.corruption import pack
-from csc_hf.dataset_stats import analyze, context_overlap, coverage, dataset_stats, error_pairs, load_pairs, split_stats
+from csc_hf.data import analyze_data, read_data
+from csc_hf.dataset_stats import context_overlap, coverage, dataset_stats, error_pairs, split_stats
 
 # Four sentences, five errors: 们→门 twice (phonetic), 气→汽 (phonetic), 他→她 (both), 已→己 (graphic).
 SOURCES = ["我门去学校", "他是個好人", "今天天汽很好。", "她门己经走了"]
@@ -86,19 +87,19 @@ def test_bad_inputs_are_clear_errors(tmp_path):
     tsv = tmp_path / "bad.tsv"
     tsv.write_text("我门去\t我们去\n他是好人\t他是个好人\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.tsv, line 2: source has 4 characters, target 5"):
-        load_pairs(str(tsv))
+        read_data(str(tsv))
     jsonl = tmp_path / "bad.jsonl"
     jsonl.write_text('{"source": "我门", "target": "我们"}\n{"source": "我门"}\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.jsonl, line 2: expected an object with string 'source' and 'target'"):
-        load_pairs(str(jsonl))
+        read_data(str(jsonl))
     jsonl.write_text('{"source": "我门", "target": "我们"\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.jsonl, line 1: invalid JSON"):
-        load_pairs(str(jsonl))
+        read_data(str(jsonl))
     (tmp_path / "empty.jsonl").write_text("\n", encoding="utf-8")
     with pytest.raises(ValueError, match="empty.jsonl: no sentence pair"):
-        load_pairs(str(tmp_path / "empty.jsonl"))
+        read_data(str(tmp_path / "empty.jsonl"))
     with pytest.raises(FileNotFoundError, match="nope: not a file, a folder, FOLDER:CONFIG or a csc_bench config"):
-        load_pairs("nope")
+        read_data("nope")
 
 
 def test_analyze_tsv_and_jsonl_from_the_command_line(tmp_path, capsys):
@@ -144,7 +145,7 @@ def bench_cache(tmp_path_factory):
 
 
 def test_analyze_benchmark_configs(small_params, bench_cache):
-    result = analyze(
+    result = analyze_data(
         ["test", "unseen_k", "scontext"],
         train=["train"],
         confusion=["S_train"],
@@ -163,9 +164,9 @@ def test_analyze_exported_folder(small_params, bench_cache, tmp_path):
     from csc_hf.benchmark.export import export
 
     folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=bench_cache, **small_params)
-    every = analyze([str(folder)])["statistics"]
+    every = analyze_data([str(folder)])["statistics"]
     assert f"{folder}:unseen_k" in every and f"{folder}:probs/pe05" in every
-    one = analyze([f"{folder}:unseen_k"])["statistics"]
+    one = analyze_data([f"{folder}:unseen_k"])["statistics"]
     assert list(one) == [f"{folder}:unseen_k"]
-    direct = analyze(["unseen_k"], params=small_params, cache_dir=bench_cache)["statistics"]["unseen_k"]
+    direct = analyze_data(["unseen_k"], params=small_params, cache_dir=bench_cache)["statistics"]["unseen_k"]
     assert one[f"{folder}:unseen_k"] == direct

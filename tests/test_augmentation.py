@@ -4,9 +4,10 @@ test sets by S_train and the augmented set, and the verdict rules on fabricated 
 import pytest
 
 from csc_hf.benchmark.configs import CONFIGS
+from csc_hf.benchmark.configs import SIGHAN15 as SIGHAN
 from csc_hf.benchmark.plan import BenchParams, load_augmentation, plan_for, without_leaks
 from csc_hf.confusion import ConfusionSet, Division
-from csc_hf.results import CONTROLLED, SIGHAN, credibility, effect_outcome
+from csc_hf.results import CONTROLLED, credibility, effect_outcome
 
 
 def test_leak_filter_counts_every_removed_pair():
@@ -77,7 +78,7 @@ def test_a_missing_package_names_how_to_install_it(monkeypatch):
 
 
 def test_coverage_of_a_tiny_sighan15_by_s_train_and_the_augmented_set(small_params, tmp_path):
-    from csc_hf.study import augmentation_coverage
+    from csc_hf.study.outputs import augmentation_coverage
 
     params = {**small_params, "sighan15_path": str(tmp_path / "s15.tsv")}
     plan = plan_for(BenchParams(**params))

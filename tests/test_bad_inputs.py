@@ -92,8 +92,9 @@ def _corrector(call: str = "", **options):
         from csc_hf.pipeline import TASK, Corrector
 
         tokenizer = CSCTokenizer.from_texts(["我们去北京"])
-        sizes = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
-                     max_position_embeddings=16)  # fmt: skip
+        sizes = dict(
+            hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8, max_position_embeddings=16
+        )
         model = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **sizes))
         if call == "with_options":
             return Corrector(model, tokenizer).with_options(**options)
@@ -110,11 +111,13 @@ def _saved_corrector(tokenizer: bool = True, decoding: str | None = None, simila
 
     def run(tmp):
         from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
-        from csc_hf.pipeline import DECODING_FILE, Corrector
+        from csc_hf.pipeline import Corrector
+        from csc_hf.run_layout import DECODING_FILE
 
         characters = CSCTokenizer.from_texts(["我们去北京"])
-        sizes = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
-                     max_position_embeddings=16)  # fmt: skip
+        sizes = dict(
+            hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8, max_position_embeddings=16
+        )
         CSCForCorrection(CSCConfig(vocab_size=len(characters), **sizes)).save_pretrained(tmp / "m")
         if tokenizer:
             characters.save_pretrained(tmp / "m")
@@ -129,7 +132,7 @@ def _saved_corrector(tokenizer: bool = True, decoding: str | None = None, simila
 
 def _save_decoding(**decoding):
     def run(tmp):
-        from csc_hf.pipeline import save_decoding
+        from csc_hf.model_folder import save_decoding
 
         return save_decoding(tmp, decoding)
 
@@ -229,7 +232,7 @@ def _load_results(tmp: Path):
 
 
 def _read_predictions(tmp: Path):
-    from csc_hf.evaluation import read_predictions
+    from csc_hf.files import read_predictions
 
     return read_predictions(tmp / "p.txt", ["我门去"])
 
@@ -479,13 +482,13 @@ CLI: list[BadCli] = [
     BadCli(
         "train: max_steps not a number",
         ("train", "{tmp}/c.yaml"),
-        "c.yaml: max_steps='abc' must be int",
+        "c.yaml: max_steps='abc' must be an int",
         {"c.yaml": TRAIN_YAML.replace("max_steps: 5", "max_steps: abc")},
     ),
     BadCli(
         "train: an override of the wrong type",
         ("train", "{tmp}/c.yaml", "learning_rate=fast"),
-        "override learning_rate=fast: learning_rate='fast' must be float",
+        "override learning_rate=fast: learning_rate='fast' must be a number",
         {"c.yaml": TRAIN_YAML},
     ),
     BadCli(

@@ -147,9 +147,11 @@ def test_correct_file_lines_end_at_newline_only(tiny_model, tmp_path, capsys):
 
 
 def test_evaluate_checks_its_arguments_before_any_work(tiny_model, tmp_path, capsys, monkeypatch):
-    import csc_hf.study
+    import csc_hf.evaluation
 
-    monkeypatch.setattr(csc_hf.study, "evaluate_model", lambda *a, **k: pytest.fail("evaluated despite a bad argument"))
+    monkeypatch.setattr(
+        csc_hf.evaluation, "evaluate_model", lambda *a, **k: pytest.fail("evaluated despite a bad argument")
+    )
     assert main(["evaluate", str(tiny_model), "--bootstrap", "-1"]) == 2
     assert main(["evaluate", str(tiny_model), "--output", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err

@@ -12,18 +12,13 @@ from transformers import pipeline
 
 from csc_hf import load_dataset
 from csc_hf.cli import main
-from csc_hf.evaluation import PREDICTIONS, decoding_cell, evaluate_model, read_predictions
+from csc_hf.evaluation import EvaluationOptions, decoding_cell, evaluate_model
+from csc_hf.files import read_predictions
+from csc_hf.model_folder import load_decoding, load_similar, save_decoding
 from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
-from csc_hf.pipeline import (
-    DECODING_FILE,
-    SIMILAR_FILE,
-    Corrector,
-    decode_edits,
-    load_decoding,
-    load_similar,
-    save_decoding,
-)
-from csc_hf.study import RECORDS, Preset, Study
+from csc_hf.pipeline import Corrector, decode_edits
+from csc_hf.run_layout import DECODING_FILE, PREDICTIONS, RECORDS, SIMILAR_FILE
+from csc_hf.study import Preset, Study
 
 GRID = [1.0, 3.0]  # no 0: a route that fell back to keep_bias 0 would give other predictions
 
@@ -32,8 +27,9 @@ GRID = [1.0, 3.0]  # no 0: a route that fell back to keep_bias 0 would give othe
 def studied(tmp_path_factory):
     """The smoke preset's bert, trained and evaluated by the study on the test config (keep_bias tuned over GRID):
     ``(preset, model folder, evaluation folder)``."""
-    preset = dataclasses.replace(Preset.load("smoke"), variants=["bert"], tests=["test"], bootstrap=0,
-                                 keep_bias_grid=GRID)  # fmt: skip
+    preset = dataclasses.replace(
+        Preset.load("smoke"), variants=["bert"], tests=["test"], bootstrap=0, keep_bias_grid=GRID
+    )
     study = Study(preset, tmp_path_factory.mktemp("runs") / "decoding")
     build, pretrained = study.build(), study.pretrain()
     model = study.finetune("bert", 0, pretrained)
@@ -200,10 +196,14 @@ def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, c
     assert (copy / SIMILAR_FILE).is_file() == (record["similarity_prior"] > 0)
     assert Corrector.from_pretrained(copy).similarity_prior == record["similarity_prior"]
     save_decoding(copy, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
-    records = evaluate_model(copy, ["test"], preset.bench_params, bootstrap=0, keep_bias_grid=[0.0, 1000.0])
+    records = evaluate_model(
+        copy, ["test"], EvaluationOptions(preset.bench_params, bootstrap=0, keep_bias_grid=[0.0, 1000.0])
+    )
     assert records[0]["similarity_prior"] == 2.5  # no prior grid: the saved prior, tuned with nothing else
     with pytest.raises(ValueError, match="similarity_prior must be at least 0"):
-        evaluate_model(copy, ["test"], preset.bench_params, bootstrap=0, similarity_prior_grid=[-1.0])
+        evaluate_model(
+            copy, ["test"], EvaluationOptions(preset.bench_params, bootstrap=0, similarity_prior_grid=[-1.0])
+        )
 
 
 # ---- the file itself, on a tiny random model -------------------------------------------------------------------------
@@ -213,8 +213,16 @@ def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, c
 def tiny_dir(tmp_path):
     tokenizer = CSCTokenizer.from_texts(["我们去北京天安门他"])
     torch.manual_seed(0)
-    model = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), hidden_size=8, num_hidden_layers=1,
-                                       num_attention_heads=1, intermediate_size=8, max_position_embeddings=16))  # fmt: skip
+    model = CSCForCorrection(
+        CSCConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=1,
+            intermediate_size=8,
+            max_position_embeddings=16,
+        )
+    )
     model.save_pretrained(tmp_path / "m")
     tokenizer.save_pretrained(tmp_path / "m")
     return tmp_path / "m"
@@ -304,6 +312,8 @@ def test_evaluate_model_of_a_hub_id_does_not_save(monkeypatch, tiny_dir, small_p
         classmethod(lambda cls, path, **kwargs: real(cls, tiny_dir, **kwargs)),
     )
     records = evaluate_model(
-        "user/some-model", ["test"], small_params, bootstrap=0, keep_bias_grid=[0.0], save_decoding=True
+        "user/some-model",
+        ["test"],
+        EvaluationOptions(small_params, bootstrap=0, keep_bias_grid=[0.0], save_decoding=True),
     )
     assert records and not (tiny_dir / DECODING_FILE).exists() and "not a local folder" in caplog.text

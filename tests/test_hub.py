@@ -13,6 +13,7 @@ from conftest import run_without_csc_hf
 
 from csc_hf import hub
 from csc_hf.cli import main
+from csc_hf.scoring import HEADLINE
 
 TEXTS = ["我门今天去学校上课。", "他们在家里看书"]
 SCORES = {
@@ -149,7 +150,7 @@ def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
     }  # the run's parameters, no local path
     assert probs["dataset"]["split"] == "pe10"
     metrics = {m["type"]: m for m in result["metrics"]}
-    assert set(metrics) == set(hub.CARD_KEYS) and metrics["char_cor_f1"]["value"] == 0.5
+    assert set(metrics) == set(HEADLINE) and metrics["char_cor_f1"]["value"] == 0.5
     assert metrics["fpr"]["name"].endswith("(strict convention)") and metrics["fpr"]["args"]["keep_bias"] == 2.0
     assert "`keep_bias` = 2.0, `threshold` = 0.1, `similarity_prior` = 3.0 (saved with the model)" in card
     assert "| test/test | keep_bias 2 | 0.500 [0.400, 0.600] | 0.600 |" in card
@@ -171,7 +172,7 @@ def test_card_metadata_names_a_hub_base_model_and_hub_datasets():
         "use_benchmark": True,
         "train_files": ["datasets:user/real-pairs", "/data/mine.tsv"],
     }
-    meta = hub.card_metadata("user/m", [], training, model_type="bart")
+    meta = hub.card_metadata("user/m", [], training, seq2seq=True)
     assert meta["base_model"] == "bert-base-chinese" and meta["datasets"] == ["csc_bench", "user/real-pairs"]
     assert meta["pipeline_tag"] == "text2text-generation"
     assert "base_model" not in hub.card_metadata("user/m", [], {"init_from": "runs/pretrain_mlm"})

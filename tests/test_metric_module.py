@@ -157,9 +157,13 @@ def test_trainer_compute_metrics(tmp_path, csc):
 
     torch.manual_seed(0)
     config = transformers.BertConfig(
-        vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        vocab_size=40,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
         max_position_embeddings=32,
-    )  # fmt: skip
+    )
     model = transformers.BertForMaskedLM(config).eval()
     rng = np.random.default_rng(0)
     rows = []
@@ -196,9 +200,13 @@ def test_trainer_compute_metrics(tmp_path, csc):
         numeric_only=True,
     )
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), per_device_eval_batch_size=2, include_for_metrics=["inputs"], report_to="none",
-        use_cpu=True, disable_tqdm=True,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_eval_batch_size=2,
+        include_for_metrics=["inputs"],
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
     for compute_metrics in (scoring.make_compute_metrics(), evaluate_csc):
         trainer = transformers.Trainer(
             model=model,

@@ -11,7 +11,7 @@ import yaml
 from safetensors import safe_open
 from transformers import BertConfig, BertForMaskedLM, Trainer
 
-from csc_hf import training
+from csc_hf.training import config as training_config
 from csc_hf.training import load_config, train
 
 TINY = {
@@ -39,15 +39,15 @@ def test_precision_sets_the_trainers_bf16_key(tmp_path, monkeypatch):
     config = write_config(
         tmp_path / "c.yaml", task="mlm", output_dir=str(tmp_path / "o"), use_cpu=True, report_to="none"
     )
-    monkeypatch.setattr(training, "cpu_has_bf16", lambda: True)
+    monkeypatch.setattr(training_config, "cpu_has_bf16", lambda: True)
     assert load_config(config)[2].bf16  # auto, on a CPU with bf16 in hardware
     assert not load_config(config, ["precision=fp32"])[2].bf16
     assert not load_config(config, ["bf16=false"])[2].bf16  # auto keeps an explicit bf16 key
-    monkeypatch.setattr(training, "cpu_has_bf16", lambda: False)
+    monkeypatch.setattr(training_config, "cpu_has_bf16", lambda: False)
     assert not load_config(config)[2].bf16  # auto elsewhere: fp32
     assert load_config(config, ["precision=bf16"])[2].bf16
     assert load_config(config, ["bf16=true"])[2].bf16  # the paper preset's GPU key
-    monkeypatch.setattr(training, "trains_on_cpu", lambda use_cpu: True)  # no accelerator: bf16 needs use_cpu
+    monkeypatch.setattr(training_config, "trains_on_cpu", lambda use_cpu: True)  # no accelerator: bf16 needs use_cpu
     args = load_config(config, ["precision=bf16", "use_cpu=false"])[2]
     assert args.bf16 and args.use_cpu
     model_args = load_config(config, ["precision=bf16"])[0]

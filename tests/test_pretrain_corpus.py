@@ -9,18 +9,12 @@ import yaml
 
 from csc_hf.benchmark import BenchParams
 from csc_hf.benchmark.plan import plan_for
-from csc_hf.corpus import SOURCES, Source, overlaps
+from csc_hf.corpus import TEXT_SOURCES, TextSource, overlaps
 from csc_hf.corruption import unpack
 from csc_hf.modeling import CSCTokenizer
-from csc_hf.training import (
-    DataArguments,
-    ModelArguments,
-    check_pretrain_corpus,
-    load_config,
-    pretraining_text,
-    train,
-    training_data,
-)
+from csc_hf.training import DataArguments, ModelArguments, load_config, train
+from csc_hf.training.config import check_pretrain_corpus
+from csc_hf.training.data import pretraining_text, training_data
 
 NEW = ["新的句子里有一个从来没有出现过的字：龘。", "这是另一段只在预训练文本里出现的新闻句子。"]
 
@@ -104,7 +98,9 @@ def test_pretrain_corpus_is_checked_before_any_work(tmp_path, small_params, pret
     ]:
         with pytest.raises(error, match=f"override pretrain_corpus=.*: pretrain_corpus.*{message}"):
             load_config(config, override)
-    monkeypatch.setitem(SOURCES, "gone", Source("no_such_corpus_package", "no-such==1", ("x",), "lines", "CC0", "g"))
+    monkeypatch.setitem(
+        TEXT_SOURCES, "gone", TextSource("no_such_corpus_package", "no-such==1", ("x",), "lines", "CC0", "g")
+    )
     with pytest.raises(ImportError, match="pretrain_corpus: the corpus 'gone' needs .* pip install no-such==1"):
         load_config(config, ["pretrain_corpus=gone"])
     with pytest.raises(ValueError, match="needs the benchmark: set use_benchmark: true"):

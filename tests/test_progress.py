@@ -17,7 +17,9 @@ import yaml
 
 from csc_hf import logging as csc_logging
 from csc_hf.cli import main
-from csc_hf.study import Preset, Progress, Step, Study, clock, stage_key
+from csc_hf.run_layout import stage_key
+from csc_hf.study import Preset, Study
+from csc_hf.study.progress import Progress, Step, clock
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +33,10 @@ def finished(folder: Path, seconds: float) -> Path:
 def test_progress_counts_finished_stages_and_estimates_the_rest_by_kind(tmp_path):
     """Stages finished on disk count as done and their recorded seconds estimate the stages of their kind still to
     run, the most alike kind first; a kind with no finished stage makes the ETA a lower bound."""
-    step = lambda label, name, *kinds: Step(label, tmp_path / name, kinds)
+
+    def step(label, name, *kinds):
+        return Step(label, tmp_path / name, kinds)
+
     plan = [
         step("build", "build", "build"),
         step("train bert (seed 0)", "t0", "train bert", "train"),
@@ -142,9 +147,16 @@ def test_the_level_comes_from_the_environment(tmp_path):
     """CSC_HF_VERBOSITY sets the library's level; a value that is no level warns and keeps the default."""
     code = "from csc_hf import logging as l; import logging; print(logging.getLevelName(l.get_verbosity()))"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = lambda value: subprocess.run(
-        [sys.executable, "-c", code], env={**env, "CSC_HF_VERBOSITY": value}, capture_output=True, text=True, check=True
-    )
+
+    def run(value):
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            env={**env, "CSC_HF_VERBOSITY": value},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+
     assert run("debug").stdout == "DEBUG\n" and run("").stdout == "WARNING\n"
     bad = run("loud")
     assert bad.stdout == "WARNING\n" and "CSC_HF_VERBOSITY='loud': choose from debug, info" in bad.stderr

@@ -81,7 +81,7 @@ def test_readme_score_example_runs_as_written(tmp_path):
     command = line.replace("csc-bench", f"{sys.executable} -m csc_hf")
     out = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "character correction F1" in out.stdout and "Length changes: 1 prediction" in out.stdout, out.stdout
+    assert "character-level correction F1" in out.stdout and "Length changes: 1 prediction" in out.stdout, out.stdout
 
 
 def test_readme_outside_checkpoint_example_runs_as_written(tmp_path):

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-import csc_hf.training
-from csc_hf.training import load_config, train, training_data
+import csc_hf.training.data
+from csc_hf.training import load_config, train
+from csc_hf.training.data import training_data
 
 BERT_TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
 BART_TINY = {
@@ -59,8 +60,8 @@ def test_train_on_a_tsv_alone(tmp_path, small_corpus, monkeypatch):
         train_files=[str(tmp_path / "pairs.tsv")],
         output_dir=str(tmp_path / "out"),
     )
-    monkeypatch.setattr(csc_hf.training, "load_dataset", lambda *a, **k: pytest.fail("the benchmark was built"))
-    monkeypatch.setattr(csc_hf.training, "plan_for", lambda *a, **k: pytest.fail("the benchmark was planned"))
+    monkeypatch.setattr(csc_hf.training.data, "load_dataset", lambda *a, **k: pytest.fail("the benchmark was built"))
+    monkeypatch.setattr(csc_hf.training.data, "plan_for", lambda *a, **k: pytest.fail("the benchmark was planned"))
     out = train(*load_config(config))
     from csc_hf.modeling import CSCTokenizer
 
@@ -148,7 +149,7 @@ def test_saved_datasets_folder_gives_its_splits(tmp_path, small_corpus):
 
 
 def test_data_keys_are_checked_before_any_work(tmp_path, small_corpus, small_params, monkeypatch):
-    monkeypatch.setattr(csc_hf.training, "load_dataset", lambda *a, **k: pytest.fail("data loaded"))
+    monkeypatch.setattr(csc_hf.training.data, "load_dataset", lambda *a, **k: pytest.fail("data loaded"))
     texts = sentences(small_corpus, 4)
     (tmp_path / "pairs.tsv").write_text("".join(f"{misspell(t)}\t{t}\n" for t in texts), encoding="utf-8")
     config = write_config(tmp_path / "c.yaml", output_dir=str(tmp_path / "out"))
@@ -197,6 +198,10 @@ def test_help_lists_the_data_keys(capsys):
     keys = capsys.readouterr().out
     assert train_main(["--help"]) == 0
     assert keys in capsys.readouterr().out
-    for key in ("train_files: a list of str (default: [])", "validation_files:", "use_benchmark: bool (default: True)"):
+    for key in (
+        "train_files: a list of strs (default: [])",
+        "validation_files:",
+        "use_benchmark: a bool (true or false) (default: True)",
+    ):
         assert key in keys
     assert "wrong<TAB>correct .tsv" in keys and "datasets:PATH" in keys

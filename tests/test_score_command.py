@@ -7,7 +7,7 @@ import pytest
 
 from csc_hf import system_scores
 from csc_hf.cli import main
-from csc_hf.evaluation import write_predictions
+from csc_hf.files import write_predictions
 from csc_hf.scoring import score
 
 SOURCES = ["我门今天去公园。", "他说的很对。", "天气很好。", "今天的天汽不错。"]
@@ -69,7 +69,7 @@ def test_text_predictions_print_tables_and_write_json(tsv, tmp_path, capsys):
         capsys, "--predictions", str(pred), "--references", str(tsv), "--output", str(out), "--bootstrap", "50"
     )
     assert code == 0
-    assert "| score | strict | lenient |" in stdout and "| sentence correction F1 |" in stdout
+    assert "| score | strict | lenient |" in stdout and "| sentence-level correction F1 |" in stdout
     assert "| phonetic |" in stdout and f"wrote {out}" in stdout
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["format"] == "text" and report["references"] == str(tsv) and report["n_sentences"] == 4
@@ -202,7 +202,7 @@ def test_baseline_gives_the_paired_test(tsv, tmp_path, capsys):
         str(out),
     )
     assert code == 0 and "### Paired test against the baseline" in stdout
-    assert "| character correction F1 | 100.0 | 0.0 | +100.0" in stdout
+    assert "| character-level correction F1 | 100.0 | 0.0 | +100.0" in stdout
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["baseline"]["predictions"] == str(base) and report["baseline"]["format"] == "text"
     for convention in ("strict", "lenient"):

@@ -22,10 +22,22 @@ from csc_hf import scoring
 from csc_hf.scoring import align, compare, score, scores_from_totals, sentence_counts
 
 MAIN_SCORES = (
-    "sent_det_p", "sent_det_r", "sent_det_f1", "sent_cor_p", "sent_cor_r", "sent_cor_f1",
-    "sent_det_acc", "sent_acc", "char_det_p", "char_det_r", "char_det_f1",
-    "char_cor_p", "char_cor_r", "char_cor_f1", "fpr",
-)  # fmt: skip
+    "sent_det_p",
+    "sent_det_r",
+    "sent_det_f1",
+    "sent_cor_p",
+    "sent_cor_r",
+    "sent_cor_f1",
+    "sent_det_acc",
+    "sent_acc",
+    "char_det_p",
+    "char_det_r",
+    "char_det_f1",
+    "char_cor_p",
+    "char_cor_r",
+    "char_cor_f1",
+    "fpr",
+)
 
 # One sentence of each kind (gold error at position 2, c -> X):
 #   0 corrected exactly; 1 right position, wrong character; 2 corrected plus an extra change;
@@ -45,17 +57,28 @@ def run(sources, predictions, references, **kwargs):
 def test_hand_computed_strict():
     r = run(SOURCES, PREDICTIONS, REFERENCES)
     assert r["convention"] == "strict"
-    assert {k: r[k] for k in MAIN_SCORES} == pytest.approx({
-        # changed sentences: 0, 1, 2, 5; detection right: 0, 1; correction right: 0
-        "sent_det_p": 2 / 4, "sent_det_r": 2 / 4, "sent_det_f1": 0.5,
-        "sent_cor_p": 1 / 4, "sent_cor_r": 1 / 4, "sent_cor_f1": 0.25,
-        # sentence accuracies: changed positions right in 0, 1, 4; prediction == reference in 0, 4
-        "sent_det_acc": 3 / 6, "sent_acc": 2 / 6,
-        # characters: 5 changes (1+1+2+0+0+1), 4 gold errors, 3 detected (0, 1, 2), 2 corrected (0, 2)
-        "char_det_p": 3 / 5, "char_det_r": 3 / 4, "char_det_f1": 2 / 3,
-        "char_cor_p": 2 / 5, "char_cor_r": 2 / 4, "char_cor_f1": 4 / 9,
-        "fpr": 1 / 2,
-    })  # fmt: skip
+    assert {k: r[k] for k in MAIN_SCORES} == pytest.approx(
+        {
+            # changed sentences: 0, 1, 2, 5; detection right: 0, 1; correction right: 0
+            "sent_det_p": 2 / 4,
+            "sent_det_r": 2 / 4,
+            "sent_det_f1": 0.5,
+            "sent_cor_p": 1 / 4,
+            "sent_cor_r": 1 / 4,
+            "sent_cor_f1": 0.25,
+            # sentence accuracies: changed positions right in 0, 1, 4; prediction == reference in 0, 4
+            "sent_det_acc": 3 / 6,
+            "sent_acc": 2 / 6,
+            # characters: 5 changes (1+1+2+0+0+1), 4 gold errors, 3 detected (0, 1, 2), 2 corrected (0, 2)
+            "char_det_p": 3 / 5,
+            "char_det_r": 3 / 4,
+            "char_det_f1": 2 / 3,
+            "char_cor_p": 2 / 5,
+            "char_cor_r": 2 / 4,
+            "char_cor_f1": 4 / 9,
+            "fpr": 1 / 2,
+        }
+    )
     assert {k: r[k] for k in r if k.startswith("n_")} == {
         "n_sentences": 6,
         "n_error_sentences": 4,
@@ -79,10 +102,16 @@ def test_hand_computed_lenient():
     assert r["convention"] == "lenient"
     # TP det = {0, 1}, TP cor = {0}; the only FP is sentence 5 (error-free, changed)
     sentence_level = {f"sent_{level}_{m}" for level in ("det", "cor") for m in ("p", "r", "f1")}
-    assert {k: r[k] for k in sorted(sentence_level)} == pytest.approx({
-        "sent_det_p": 2 / 3, "sent_det_r": 1 / 2, "sent_det_f1": 4 / 7,
-        "sent_cor_p": 1 / 2, "sent_cor_r": 1 / 4, "sent_cor_f1": 1 / 3,
-    })  # fmt: skip
+    assert {k: r[k] for k in sorted(sentence_level)} == pytest.approx(
+        {
+            "sent_det_p": 2 / 3,
+            "sent_det_r": 1 / 2,
+            "sent_det_f1": 4 / 7,
+            "sent_cor_p": 1 / 2,
+            "sent_cor_r": 1 / 4,
+            "sent_cor_f1": 1 / 3,
+        }
+    )
     strict = run(SOURCES, PREDICTIONS, REFERENCES)
     assert {k: v for k, v in r.items() if k not in sentence_level | {"convention"}} == {
         k: v for k, v in strict.items() if k not in sentence_level | {"convention"}

@@ -8,8 +8,9 @@ import yaml
 
 from csc_hf.benchmark.plan import AUGMENTED_COPIES
 from csc_hf.cli import main
-from csc_hf.evaluation import read_predictions, write_predictions
-from csc_hf.study import Preset, Stage, Study, clock
+from csc_hf.files import read_predictions, write_predictions
+from csc_hf.study import Preset, Study
+from csc_hf.study.progress import Stage, clock
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from csc_hf import training
-from csc_hf.training import CorrectionCollator, encode_pairs, last_complete_checkpoint, load_config, read_config, train
+from csc_hf.training import load_config, read_config, train
+from csc_hf.training import run as training_run
+from csc_hf.training.data import CorrectionCollator, encode_sentences
+from csc_hf.training.run import last_complete_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {
@@ -92,14 +94,14 @@ def test_unknown_key_and_bad_values_are_clear_errors(tmp_path, small_params):
 
 def test_every_value_is_type_checked_before_any_work(tmp_path, small_params):
     bad = write_config(tmp_path / "bad.yaml", **base_config(small_params, tmp_path / "o", max_steps="abc"))
-    with pytest.raises(ValueError, match=r"bad.yaml: max_steps='abc' must be int"):
+    with pytest.raises(ValueError, match=r"bad.yaml: max_steps='abc' must be an int"):
         load_config(bad)
     good = write_config(tmp_path / "good.yaml", **base_config(small_params, tmp_path / "o"))
     for override, message in (
-        ("max_steps=1.5", "max_steps=1.5 must be int"),
-        ("use_cpu=maybe", "use_cpu='maybe' must be bool"),
+        ("max_steps=1.5", "max_steps=1.5 must be an int"),
+        ("use_cpu=maybe", "use_cpu='maybe' must be a bool"),
         ("model_overrides=[1]", "must be a mapping"),
-        ("fonts=[1, 2]", "must be a list of str or null"),
+        ("fonts=[1, 2]", "must be a list of strs or None"),
         ("bench_params={error_prob: 2}", "bench_params: error_prob=2"),
     ):
         with pytest.raises(ValueError) as info:
@@ -107,7 +109,7 @@ def test_every_value_is_type_checked_before_any_work(tmp_path, small_params):
         assert str(info.value).startswith(f"override {override}: ") and message in str(info.value)
     result = run_train(bad)  # python -m csc_hf.train: one line, no traceback
     assert result.returncode == 2 and result.stderr.strip().splitlines() == [
-        f"csc_hf.train: error: {bad}: max_steps='abc' must be int"
+        f"csc_hf.train: error: {bad}: max_steps='abc' must be an int"
     ]
 
 
@@ -139,7 +141,9 @@ def test_base_configs(tmp_path, small_params):
     with pytest.raises(ValueError, match="leads back to itself"):
         load_config(child)
     write_config(tmp_path / "base.yaml", **base_config(small_params, tmp_path / "o", learning_rate="x"))
-    with pytest.raises(ValueError, match=r"base.yaml: learning_rate='x' must be float"):  # the file the key comes from
+    with pytest.raises(
+        ValueError, match=r"base.yaml: learning_rate='x' must be a number"
+    ):  # the file the key comes from
         load_config(child, ["seed=1"])
 
 
@@ -165,19 +169,26 @@ def test_finetuning_config_is_the_cpu_presets_stage():
     }
 
 
-def test_variant_configs_are_their_variant_over_one_base(tmp_path, monkeypatch):
+def test_variant_configs_are_written_from_the_table(tmp_path, monkeypatch):
+    """trainer_configs/variants/ holds what write_variant_configs writes from VARIANTS, nothing else: each file is its
+    variant and output folder over finetune.yaml (bart: with the cpu preset's BART fields)."""
     from csc_hf.modeling import VARIANTS
+    from csc_hf.study import Preset
+    from csc_hf.training.config import write_variant_configs
 
+    shipped = ROOT / "trainer_configs" / "variants"
+    written = write_variant_configs(tmp_path / "variants")
+    assert {p.name: p.read_text() for p in written} == {p.name: p.read_text() for p in shipped.glob("*.yaml")}, (
+        "trainer_configs/variants/ differs from csc_hf.modeling.VARIANTS: run "
+        "python -c 'from csc_hf.training.config import write_variant_configs; write_variant_configs()'"
+    )
     base = read_config(ROOT / "trainer_configs" / "finetune.yaml")[0]
-    seen = set()
-    for path in sorted((ROOT / "trainer_configs" / "variants").glob("*.yaml")):
-        config, origins = read_config(path)
-        own = {k for k, origin in origins.items() if origin == str(path)}
-        assert own <= {"variant", "output_dir", "model_overrides", "mask_rate", "include_for_metrics"}, path
-        assert config["output_dir"] == f"runs/variants/{path.stem}" and config["variant"] in VARIANTS
-        assert {k: v for k, v in config.items() if k not in own} == {k: v for k, v in base.items() if k not in own}
-        seen.add(config["variant"])
-    assert seen == set(VARIANTS)
+    for variant in VARIANTS:
+        config, _ = read_config(shipped / f"{variant.replace('+', '_')}.yaml")
+        own = {"variant": variant, "output_dir": f"runs/variants/{variant.replace('+', '_')}"}
+        if variant == "bart":
+            own["model_overrides"] = Preset.load("cpu").bart
+        assert config == {**base, **own}
     monkeypatch.chdir(tmp_path)  # the README's command in a checkout where the encoder is not pretrained yet
     with pytest.raises(
         FileNotFoundError,
@@ -253,7 +264,7 @@ def test_a_bert_checkpoint_trains_over_its_own_vocabulary(tmp_path, small_params
 
 
 def test_local_model_names():
-    from csc_hf.hub import is_local
+    from csc_hf.model_folder import is_local
 
     for name in ("runs/pretrain_mlm", "./m", "/abs/m", "~/m", "a/b/c", "bad name", "tests/nothing", "runs"):
         assert is_local(name) == (name != "runs" or Path("runs").exists()), name
@@ -308,9 +319,9 @@ def test_encode_and_collate(small_params):
     from csc_hf.modeling import CSCTokenizer
 
     tok = CSCTokenizer.from_texts(["我们今天去学校", "门"])
-    enc = encode_pairs(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64)
+    enc = encode_sentences(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64)
     assert len(enc["input_ids"][0]) == 9 and enc["labels"][0][0] == enc["labels"][0][-1] == -100
-    bart = encode_pairs(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64, seq2seq=True)["labels"][0]
+    bart = encode_sentences(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64, seq2seq=True)["labels"][0]
     assert bart[0] == tok.cls_token_id and bart[-1] == tok.sep_token_id and bart[1:-1] == enc["labels"][0][1:-1]
     batch = CorrectionCollator(tok, mask_rate=0.999)(
         [
@@ -332,7 +343,7 @@ def test_masking_depends_on_the_batch_and_seed_only():
     from csc_hf.modeling import CSCTokenizer
 
     tok = CSCTokenizer.from_texts(["我们今天去学校上课，他们在家里看书"])
-    enc = encode_pairs(
+    enc = encode_sentences(
         tok, ["我们今天去学校上课，他们在家里看书"] * 4, ["我们今天去学校上课，他们在家里看书"] * 4, max_length=64
     )
     examples = [{"input_ids": i, "labels": la} for i, la in zip(enc["input_ids"], enc["labels"])]
@@ -426,11 +437,13 @@ def test_mlm_logs_top1_accuracy_and_passes_the_replacement_shares(tmp_path, smal
 
     predicted = np.array([[5, 6, 7], [8, 9, 0]])
     labels = np.array([[5, -100, 1], [-100, 9, -100]])  # masked: 5 (right), 1 (wrong), 9 (right)
-    assert training.masked_lm_accuracy(SimpleNamespace(predictions=predicted, label_ids=labels)) == {"accuracy": 2 / 3}
+    assert training_run.masked_lm_accuracy(SimpleNamespace(predictions=predicted, label_ids=labels)) == {
+        "accuracy": 2 / 3
+    }
     made = []
-    collator = training.DataCollatorForLanguageModeling
+    collator = training_run.DataCollatorForLanguageModeling
     monkeypatch.setattr(
-        training, "DataCollatorForLanguageModeling", lambda *a, **k: made.append(k) or collator(*a, **k)
+        training_run, "DataCollatorForLanguageModeling", lambda *a, **k: made.append(k) or collator(*a, **k)
     )
     config = write_config(
         tmp_path / "c.yaml",

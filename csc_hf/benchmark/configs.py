@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+SIGHAN15 = "sighan15"  # the config (and sentence pool) of the real SIGHAN-2015 test set
+CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_train_phonetic", "S_train_graphic")
+"""The parts of S that the configs use (:meth:`csc_hf.benchmark.plan.Plan.subset`)."""
+
 
 @dataclass(frozen=True)
 class SplitSpec:
@@ -70,9 +74,9 @@ CONFIGS: dict[str, ConfigSpec] = {
         "Graphic errors only: S_train restricted to graphic pairs, at P_e = `error_prob`.", _test("S_train_graphic")
     ),
     "clean": ConfigSpec("The test sentences without errors (measures over-correction).", _test(None, 0.0)),
-    "sighan15": ConfigSpec(
+    SIGHAN15: ConfigSpec(
         "The real SIGHAN-2015 test set (simplified, 1,100 sentences) from `sighan15_path` or pycorrector 0.4.9.",
-        (SplitSpec("test", "sighan15", None, None),),
+        (SplitSpec("test", SIGHAN15, None, None),),
     ),
 }
 TEST_CONFIGS = tuple(name for name in CONFIGS if name != "train")  # what a model is scored on (the study's default)
@@ -103,3 +107,8 @@ def splits_of(name: str, probs: tuple[float, ...]) -> tuple[SplitSpec, ...]:
     if name == "probs":
         return tuple(SplitSpec(probs_split(p), "test", "S_train", p) for p in probs)
     return CONFIGS[name].splits
+
+
+def split_name(config: str, split: str) -> str:
+    """How a split is named in tables: ``unseen_k`` for a ``test`` split, else ``probs/pe05``, ``train/validation``."""
+    return config if split == "test" else f"{config}/{split}"

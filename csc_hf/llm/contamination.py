@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from csc_hf import hub
 from csc_hf.logging import get_logger
+from csc_hf.model_folder import model_file
 
 logger = get_logger(__name__)
 LEVELS = ("contaminated", "possible")
@@ -37,11 +37,13 @@ class DataSource:
 
 
 def _corpus_sources() -> dict[str, DataSource]:
-    """A row for each corpus the benchmark can draw its test sentences from (:data:`csc_hf.corpus.SOURCES`)."""
-    from csc_hf.corpus import SOURCES
+    """A row for each corpus the benchmark can draw its test sentences from (:data:`csc_hf.corpus.TEXT_SOURCES`)."""
+    from csc_hf.corpus import TEXT_SOURCES
 
     aliases = {"peoples_daily": ("people's daily", "人民日报", "rmrb", "pd1998")}
-    return {name: DataSource(source.description, (name, *aliases.get(name, ()))) for name, source in SOURCES.items()}
+    return {
+        name: DataSource(source.description, (name, *aliases.get(name, ()))) for name, source in TEXT_SOURCES.items()
+    }
 
 
 TEST_SOURCES: dict[str, DataSource] = {
@@ -71,7 +73,7 @@ def check_training_data(items: Iterable[str | tuple[str, str]]) -> list[tuple[st
 def card_training_data(model: str | Path) -> list[tuple[str, str]]:
     """The ``datasets`` of the model card (README.md's YAML header) of a local folder or a Hub id, as training data
     named by the ``model card``; none when there is no card or it names none."""
-    card = hub.model_file(model, "README.md")
+    card = model_file(model, "README.md")
     if card is None:
         return []
     text = card.read_text(encoding="utf-8", errors="replace")

@@ -34,28 +34,25 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
     AutoTokenizer,
-    GenerationConfig,
     PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
-    StoppingCriteria,
-    StoppingCriteriaList,
 )
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
-from csc_hf import hub
-from csc_hf.logging import get_logger, get_verbosity
-from csc_hf.pipeline import check_number, check_texts
+from csc_hf.files import check_texts
+from csc_hf.logging import get_logger
+from csc_hf.model_folder import check_model_folder, check_number, is_local
 from csc_hf.precision import check_precision
 
+from .backends import LINE_END, Backend, Generation, TransformersBackend
 from .contamination import card_training_data, check_training_data
 from .policy import DEFAULT_LENGTH_POLICY, check_length_policy, policy_prediction, source_edits
 from .prompts import DEFAULT_TEMPLATE, PromptTemplate, load_template, parse_answer
@@ -64,10 +61,21 @@ logger = get_logger(__name__)
 BACKENDS = ("transformers", "vllm")
 STATUSES = ("ok", "empty", "unfinished", "rejected")
 # The options only an LLM corrector takes (Corrector.from_pretrained sends a call with one of them here).
-LLM_OPTIONS = ("template", "length_policy", "temperature", "top_p", "seed", "max_new_tokens_ratio",
-               "max_new_tokens_extra", "use_chat_template", "chat_template_kwargs", "training_data", "backend", "dtype",
-               "model_kwargs")  # fmt: skip
-LINE_END = "\n"  # where a plain prompt's answer ends
+LLM_OPTIONS = (
+    "template",
+    "length_policy",
+    "temperature",
+    "top_p",
+    "seed",
+    "max_new_tokens_ratio",
+    "max_new_tokens_extra",
+    "use_chat_template",
+    "chat_template_kwargs",
+    "training_data",
+    "backend",
+    "dtype",
+    "model_kwargs",
+)
 
 
 def is_causal_lm(config: PretrainedConfig) -> bool:
@@ -100,151 +108,6 @@ def weights_dtype(precision: str) -> str | torch.dtype:
     bf16 for most instruction models), ``bf16`` or ``fp32``. (csc_hf's own models keep fp32 weights and compute in
     the precision; an LLM's weights are too large for that.)"""
     return {"auto": "auto", "bf16": torch.bfloat16, "fp32": torch.float32}[check_precision(precision)]
-
-
-def eos_token_ids(generation_config: GenerationConfig | None, tokenizer: PreTrainedTokenizerBase) -> list[int]:
-    """The tokens that end a generation: the generation config's ``eos_token_id`` (one or several: a chat model's
-    end-of-turn token) and the tokenizer's end-of-sequence token."""
-    found = getattr(generation_config, "eos_token_id", None)
-    ids = [found] if isinstance(found, int) else list(found or [])
-    if tokenizer.eos_token_id is not None:
-        ids.append(tokenizer.eos_token_id)
-    return list(dict.fromkeys(ids))
-
-
-@dataclass(frozen=True)
-class Generation:
-    """What a backend generated for one prompt: the new text (special tokens skipped; for a plain prompt, up to its
-    line end), whether the model stopped by itself within the budget, and how many tokens it generated."""
-
-    text: str
-    finished: bool
-    new_tokens: int
-
-
-class Backend(Protocol):
-    """What runs the model: `TransformersBackend` (the default) or :class:`csc_hf.llm.vllm_backend.VLLMBackend`."""
-
-    name: str
-    model_name: str
-    eos_ids: list[int]
-    max_length: int | None  # prompt + new tokens, or None: no stated limit
-
-    def generate(
-        self,
-        prompts: Sequence[list[int]],
-        budgets: Sequence[int],
-        *,
-        temperature: float,
-        top_p: float,
-        seed: int,
-        stop: str | None,
-    ) -> list[Generation]: ...
-
-
-class _RowLimits(StoppingCriteria):
-    """Stops each row of a batch at its own budget of new tokens, or (``stop``) once it has generated a line end."""
-
-    def __init__(self, start: int, budgets: torch.Tensor, line_end: torch.Tensor | None):
-        self.start, self.budgets, self.line_end = start, budgets, line_end
-
-    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
-        done = (input_ids.shape[1] - self.start) >= self.budgets
-        if self.line_end is not None:
-            done |= self.line_end[input_ids[:, -1]]
-        return done
-
-
-class TransformersBackend:
-    """Generation with a transformers model, in batches of ``batch_size`` prompts sorted by length (longest first),
-    padded on the left; results come back in input order."""
-
-    name = "transformers"
-
-    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, batch_size: int = 16):
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.model_name = model.name_or_path or type(model).__name__
-        self.eos_ids = eos_token_ids(model.generation_config, tokenizer)
-        config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-        self.max_length = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-        self._line_end: torch.Tensor | None = None
-
-    def _line_end_tokens(self) -> torch.Tensor:
-        """Which tokens of the vocabulary hold a line end (once per backend)."""
-        if self._line_end is None:
-            size = max(self.model.config.get_text_config().vocab_size, len(self.tokenizer))
-            self._line_end = torch.zeros(size, dtype=torch.bool)
-            texts = self.tokenizer.batch_decode([[i] for i in range(len(self.tokenizer))])
-            self._line_end[: len(texts)] = torch.tensor([LINE_END in text for text in texts])
-        return self._line_end
-
-    @torch.no_grad()
-    def generate(
-        self,
-        prompts: Sequence[list[int]],
-        budgets: Sequence[int],
-        *,
-        temperature: float,
-        top_p: float,
-        seed: int,
-        stop: str | None,
-    ) -> list[Generation]:
-        if stop not in (None, LINE_END):
-            raise ValueError(f"the transformers backend stops at a line end or at the end of the turn, not at {stop!r}")
-        device = self.model.device
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        sampling = (
-            dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
-            if temperature
-            else dict(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)
-        )  # the defaults: no warning about ignored flags
-        line_end = self._line_end_tokens().to(device) if stop else None
-        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]), reverse=True)
-        found: dict[int, Generation] = {}
-        self.model.eval()
-        devices = [device] if device.type == "cuda" else []
-        with (
-            torch.random.fork_rng(devices=devices),
-            tqdm(
-                total=len(prompts), desc="generate", unit="sentence", disable=get_verbosity() > 20, leave=False
-            ) as progress,
-        ):
-            torch.manual_seed(seed)
-            for b in range(0, len(order), self.batch_size):
-                rows = order[b : b + self.batch_size]
-                width = max(len(prompts[i]) for i in rows)
-                input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-                attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
-                for r, i in enumerate(rows):
-                    input_ids[r, width - len(prompts[i]) :] = torch.tensor(prompts[i], dtype=torch.long)
-                    attention_mask[r, width - len(prompts[i]) :] = 1
-                limits = torch.tensor([budgets[i] for i in rows], device=device)
-                config = GenerationConfig(max_new_tokens=int(limits.max()), num_beams=1, repetition_penalty=1.0,
-                                          no_repeat_ngram_size=0, min_length=0, eos_token_id=self.eos_ids,
-                                          pad_token_id=self.eos_ids[0], **sampling)  # fmt: skip
-                stops = StoppingCriteriaList([_RowLimits(width, limits, line_end)])
-                output = self.model.generate(
-                    input_ids=input_ids.to(device),
-                    attention_mask=attention_mask.to(device),
-                    generation_config=config,
-                    stopping_criteria=stops,
-                )
-                for r, i in enumerate(rows):
-                    found[i] = self._read(output[r, width : width + budgets[i]].tolist(), budgets[i], stop)
-                progress.update(len(rows))
-        return [found[i] for i in range(len(prompts))]
-
-    def _read(self, tokens: list[int], budget: int, stop: str | None) -> Generation:
-        """One row's new tokens (at most its budget) as a `Generation`: up to the first end token, or the line end."""
-        ends = set(self.eos_ids)
-        end = next((k for k, token in enumerate(tokens) if token in ends), len(tokens))
-        text = self.tokenizer.decode(tokens[:end], skip_special_tokens=True)
-        finished = end < budget
-        if stop and stop in text:
-            text, finished = text[: text.index(stop)], True
-        return Generation(text, finished, min(end + 1, budget))
 
 
 @dataclass
@@ -380,8 +243,8 @@ class LLMCorrector:
         training_data: Iterable[str] = (),
         **kwargs: Any,
     ) -> LLMCorrector:
-        """An LLM corrector for the causal LM saved at ``path`` (a local folder, :func:`csc_hf.hub.is_local`, or a Hub
-        id). The template, the length policy and the training data are checked, and the config read, before any
+        """An LLM corrector for the causal LM saved at ``path`` (a local folder, :func:`csc_hf.model_folder.is_local`,
+        or a Hub id). The template, the length policy and the training data are checked, and the config read, before any
         weights load; a config that is not a causal LM's is a ValueError. ``backend``: ``transformers`` (the model on
         ``device``, default the GPU when there is one, in ``dtype``; ``model_kwargs`` go to ``from_pretrained``, e.g.
         ``device_map="auto"`` or a quantization config) or ``vllm`` (``model_kwargs`` go to ``vllm.LLM``). The model
@@ -392,9 +255,9 @@ class LLMCorrector:
         declared = check_training_data(training_data)
         if backend not in BACKENDS:
             raise ValueError(f"backend {backend!r}: choose {', '.join(BACKENDS)}")
-        if hub.is_local(path):
+        if is_local(path):
             path = os.path.expanduser(path)
-            hub.check_model_folder(path, tokenizer=False)  # LLM tokenizers come in several files (tokenizer.model, ...)
+            check_model_folder(path, tokenizer=False)  # LLM tokenizers come in several files (tokenizer.model, ...)
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
         check_causal_lm(config, path)
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
@@ -547,10 +410,18 @@ class LLMCorrector:
 
     def with_options(self, **options: Any) -> LLMCorrector:
         """A copy with other ``template``, ``length_policy``, sampling or budget options; shares the model."""
-        current = dict(template=self.template, length_policy=self.length_policy, temperature=self.temperature,
-                       top_p=self.top_p, seed=self.seed, max_new_tokens_ratio=self.max_new_tokens_ratio,
-                       max_new_tokens_extra=self.max_new_tokens_extra, use_chat_template=self.use_chat_template,
-                       chat_template_kwargs=self.chat_template_kwargs, training_data=self.training_data)  # fmt: skip
+        current = dict(
+            template=self.template,
+            length_policy=self.length_policy,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            seed=self.seed,
+            max_new_tokens_ratio=self.max_new_tokens_ratio,
+            max_new_tokens_extra=self.max_new_tokens_extra,
+            use_chat_template=self.use_chat_template,
+            chat_template_kwargs=self.chat_template_kwargs,
+            training_data=self.training_data,
+        )
         if unknown := set(options) - set(current):
             raise TypeError(f"unknown options {sorted(unknown)}; choose from {sorted(current)}")
         return type(self)(self.backend, self.tokenizer, **{**current, **options})

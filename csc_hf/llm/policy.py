@@ -7,7 +7,7 @@ recorded with every result; pure functions of strings.
     reported with the scores, so no rewrite goes unseen.
 ``substitutions``
     The answer is aligned to the source (shared characters matched first, the rest by minimum edits:
-    :func:`csc_hf.pipeline.aligned_substitutions`, whitespace ignored) and only the substitutions at a source position
+    :func:`csc_hf.scoring.aligned_substitutions`, whitespace ignored) and only the substitutions at a source position
     are kept, as C-LLM does (and as csc_hf keeps a seq2seq model's output): insertions and deletions are dropped.
 ``edits`` (the default)
     The answer is scored as written: insertions and deletions count as edits at source positions (as C2EC does).
@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from difflib import SequenceMatcher
+
+from csc_hf.scoring import aligned_substitutions
 
 LENGTH_POLICIES = ("strict", "substitutions", "edits")
 DEFAULT_LENGTH_POLICY = "edits"
@@ -43,8 +45,6 @@ def policy_prediction(source: str, answer: str, policy: str) -> str:
     if policy == "strict":
         return source
     if policy == "substitutions":
-        from csc_hf.pipeline import aligned_substitutions
-
         chars = list(source)
         for position, char in aligned_substitutions(source, answer):
             chars[position] = char

@@ -6,7 +6,8 @@ A template is a YAML file (shipped ones in ``csc_hf/llm/templates/``, or a user'
   ``(name, version)`` never changes; a new wording is a new version.
 - ``user``: the user message; ``{text}`` (required) is where the sentence goes.
 - ``system``: the system message (optional).
-- ``answer_prefix``: what a plain prompt (a tokenizer without a chat template) writes before the answer, e.g. ``改正后：``.
+- ``answer_prefix``: what a plain prompt (a tokenizer without a chat template) writes before the answer, e.g.
+  ``改正后：``.
 - ``examples``: few-shot ``{source, target}`` pairs, given as earlier turns of the conversation.
 - ``base``: ``NAME@VERSION`` of a shipped template whose keys this file extends (its own keys win).
 

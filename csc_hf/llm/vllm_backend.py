@@ -14,7 +14,7 @@ from typing import Any
 
 from transformers import GenerationConfig, PreTrainedTokenizerBase
 
-from .corrector import Generation, eos_token_ids
+from .backends import Generation, eos_token_ids
 
 
 class VLLMBackend:
@@ -66,9 +66,18 @@ class VLLMBackend:
         seed: int,
         stop: str | None,
     ) -> list[Generation]:
-        params = [self._vllm.SamplingParams(temperature=temperature, top_p=top_p, seed=seed, max_tokens=budget,
-                                            stop=[stop] if stop else None, stop_token_ids=self.eos_ids,
-                                            skip_special_tokens=True) for budget in budgets]  # fmt: skip
+        params = [
+            self._vllm.SamplingParams(
+                temperature=temperature,
+                top_p=top_p,
+                seed=seed,
+                max_tokens=budget,
+                stop=[stop] if stop else None,
+                stop_token_ids=self.eos_ids,
+                skip_special_tokens=True,
+            )
+            for budget in budgets
+        ]
         requests = [{"prompt_token_ids": list(prompt)} for prompt in prompts]
         outputs = self.engine.generate(requests, params, use_tqdm=False)
         return [
