@@ -1,7 +1,8 @@
 """How csc_hf reads and writes files: UTF-8 text whose errors name the file, lines split at ``\\n`` only, jsonl rows
 whose errors name the line, and outputs written whole or not at all (checked before any long work); and the file
-formats of CSC data: sentence pairs as a ``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, and a
-model's predictions as edits (``position:character`` per line)."""
+formats of CSC data: sentence pairs as a ``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, texts
+to correct (:func:`check_texts`), and a model's predictions as edits (``position:character`` per line) or, for an LLM,
+as jsonl records (``id``, ``prediction``, its raw output)."""
 
 from __future__ import annotations
 
@@ -172,6 +173,17 @@ def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[
         if not EDITS_LINE.fullmatch(line):
             raise ValueError(f"{path}: prediction {i} changes a character into whitespace, which edits cannot hold")
     write_atomic(path, "".join(line + "\n" for line in lines), make_parents=True)
+
+
+def write_prediction_records(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    """One JSON object per line (``id`` and ``prediction`` first: what ``csc-bench score`` reads as jsonl, whatever
+    the predictions' lengths), written whole."""
+    lines = []
+    for i, record in enumerate(records):
+        if "id" not in record or not isinstance(record.get("prediction"), str):
+            raise ValueError(f"{path}: record {i} needs an id and a str prediction, got {sorted(record)}")
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    write_atomic(path, "".join(lines), make_parents=True)
 
 
 def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:

@@ -31,7 +31,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import (
@@ -54,6 +54,9 @@ from csc_hf.precision import check_precision, inference_bf16
 from csc_hf.run_layout import SIMILAR_FILE
 from csc_hf.scoring import aligned_substitutions
 
+if TYPE_CHECKING:
+    from csc_hf.llm.corrector import LLMCorrector
+
 logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
 UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no limit" (transformers' huge default)
@@ -62,6 +65,8 @@ Edit = tuple[int, str, float | None]
 """A kept correction: position in the text, the right character, its probability (None for BART)."""
 OPTIONS = ("threshold", "keep_bias", "protected_chars", "protected_terms", "similarity_prior")
 """The Corrector's options that a copy may change (`Corrector.with_options`)."""
+TAGGING_OPTIONS = (*OPTIONS, "similar_characters", "overlap")
+"""The options of a tagging or seq2seq model's Corrector that an LLM corrector does not take."""
 Candidate = tuple[int, int, str, float | None]  # an edit of a batch: (row, column, right character, probability)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded; they stand in as U+FFFD (unknown)
 
@@ -160,6 +165,29 @@ def generate_corrections(
     ).to(model.device)
     outputs = model.generate(**inputs, max_new_tokens=2 * inputs["input_ids"].shape[1] + 8)
     return tokenizer.batch_decode(outputs, skip_special_tokens=True)
+
+
+def _model_config(path: str | os.PathLike, trust_remote_code: bool) -> tuple[str, Any]:
+    """The path (a local folder's expanded) and the config of a model, read before anything else of it: a local folder
+    must exist and hold a config.json (its tokenizer files are checked once the kind of model is known: an LLM's come
+    in other files, tokenizer.model, ...)."""
+    path = str(path)
+    if is_local(path):
+        path = os.path.expanduser(path)
+        check_model_folder(path, tokenizer=False)
+    return path, AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+
+
+def _is_llm(config: Any, options: Iterable[str]) -> bool:
+    from csc_hf.llm.corrector import LLM_OPTIONS, is_causal_lm
+
+    return is_causal_lm(config) or bool(set(options) & set(LLM_OPTIONS))
+
+
+def loads_as_llm(path: str | os.PathLike, options: Iterable[str] = (), trust_remote_code: bool = False) -> bool:
+    """Whether ``Corrector.from_pretrained(path, **options)`` gives an LLM corrector (a causal LM, or an option only
+    an LLM corrector takes), from the model's config alone: no weights load."""
+    return _is_llm(_model_config(path, trust_remote_code)[1], options)
 
 
 class Corrector:
@@ -275,19 +303,36 @@ class Corrector:
         return corrector
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any) -> "Corrector":
+    def from_pretrained(
+        cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any
+    ) -> "Corrector | LLMCorrector":
         """A corrector for the model and tokenizer saved at `path`: a local folder (`csc_hf.model_folder.is_local`: one
         that exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never
         tried) or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as
         `AutoModelForMaskedLM`; `trust_remote_code` runs the model's own code from its folder. The decoding saved with
         the model (`csc_hf.model_folder.saved_options`) gives the defaults of `keep_bias`, `threshold`,
-        `similarity_prior` and `similar_characters`; `kwargs` go to `Corrector` and win."""
-        path = str(path)
+        `similarity_prior` and `similar_characters`; `kwargs` go to `Corrector` and win.
+
+        A causal language model, or a call with an option only an LLM corrector takes
+        (`csc_hf.llm.corrector.LLM_OPTIONS`: `template`, `length_policy`, ...), returns
+        `csc_hf.llm.LLMCorrector.from_pretrained(path, ...)` instead: `precision` sets the dtype its weights load in
+        (`csc_hf.llm.weights_dtype`), no decoding is read from the folder, and a tagging option (`TAGGING_OPTIONS`)
+        is a ValueError."""
+        from csc_hf.llm.corrector import LLM_OPTIONS, LLMCorrector, weights_dtype
+
         check_precision(kwargs.get("precision", "auto"))  # before any loading
+        path, config = _model_config(path, trust_remote_code)
+        if _is_llm(config, kwargs):
+            if tagging := [name for name in TAGGING_OPTIONS if name in kwargs]:
+                raise ValueError(
+                    f"{path} loads as an LLM corrector: {', '.join(tagging)} belong to a tagging or seq2seq model's "
+                    f"Corrector; an LLM corrector takes {', '.join(LLM_OPTIONS)}, batch_size, device and precision"
+                )
+            precision = kwargs.pop("precision", "auto")
+            kwargs.setdefault("dtype", weights_dtype(precision))
+            return LLMCorrector.from_pretrained(path, trust_remote_code=trust_remote_code, **kwargs)
         if is_local(path):
-            path = os.path.expanduser(path)
             check_model_folder(path)
-        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
         model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)

@@ -528,3 +528,182 @@ def test_vllm_backend_calls_and_missing_install(tokenizer, tmp_path, monkeypatch
         "skip_special_tokens": True,
     }
     assert run.settings["backend"] == "vllm" and backend.max_length == 4096
+
+
+# ---- wiring: Corrector.from_pretrained, evaluate_model, the command line ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def llm_dir(tokenizer, tmp_path_factory):
+    """A saved scripted LM (it answers ANSWER to every prompt) and its tokenizer."""
+    folder = tmp_path_factory.mktemp("llm") / "scripted"
+    scripted_lm(tokenizer, ANSWER).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def byte_level_gpt2(folder):
+    """A tiny GPT-2 saved as many LLMs ship: vocab.json and merges.txt (no tokenizer.json, no vocab.txt), no chat
+    template."""
+    import json
+
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    folder.mkdir()
+    vocab = {char: i for i, char in enumerate(bytes_to_unicode().values())}
+    vocab["<|endoftext|>"] = len(vocab)
+    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    (folder / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text('{"tokenizer_class": "GPT2Tokenizer"}', encoding="utf-8")
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(vocab), n_positions=1024, n_embd=16, n_layer=1, n_head=2)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    return folder
+
+
+def test_corrector_from_pretrained_loads_a_causal_lm_as_an_llm_corrector(llm_dir, tokenizer, tmp_path):
+    import shutil
+
+    import csc_hf
+    from csc_hf.pipeline import Corrector
+
+    assert csc_hf.LLMCorrector is LLMCorrector
+    folder = tmp_path / "llm"
+    shutil.copytree(llm_dir, folder)
+    (folder / "csc_decoding.json").write_text("not json", encoding="utf-8")  # an LLM reads no decoding file
+    corrector = Corrector.from_pretrained(folder, precision="fp32", template="zh_few_shot", batch_size=2)
+    assert isinstance(corrector, LLMCorrector) and corrector.backend.batch_size == 2
+    assert corrector.template.label == "zh_few_shot@1" and corrector.backend.model.dtype == torch.float32
+    assert corrector("我门去公园。")["prediction"] == ANSWER
+    assert Corrector.from_pretrained(folder, precision="bf16").backend.model.dtype == torch.bfloat16  # weights_dtype
+    with pytest.raises(ValueError, match="loads as an LLM corrector: keep_bias, protected_terms belong to a tagging"):
+        Corrector.from_pretrained(folder, keep_bias=1.0, protected_terms=["公园"])
+    bert = tmp_path / "bert"
+    BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
+        )
+    ).save_pretrained(bert)
+    with pytest.raises(ValueError, match="bert is a BertForMaskedLM model, not a causal language model"):
+        Corrector.from_pretrained(bert, template="zh_zero_shot")  # an LLM option, a masked LM
+    gpt2 = LLMCorrector.from_pretrained(byte_level_gpt2(tmp_path / "gpt2"), max_new_tokens_extra=2)
+    result = Corrector.from_pretrained(tmp_path / "gpt2", max_new_tokens_extra=2)("我门去公园。")
+    assert not gpt2.use_chat_template and result["status"] in ("ok", "empty", "unfinished")  # random: any outcome
+
+
+def sighan15_params(small_params, tmp_path) -> dict:
+    """The small benchmark with a three-sentence SIGHAN-2015 file: an error the scripted LM corrects, an error-free
+    sentence it rewrites (a false positive) and an error it answers at another length."""
+    path = tmp_path / "s15.tsv"
+    path.write_text(
+        "我门去公园。\t我们去公园。\n他是个好人。\t他是个好人。\n我门去了公园。\t我们去了公园。\n", encoding="utf-8"
+    )
+    return {**small_params, "sighan15_path": str(path)}
+
+
+def test_evaluate_model_runs_an_llm_under_its_protocol(llm_dir, small_params, tmp_path):
+    from csc_hf.evaluation import EvaluationOptions, evaluate_model
+    from csc_hf.files import iter_jsonl, read_lines
+    from csc_hf.system_scores import score_files
+
+    params = sighan15_params(small_params, tmp_path)
+    llm = {"template": "zh_few_shot", "training_data": ["sighan15 test"]}
+    options = EvaluationOptions(params, bootstrap=0, predictions_dir=tmp_path / "predictions", llm=llm)
+    clean, sighan = evaluate_model(llm_dir, ["clean", "sighan15"], options)
+    assert (sighan["config"], sighan["split"], sighan["llm"]["length_policy"]) == ("sighan15", "test", "edits")
+    assert "keep_bias" not in sighan and sighan["sentences_per_s"] > 0 and sighan["seconds"] > 0
+    assert sighan["llm"]["settings"]["prompt"]["name"] == "zh_few_shot" and sighan["llm"]["new_tokens"] > 0
+    assert (sighan["llm"]["length_changed"], sighan["llm"]["failed"]["rejected"]) == (1, 0)
+    assert sighan["scores"]["fpr"] == 1.0 and sighan["scores"]["n_length_mismatch"] == 1
+    assert [(f["test"], f["level"]) for f in sighan["llm"]["contamination"]] == [("sighan15", "contaminated")]
+    assert clean["llm"]["contamination"] == [] and clean["llm"]["length_changed_share"] > 0.5
+    saved = tmp_path / "predictions" / "sighan15.test.jsonl"
+    rows = [row for _, row in iter_jsonl(saved, read_lines(saved))]
+    assert [sorted(row) for row in rows] == [["answer", "id", "output", "prediction", "status"]] * 3
+    assert [row["prediction"] for row in rows] == [ANSWER] * 3
+    report = score_files(saved, "sighan15", params=params, bootstrap=0)  # csc-bench score reads them: the same scores
+    assert report["scores"]["strict"]["char_cor_f1"] == sighan["scores"]["char_cor_f1"]
+    strict = EvaluationOptions(
+        params, bootstrap=0, predictions_dir=tmp_path / "strict", llm={"length_policy": "strict"}
+    )
+    (record,) = evaluate_model(llm_dir, ["sighan15"], strict)
+    assert record["llm"]["failed"]["rejected"] == 1 and record["scores"]["n_length_mismatch"] == 0
+    rescored = score_files(
+        tmp_path / "strict" / "sighan15.test.jsonl", "sighan15", params=params, bootstrap=0, length_policy="strict"
+    )
+    assert rescored["scores"]["strict"]["char_cor_f1"] == record["scores"]["char_cor_f1"]
+    with pytest.raises(ValueError, match="is an LLM corrector: it has no keep_bias or similarity_prior to tune"):
+        evaluate_model(llm_dir, ["sighan15"], EvaluationOptions(params, keep_bias_grid=[0.0, 1.0]))
+
+
+def test_csc_bench_evaluate_and_correct_with_an_llm(llm_dir, small_params, tmp_path, capsys):
+    from csc_hf.cli import main
+
+    params = sighan15_params(small_params, tmp_path)
+    bench = [arg for key, value in params.items() for arg in ("--" + key.replace("_", "-"), str(value))]
+    argv = [
+        "evaluate",
+        str(llm_dir),
+        "--configs",
+        "sighan15",
+        "--bootstrap",
+        "0",
+        *bench,
+        "--template",
+        "zh_few_shot",
+        "--length-policy",
+        "strict",
+        "--training-data",
+        "sighan15:test",
+        "--output",
+        str(tmp_path / "out.json"),
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    sha = load_template("zh_few_shot").sha256[:8]
+    assert f"(template zh_few_shot@1 {sha}, chat template, greedy, seed 0, length policy strict, transformers)" in out
+    header = next(line for line in out.splitlines() if "char_cor_f1" in line).split()
+    assert header[-3:] == ["length_changed", "failed", "sentences/s"] and "fpr" in header
+    row = next(line for line in out.splitlines() if line.startswith("sighan15/test")).split()
+    assert row[-3:-1] == ["0.3333", "1"]  # one answer of another length: rejected
+    assert "sighan15: the training data sighan15:test (declared) includes the SIGHAN-2015 test set: contaminated" in out
+    predictions = tmp_path / "predictions"
+    assert main(["-q", *argv[:-2], "--predictions-dir", str(predictions), "--length-policy", "substitutions"]) == 0
+    capsys.readouterr()
+    saved = str(predictions / "sighan15.test.jsonl")
+    assert main(["score", "--predictions", saved, "--references", "sighan15", *bench, "--length-policy", "strict"]) == 0
+    assert "Length changes: 1 predictions (33.3%) differ" in capsys.readouterr().out  # the answers as written
+    correct = ["correct", str(llm_dir), "我门去公园。", "--template", "zh_zero_shot@1", "--generation-seed", "3"]
+    assert main(correct) == 0
+    assert capsys.readouterr().out == ANSWER + "\n"
+    assert main(["correct", str(llm_dir), "我门去公园。", "--keep-bias", "1"]) == 2
+    assert "keep_bias belong to a tagging or seq2seq model's Corrector" in capsys.readouterr().err
+    assert main(["evaluate", str(llm_dir), "--keep-bias", "0", "1", "--bootstrap", "0", *bench]) == 2
+    assert "it has no keep_bias or similarity_prior to tune" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["correct", str(llm_dir), "好", "--chat-template-kwargs", "[1]"])
+    assert "expected a JSON object" in capsys.readouterr().err
+
+
+def test_readme_llm_examples(llm_dir):
+    """The README's LLM examples as written, a local model in place of the Hub's: the Python block runs, and the GPU
+    command parses with a template that loads."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    from csc_hf.cli import build_parser
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Large language models as correctors\n", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.+?)\n```", section, re.S)
+    (command,) = [line for line in re.findall(r"```bash\n(.+?)\n```", section, re.S) if "csc-bench evaluate" in line]
+    hub_id = "Qwen/Qwen2.5-7B-Instruct"
+    assert hub_id in code and hub_id in command
+    found = {}
+    exec(code.replace(hub_id, str(llm_dir)) + "\nfound.update(run=run, corrector=corrector)", {"found": found})
+    assert found["run"].results[0]["prediction"] == ANSWER and found["corrector"].template.label == "zh_few_shot@1"
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    assert load_template(args.template).label == "zh_few_shot@1" and args.length_policy == "edits"
+    assert args.training_data == ["shibing624/CSC"] and args.predictions_dir and args.batch_size == 32

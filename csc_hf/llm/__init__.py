@@ -26,6 +26,7 @@ _EXPORTS = {
     "is_causal_lm": "corrector",
     "check_causal_lm": "corrector",
     "weights_dtype": "corrector",
+    "describe_settings": "corrector",
     "VLLMBackend": "vllm_backend",
     "PromptTemplate": "prompts",
     "DEFAULT_TEMPLATE": "prompts",

@@ -110,6 +110,22 @@ def weights_dtype(precision: str) -> str | torch.dtype:
     return {"auto": "auto", "bf16": torch.bfloat16, "fp32": torch.float32}[check_precision(precision)]
 
 
+def describe_settings(settings: Mapping[str, Any]) -> str:
+    """An LLM corrector's :attr:`LLMCorrector.settings` in a line, for a table's title: ``template zh_few_shot@1
+    203ad055, chat template, greedy, seed 0, length policy edits, transformers``."""
+    prompt, generation = settings["prompt"], settings["generation"]
+    label = prompt["name"] if prompt["version"] is None else f"{prompt['name']}@{prompt['version']}"
+    decoding = (
+        f"temperature {generation['temperature']:g}, top-p {generation['top_p']:g}"
+        if generation["temperature"]
+        else "greedy"
+    )
+    return (
+        f"template {label} {prompt['sha256'][:8]}, {'chat template' if prompt['chat_template'] else 'plain prompt'}, "
+        f"{decoding}, seed {generation['seed']}, length policy {settings['length_policy']}, {settings['backend']}"
+    )
+
+
 @dataclass
 class LLMRun:
     """One call of an `LLMCorrector`: the result of each sentence, the seconds the generation took (prompts and
@@ -123,6 +139,13 @@ class LLMRun:
     @property
     def predictions(self) -> list[str]:
         return [result["prediction"] for result in self.results]
+
+    @property
+    def answers(self) -> list[str]:
+        """Each sentence's answer as the model wrote it, before the length policy (the source where it gave none:
+        an empty or unfinished generation): what a predictions file holds, so that scoring applies any policy
+        (:func:`csc_hf.llm.policy.apply_length_policy` of these gives `predictions` under the run's policy)."""
+        return [r["answer"] if r["status"] in ("ok", "rejected") else r["source"] for r in self.results]
 
     def summary(self) -> dict[str, Any]:
         """The numbers every report states with the scores: sentences, seconds and sentences (and tokens) per second;

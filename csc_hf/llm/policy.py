@@ -27,7 +27,11 @@ from difflib import SequenceMatcher
 
 from csc_hf.scoring import aligned_substitutions
 
-LENGTH_POLICIES = ("strict", "substitutions", "edits")
+LENGTH_POLICIES = {  # each policy, and what it makes of a prediction of another length than its source ("it is ...")
+    "strict": "rejected, its sentence counted as left unchanged",
+    "substitutions": "reduced to its substitutions at source positions, its insertions and deletions dropped",
+    "edits": "scored as written, every insertion and deletion a wrong change",
+}
 DEFAULT_LENGTH_POLICY = "edits"
 
 
