@@ -15,36 +15,38 @@ The corrector (torch, transformers) is imported on first use, so the policy and 
 
 from importlib import import_module
 
-_EXPORTS = {
-    "LLMCorrector": "corrector",
-    "LLMRun": "corrector",
-    "Generation": "backends",
-    "TransformersBackend": "backends",
-    "LLM_OPTIONS": "corrector",
-    "BACKENDS": "corrector",
-    "STATUSES": "corrector",
-    "is_causal_lm": "corrector",
-    "check_causal_lm": "corrector",
-    "weights_dtype": "corrector",
-    "describe_settings": "corrector",
-    "VLLMBackend": "vllm_backend",
-    "PromptTemplate": "prompts",
-    "DEFAULT_TEMPLATE": "prompts",
-    "load_template": "prompts",
-    "shipped_templates": "prompts",
-    "parse_answer": "prompts",
-    "LENGTH_POLICIES": "policy",
-    "DEFAULT_LENGTH_POLICY": "policy",
-    "apply_length_policy": "policy",
-    "check_length_policy": "policy",
-    "policy_prediction": "policy",
-    "source_edits": "policy",
-    "TEST_SOURCES": "contamination",
-    "benchmark_sources": "contamination",
-    "card_training_data": "contamination",
-    "contamination_flags": "contamination",
-    "describe_flag": "contamination",
+_MODULES = {
+    "corrector": (
+        "LLMCorrector",
+        "LLMRun",
+        "LLM_OPTIONS",
+        "BACKENDS",
+        "STATUSES",
+        "is_causal_lm",
+        "check_causal_lm",
+        "weights_dtype",
+        "describe_settings",
+    ),
+    "backends": ("Generation", "Sampling", "TransformersBackend"),
+    "vllm_backend": ("VLLMBackend",),
+    "prompts": ("PromptTemplate", "DEFAULT_TEMPLATE", "load_template", "shipped_templates", "parse_answer"),
+    "policy": (
+        "LENGTH_POLICIES",
+        "DEFAULT_LENGTH_POLICY",
+        "apply_length_policy",
+        "check_length_policy",
+        "policy_prediction",
+        "source_edits",
+    ),
+    "contamination": (
+        "TEST_SOURCES",
+        "benchmark_sources",
+        "card_training_data",
+        "contamination_flags",
+        "describe_flag",
+    ),
 }
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = sorted(_EXPORTS)
 
 

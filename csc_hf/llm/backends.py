@@ -44,6 +44,17 @@ class Generation:
     new_tokens: int
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """How a backend decodes: greedy at ``temperature`` 0, else sampled with ``top_p`` from ``seed``; ``stop``: the
+    text that ends an answer besides the end tokens (a plain prompt's line end), or None."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    stop: str | None = None
+
+
 class Backend(Protocol):
     """What runs the model: `TransformersBackend` (the default) or :class:`csc_hf.llm.vllm_backend.VLLMBackend`."""
 
@@ -53,14 +64,7 @@ class Backend(Protocol):
     max_length: int | None  # prompt + new tokens, or None: no stated limit
 
     def generate(
-        self,
-        prompts: Sequence[list[int]],
-        budgets: Sequence[int],
-        *,
-        temperature: float,
-        top_p: float,
-        seed: int,
-        stop: str | None,
+        self, prompts: Sequence[list[int]], budgets: Sequence[int], sampling: Sampling
     ) -> list[Generation]: ...
 
 
@@ -103,25 +107,17 @@ class TransformersBackend:
         return self._line_end
 
     @torch.no_grad()
-    def generate(
-        self,
-        prompts: Sequence[list[int]],
-        budgets: Sequence[int],
-        *,
-        temperature: float,
-        top_p: float,
-        seed: int,
-        stop: str | None,
-    ) -> list[Generation]:
+    def generate(self, prompts: Sequence[list[int]], budgets: Sequence[int], sampling: Sampling) -> list[Generation]:
+        stop = sampling.stop
         if stop not in (None, LINE_END):
             raise ValueError(f"the transformers backend stops at a line end or at the end of the turn, not at {stop!r}")
         device = self.model.device
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        sampling = (
-            dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
-            if temperature
+        decoding = (
+            dict(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+            if sampling.temperature
             else dict(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)
-        )  # the defaults: no warning about ignored flags
+        )  # greedy: the defaults, so that no warning names ignored flags
         line_end = self._line_end_tokens().to(device) if stop else None
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]), reverse=True)
         found: dict[int, Generation] = {}
@@ -133,7 +129,7 @@ class TransformersBackend:
                 total=len(prompts), desc="generate", unit="sentence", disable=get_verbosity() > 20, leave=False
             ) as progress,
         ):
-            torch.manual_seed(seed)
+            torch.manual_seed(sampling.seed)
             for b in range(0, len(order), self.batch_size):
                 rows = order[b : b + self.batch_size]
                 width = max(len(prompts[i]) for i in rows)
@@ -151,7 +147,7 @@ class TransformersBackend:
                     min_length=0,
                     eos_token_id=self.eos_ids,
                     pad_token_id=self.eos_ids[0],
-                    **sampling,
+                    **decoding,
                 )
                 stops = StoppingCriteriaList([_RowLimits(width, limits, line_end)])
                 output = self.model.generate(

@@ -52,7 +52,7 @@ from csc_hf.logging import get_logger
 from csc_hf.model_folder import check_model_folder, check_number, is_local
 from csc_hf.precision import check_precision
 
-from .backends import LINE_END, Backend, Generation, TransformersBackend
+from .backends import LINE_END, Backend, Generation, Sampling, TransformersBackend
 from .contamination import card_training_data, check_training_data
 from .policy import DEFAULT_LENGTH_POLICY, check_length_policy, policy_prediction, source_edits
 from .prompts import DEFAULT_TEMPLATE, PromptTemplate, load_template, parse_answer
@@ -60,8 +60,7 @@ from .prompts import DEFAULT_TEMPLATE, PromptTemplate, load_template, parse_answ
 logger = get_logger(__name__)
 BACKENDS = ("transformers", "vllm")
 STATUSES = ("ok", "empty", "unfinished", "rejected")
-# The options only an LLM corrector takes (Corrector.from_pretrained sends a call with one of them here).
-LLM_OPTIONS = (
+COPY_OPTIONS = (
     "template",
     "length_policy",
     "temperature",
@@ -72,10 +71,10 @@ LLM_OPTIONS = (
     "use_chat_template",
     "chat_template_kwargs",
     "training_data",
-    "backend",
-    "dtype",
-    "model_kwargs",
 )
+"""The options that a copy may change (:meth:`LLMCorrector.with_options`)."""
+LLM_OPTIONS = (*COPY_OPTIONS, "backend", "dtype", "model_kwargs")
+"""The options only an LLM corrector takes (`Corrector.from_pretrained` sends a call with one of them here)."""
 
 
 def is_causal_lm(config: PretrainedConfig) -> bool:
@@ -382,14 +381,8 @@ class LLMCorrector:
                         "or the template"
                     )
         started = time.perf_counter()
-        generations = self.backend.generate(
-            prompts,
-            budgets,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            seed=self.seed,
-            stop=None if self.use_chat_template else LINE_END,
-        )
+        stop = None if self.use_chat_template else LINE_END
+        generations = self.backend.generate(prompts, budgets, Sampling(self.temperature, self.top_p, self.seed, stop))
         seconds = time.perf_counter() - started
         if len(generations) != len(batch):
             raise RuntimeError(
@@ -433,18 +426,7 @@ class LLMCorrector:
 
     def with_options(self, **options: Any) -> LLMCorrector:
         """A copy with other ``template``, ``length_policy``, sampling or budget options; shares the model."""
-        current = dict(
-            template=self.template,
-            length_policy=self.length_policy,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            seed=self.seed,
-            max_new_tokens_ratio=self.max_new_tokens_ratio,
-            max_new_tokens_extra=self.max_new_tokens_extra,
-            use_chat_template=self.use_chat_template,
-            chat_template_kwargs=self.chat_template_kwargs,
-            training_data=self.training_data,
-        )
+        current = {name: getattr(self, name) for name in COPY_OPTIONS}
         if unknown := set(options) - set(current):
             raise TypeError(f"unknown options {sorted(unknown)}; choose from {sorted(current)}")
         return type(self)(self.backend, self.tokenizer, **{**current, **options})

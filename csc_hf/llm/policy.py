@@ -65,6 +65,9 @@ def apply_length_policy(sources: Sequence[str], answers: Sequence[str], policy: 
     return [policy_prediction(source, answer, policy) for source, answer in zip(sources, answers)]
 
 
+# Temporary: csc_hf.edits (issue 27, branch `scoring`) is not on main yet. When it lands, source_edits and
+# _region_edits give way to csc_hf.edits.alignment (one home for the minimum-edit alignment), and answers under the
+# `edits` policy are scored with the scorer's alignment=True (edits at source positions) instead of the default mode.
 def source_edits(source: str, prediction: str) -> list[dict[str, object]]:
     """The edits that turn ``source`` into ``prediction``, at source positions, in order: ``{"position", "wrong",
     "right"}`` with a substitution's characters, ``right`` "" for a deletion, ``wrong`` "" for an insertion (of the

@@ -14,7 +14,7 @@ from typing import Any
 
 from transformers import GenerationConfig, PreTrainedTokenizerBase
 
-from .backends import Generation, eos_token_ids
+from .backends import Generation, Sampling, eos_token_ids
 
 
 class VLLMBackend:
@@ -56,23 +56,14 @@ class VLLMBackend:
         self.eos_ids = eos_token_ids(generation_config, tokenizer)
         self.max_length = getattr(getattr(self.engine.llm_engine, "model_config", None), "max_model_len", None)
 
-    def generate(
-        self,
-        prompts: Sequence[list[int]],
-        budgets: Sequence[int],
-        *,
-        temperature: float,
-        top_p: float,
-        seed: int,
-        stop: str | None,
-    ) -> list[Generation]:
+    def generate(self, prompts: Sequence[list[int]], budgets: Sequence[int], sampling: Sampling) -> list[Generation]:
         params = [
             self._vllm.SamplingParams(
-                temperature=temperature,
-                top_p=top_p,
-                seed=seed,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                seed=sampling.seed,
                 max_tokens=budget,
-                stop=[stop] if stop else None,
+                stop=[sampling.stop] if sampling.stop else None,
                 stop_token_ids=self.eos_ids,
                 skip_special_tokens=True,
             )
