@@ -488,8 +488,7 @@ def _add_llm_options(command: argparse.ArgumentParser, training_data: bool = Fal
         "--batch-size",
         type=int,
         metavar="N",
-        help="sentences (an LLM: prompts) per forward pass (default: 64 for "
-        "evaluate, 32 for correct; an LLM corrector 16)",
+        help="sentences (an LLM: prompts) per forward pass (default: evaluate 64; correct 32, an LLM 16)",
     )
     group = command.add_argument_group("LLM correctors (a causal language model; given to another model, an error)")
     group.add_argument(
