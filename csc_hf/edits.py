@@ -106,16 +106,16 @@ def alignment(source: Sequence[Any], target: Sequence[Any], gold: Sequence[Edit]
     return table.walk()
 
 
-def aligned_edits(source: str, prediction: str) -> list[Edit]:
-    """The edits of a free rewrite (a seq2seq model's output) at positions of ``source``, in source order.
+def aligned_edits(source: str, prediction: str, skip_whitespace: bool = True) -> list[Edit]:
+    """The edits of a free rewrite (a seq2seq model's or an LLM's output) at positions of ``source``, in source order.
 
-    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
-    hide an edit. The characters both texts share are matched first (``difflib``'s matching blocks), so a character
-    that moved is a deletion and an insertion, never a chain of substitutions ("，去" -> "去了"); what lies between
-    matches is aligned by :func:`alignment`. An insertion before a whitespace-led stretch lands after the whitespace;
-    one after the last character is at ``len(source)``."""
-    kept = [i for i, char in enumerate(source) if not char.isspace()]
-    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
+    With ``skip_whitespace``, whitespace is left out on both sides, so that a decoder's spaces between characters
+    ("我 们 去") neither shift nor hide an edit. The characters both texts share are matched first (``difflib``'s
+    matching blocks), so a character that moved is a deletion and an insertion, never a chain of substitutions ("，去"
+    -> "去了"); what lies between matches is aligned by :func:`alignment`. An insertion before a whitespace-led stretch
+    lands after the whitespace; one after the last character is at ``len(source)``."""
+    kept = [i for i, char in enumerate(source) if not (skip_whitespace and char.isspace())]
+    a, b = [source[i] for i in kept], [char for char in prediction if not (skip_whitespace and char.isspace())]
     found = []
     for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag != "equal":
@@ -123,6 +123,12 @@ def aligned_edits(source: str, prediction: str) -> list[Edit]:
                 at = a_start + edit.position
                 found.append(edit._replace(position=kept[at] if at < len(kept) else len(source)))
     return found
+
+
+def aligned_substitutions(source: str, prediction: str) -> list[tuple[int, str]]:
+    """The substitutions of :func:`aligned_edits` (a free rewrite aligned to its source), as ``(position,
+    character)``: what a rewrite keeps when the source's length must stay (insertions and deletions dropped)."""
+    return [(e.position, e.right) for e in aligned_edits(source, prediction) if e.kind == SUBSTITUTION]
 
 
 def align(source: Sequence[Any], prediction: Sequence[Any]) -> tuple[list[tuple[int, Any]], int]:
