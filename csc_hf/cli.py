@@ -116,7 +116,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     Build the configs (cached by datasets) and print the confusion-set and per-config statistics; with --augmentation
     also the augmentation's leak filter (pairs kept, removed as keys of S_unseen^k or pairs of S_unseen^v) and the
-    augmented train split's statistics."""
+    augmented train split's statistics; with --train-edit-shares, the train config's splits as drawn with them."""
     from .benchmark import load_dataset, plan_for
 
     params = bench_params(args)
@@ -130,7 +130,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     rows = {}
     for name in configs:
         for spec in splits_of(name, plan.params.probs):
-            rows[f"{name}/{spec.split}"] = plan.examples(spec).stats()
+            rows[f"{name}/{spec.split}"] = plan.examples(spec, train_edit_shares=bench.train_edit_shares).stats()
     summary = {"confusion_sets": stats, "configs": rows}
     if augmentation:
         augmented = plan.augmented(augmentation)
