@@ -189,9 +189,10 @@ def test_export_records_how_to_rebuild_it_byte_for_byte(small_params, small_corp
     params = {**small_params, "seed": 5, "error_prob": 0.07}
     folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=str(tmp_path / "c"), **params)
     record = json.loads((folder / "csc_bench_params.json").read_text(encoding="utf-8"))
-    assert record["params"] == {
-        **{f.name: getattr(BenchParams(**params), f.name) for f in fields(BenchParams)},
-        "probs": list(BenchParams.probs),
+    given = BenchParams(**params)
+    assert record["params"] == {  # tuples (probs, train_edit_shares) as json lists
+        f.name: list(value) if isinstance(value := getattr(given, f.name), tuple) else value
+        for f in fields(BenchParams)
     }
     assert record["inputs"]["corpus"] == {
         "path": str(small_corpus),
