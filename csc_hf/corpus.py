@@ -119,6 +119,14 @@ def check_installed(corpus: str) -> None:
                           + "; ".join(f"{name}: {command}" for name, command in missing.items()))
 
 
+def is_installed(corpus: str) -> bool:
+    """Whether every source of the named corpus ``corpus`` can be read here: its package, and OpenCC where a source
+    converts to simplified characters (any other corpus: True)."""
+    names = MIXES.get(corpus, (corpus,) if corpus in SOURCES else ())
+    needed = {SOURCES[name].package for name in names} | ({"opencc"} if any(SOURCES[n].to_simplified for n in names) else set())
+    return all(importlib.util.find_spec(package) is not None for package in needed)
+
+
 def _tagged(path: Path, source: Source) -> Iterator[Line]:
     for line in read_text_lines([path]):
         words = (token.rsplit("/", 1)[0] for token in line.text.split())
