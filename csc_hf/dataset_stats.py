@@ -3,32 +3,23 @@
 :func:`split_stats` counts sentences and errors of one split (the benchmark's ``csc-bench build`` table uses it too);
 :func:`dataset_stats` adds misspelling pairs and their type judged by character knowledge, and traditional
 characters; :func:`coverage` says how much of a test set's errors a training set or a confusion set covers, and
-:func:`context_overlap` how much test sentences and error contexts occur in training. :func:`analyze` runs them on
-any CSC data that :func:`load_pairs` reads (``csc-bench analyze``); the loaders import the benchmark only when called,
-so the benchmark can import this module.
+:func:`context_overlap` how much test sentences and error contexts occur in training. :func:`analyze` runs them over
+loaded splits (``csc-bench analyze`` loads any CSC data with :func:`csc_hf.data.analyze_data`).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from functools import lru_cache
-from pathlib import Path
+from functools import cache
 
-import datasets
 import numpy as np
 
 from .chars.pinyin import is_han
 from .confusion import ConfusionSet, pair_type
-from .corpus import is_saved_dataset, open_dataset, t2s_converter
 from .corruption import ERROR_TYPES, NO_ERROR, Corruption, PackedText, pack, pair_counts
-from .files import iter_jsonl, read_lines
+from .files import Sentences, check_sentences
 
-Pairs = tuple[list[str], list[str]]  # (sources, targets)
-PAIR_KINDS = ("a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
-              "a save_to_disk folder or datasets:PATH with source/target columns")  # what load_pairs reads
-CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_train_phonetic", "S_train_graphic")
 _HASH_MULTIPLIER = np.uint64(0x100000001B3)  # FNV-64 prime: n-gram hashes as a polynomial in it
 
 
@@ -50,30 +41,16 @@ def split_stats(target: PackedText, wrong: np.ndarray) -> dict[str, float]:
     }
 
 
-@lru_cache(maxsize=None)
+@cache
 def judge_pair(right: str, wrong: str) -> str:
     """:func:`csc_hf.confusion.pair_type`, cached per distinct pair (it renders glyphs)."""
     return pair_type(right, wrong)
 
 
-def _pack_pairs(sources: Sequence[str], targets: Sequence[str]) -> tuple[PackedText, PackedText]:
+def _pack_sentences(sources: Sequence[str], targets: Sequence[str]) -> tuple[PackedText, PackedText]:
     """Sources and targets packed, after checking they are non-empty, aligned strings."""
-    _check_pairs(sources, targets)
+    check_sentences(sources, targets)
     return pack(sources), pack(targets)
-
-
-def _check_pairs(sources: Sequence[str], targets: Sequence[str], equal_lengths: bool = True) -> None:
-    """Check that ``sources`` and ``targets`` are as many strings, each target non-empty and (with ``equal_lengths``)
-    as long as its source."""
-    if len(sources) != len(targets):
-        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
-    if not targets:
-        raise ValueError("no sentence")
-    for i, (source, target) in enumerate(zip(sources, targets)):
-        if not isinstance(source, str) or not isinstance(target, str):
-            raise ValueError(f"sentence {i}: source and target must be strings")
-        if not target or (equal_lengths and len(source) != len(target)):
-            raise ValueError(f"sentence {i}: source has {len(source)} characters, target {len(target)}")
 
 
 def _pair_counts(source: PackedText, target: PackedText) -> Counter[tuple[str, str]]:
@@ -84,7 +61,7 @@ def _pair_counts(source: PackedText, target: PackedText) -> Counter[tuple[str, s
 
 def error_pairs(sources: Sequence[str], targets: Sequence[str]) -> Counter[tuple[str, str]]:
     """How often each misspelling pair ``(right, wrong)`` occurs."""
-    return _pair_counts(*_pack_pairs(sources, targets))
+    return _pair_counts(*_pack_sentences(sources, targets))
 
 
 def dataset_stats(
@@ -99,7 +76,7 @@ def dataset_stats(
     pairs, ``*_error_share`` error occurrences. ``traditional_share`` is the share of the targets' Han characters
     that ``t2s`` (a traditional-to-simplified converter) changes, ``None`` without a converter.
     """
-    source, target = _pack_pairs(sources, targets)
+    source, target = _pack_sentences(sources, targets)
     wrong = source.codes != target.codes
     pairs = _pair_counts(source, target)
     kinds = {pair: judge(*pair) for pair in pairs}
@@ -167,7 +144,7 @@ def context_overlap(
     """
     if n < 1:
         raise ValueError(f"n-gram length {n} must be at least 1")
-    source, target = _pack_pairs(sources, targets)
+    source, target = _pack_sentences(sources, targets)
     train = pack(list(train_targets))
     train_hashes, train_ok = _ngram_hashes(train, n)
     known = np.unique(train_hashes[train_ok])
@@ -184,164 +161,34 @@ def context_overlap(
     }
 
 
-# ---- loading any CSC data ----------------------------------------------------------------------------------------
-
-
-def split_name(base: str, split: str) -> str:
-    """How a split is named in tables: ``unseen_k`` for a ``test`` split, else ``probs/pe05``, ``train/validation``."""
-    return base if split == "test" else f"{base}/{split}"
-
-
-def read_jsonl(path: str | Path, equal_lengths: bool = True) -> Pairs:
-    """Read a jsonl file of objects with ``source`` and ``target``; errors name the file and line. Each target must
-    be non-empty and, with ``equal_lengths``, as long as its source."""
-    sources, targets = [], []
-    for number, row in iter_jsonl(path):
-        source, target = (row.get("source"), row.get("target")) if isinstance(row, dict) else (None, None)
-        if not isinstance(source, str) or not isinstance(target, str):
-            raise ValueError(f"{path}, line {number}: expected an object with string 'source' and 'target'")
-        _append_pair(sources, targets, source, target, f"{path}, line {number}", equal_lengths)
-    return _nonempty(path, sources, targets)
-
-
-def read_tsv(path: str | Path, equal_lengths: bool = True) -> Pairs:
-    """Read a ``wrong<TAB>correct`` file (blank lines skipped); errors name the file and line. Each target must be
-    non-empty and, with ``equal_lengths``, as long as its source."""
-    sources, targets = [], []
-    for number, line in enumerate(read_lines(path), 1):
-        if not line.strip():
-            continue
-        fields_ = line.split("\t")
-        if len(fields_) != 2:
-            raise ValueError(f"{path}, line {number}: expected 'wrong<TAB>correct', got {len(fields_)} fields")
-        _append_pair(sources, targets, *fields_, f"{path}, line {number}", equal_lengths)
-    return _nonempty(path, sources, targets)
-
-
-def _append_pair(sources: list[str], targets: list[str], source: str, target: str, where: str,
-                 equal_lengths: bool) -> None:
-    if not target or (equal_lengths and len(source) != len(target)):
-        raise ValueError(f"{where}: source has {len(source)} characters, target {len(target)}")
-    sources.append(source)
-    targets.append(target)
-
-
-def _nonempty(path: str | Path, sources: list[str], targets: list[str]) -> Pairs:
-    if not targets:
-        raise ValueError(f"{path}: no sentence pair")
-    return sources, targets
-
-
-def _read_file(path: Path, equal_lengths: bool = True) -> Pairs:
-    if path.suffix in (".jsonl", ".json"):
-        return read_jsonl(path, equal_lengths)
-    return read_tsv(path, equal_lengths)
-
-
-def pair_columns(name: str, data: datasets.Dataset, equal_lengths: bool = True) -> Pairs:
-    """The ``source`` and ``target`` columns of a `datasets.Dataset`, checked."""
-    missing = [c for c in ("source", "target") if c not in data.column_names]
-    if missing:
-        raise ValueError(f"{name}: no column {', '.join(missing)} (has {', '.join(data.column_names)})")
-    sources, targets = data["source"], data["target"]
-    try:
-        _check_pairs(sources, targets, equal_lengths)
-    except ValueError as err:
-        raise ValueError(f"{name}: {err}") from None
-    return list(sources), list(targets)
-
-
-def load_pairs(
-    spec: str, params: Mapping | None = None, cache_dir: str | None = None, equal_lengths: bool = True
-) -> dict[str, Pairs]:
-    """``(sources, targets)`` of each split of ``spec``, named as in tables.
-
-    ``spec``: a ``wrong<TAB>correct`` TSV, a ``.jsonl`` with ``source``/``target``, an exported folder (every
-    config) or ``FOLDER:CONFIG``, a `datasets` dataset with ``source``/``target`` columns (a folder that
-    ``save_to_disk`` wrote, or ``datasets:PATH``: any name ``datasets.load_dataset`` takes), or a csc_bench config
-    built with the benchmark parameters ``params``. Each target must be non-empty and, with ``equal_lengths``
-    (the default: every statistic compares aligned characters), as long as its source.
-    """
-    from .benchmark import CONFIGS, load_dataset
-
-    path = Path(spec)
-    if path.is_file():
-        return {spec: _read_file(path, equal_lengths)}
-    if spec.startswith("datasets:") or is_saved_dataset(spec):
-        data = open_dataset(spec.removeprefix("datasets:"))
-        splits = data.items() if isinstance(data, datasets.DatasetDict) else [("test", data)]
-        return {(name := split_name(spec, split)): pair_columns(name, ds, equal_lengths) for split, ds in splits}
-    folder, _, config = spec.rpartition(":")
-    if folder and Path(folder).is_dir():
-        configs = [config]
-    elif path.is_dir():
-        folder, configs = spec, datasets.get_dataset_config_names(spec)
-    elif spec in CONFIGS:
-        data = load_dataset("csc_bench", spec, cache_dir=cache_dir, **(params or {}))
-        return {(name := split_name(spec, split)): pair_columns(name, ds, equal_lengths) for split, ds in data.items()}
-    else:
-        raise FileNotFoundError(
-            f"{spec}: not a file, a folder, FOLDER:CONFIG or a csc_bench config ({', '.join(CONFIGS)})"
-        )
-    result = {}
-    for config in configs:
-        for split, ds in load_dataset(folder, config).items():
-            name = split_name(f"{folder}:{config}", split)
-            result[name] = pair_columns(name, ds, equal_lengths)
-    return result
-
-
-def training_part(splits: Mapping[str, Pairs]) -> Pairs:
-    """The training sentences of loaded data: its ``train`` splits if it has some, else all of it."""
-    train = [pairs for name, pairs in splits.items() if name.endswith("/train")] or list(splits.values())
-    return [s for src, _ in train for s in src], [t for _, tgt in train for t in tgt]
-
-
-def _opencc_t2s() -> Callable[[str], str] | None:
-    try:
-        return t2s_converter("traditional_share")
-    except ImportError as err:
-        warnings.warn(str(err), stacklevel=3)
-        return None
-
-
-def load_confusion(spec: str, params: Mapping | None = None) -> ConfusionSet:
-    """A confusion set file (any layout of :meth:`ConfusionSet.load`), or a named part of the benchmark's S."""
-    from .benchmark import BenchParams, plan_for
-
-    if spec in CONFUSION_SUBSETS and not Path(spec).exists():
-        return plan_for(BenchParams(**(params or {}))).subset(spec)
-    return ConfusionSet.load(spec)
+# ---- every statistic of loaded data -----------------------------------------------------------------------------
 
 
 def analyze(
-    data: Sequence[str],
-    train: Sequence[str] = (),
-    confusion: Sequence[str] = (),
+    splits: Mapping[str, Sentences],
+    train: Mapping[str, Sentences] = {},
+    confusion: Mapping[str, ConfusionSet] = {},
     ngram: int = 4,
-    params: Mapping | None = None,
-    cache_dir: str | None = None,
+    t2s: Callable[[str], str] | None = None,
 ) -> dict[str, dict]:
-    """Statistics of every split of ``data``; with ``train`` / ``confusion``, their coverage and context overlap.
+    """Statistics of every split of ``splits`` (``{name: (sources, targets)}``); with ``train`` (``{name: its
+    training sentences}``) / ``confusion`` (``{name: a confusion set}``), their coverage of each split, and the
+    training sentences' context overlap. ``t2s``: see :func:`dataset_stats`.
 
     Returns ``{"statistics": {split: stats}, "coverage": {split: {reference: coverage and overlap}}}``.
     """
-    splits = {name: pairs for spec in data for name, pairs in load_pairs(spec, params, cache_dir).items()}
-    t2s = _opencc_t2s()
     result: dict[str, dict] = {"statistics": {name: dataset_stats(*pairs, t2s=t2s) for name, pairs in splits.items()}}
-    references = {}
-    for spec in train:
-        train_sources, train_targets = training_part(load_pairs(spec, params, cache_dir))
-        references[spec] = (set(error_pairs(train_sources, train_targets)), train_targets)
-    for spec in confusion:
-        references[spec] = ({(right, wrong) for right, wrong, _ in load_confusion(spec, params).pairs()}, None)
+    references = {name: (set(error_pairs(*sentences)), sentences[1]) for name, sentences in train.items()}
+    references |= {name: ({(right, wrong) for right, wrong, _ in s.pairs()}, None) for name, s in confusion.items()}
     if references:
         result["coverage"] = {}
         for name, (sources, targets) in splits.items():
             test_pairs = error_pairs(sources, targets)
             result["coverage"][name] = {
-                ref: {**coverage(test_pairs, pairs),
-                      **(context_overlap(sources, targets, texts, ngram) if texts is not None else {})}
+                ref: {
+                    **coverage(test_pairs, pairs),
+                    **(context_overlap(sources, targets, texts, ngram) if texts is not None else {}),
+                }
                 for ref, (pairs, texts) in references.items()
             }
     return result

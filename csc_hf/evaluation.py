@@ -1,16 +1,16 @@
 """Evaluation of saved models, shared by ``csc-bench evaluate`` and ``csc-bench run``: correct every split of the test
 configs with a model (``keep_bias`` and ``similarity_prior`` tuned on the validation split, or the decoding saved
-with the model) and score it
-(:func:`evaluate_model`); save each split's predictions as edits (:func:`write_predictions`,
-:func:`read_predictions`); and compare two models' saved predictions on the same sentences (:func:`paired_comparisons`).
+with the model) and score it (:func:`evaluate_model`, with :class:`EvaluationOptions`), saving each split's
+predictions as edits (:func:`csc_hf.files.write_predictions`); and compare two models' saved predictions on the same
+sentences (:func:`paired_comparisons`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -20,14 +20,14 @@ from .benchmark.configs import splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
 from .dataset_stats import error_pairs
-from .files import read_lines, write_atomic
+from .files import read_predictions, write_atomic, write_predictions
 from .logging import get_logger
-from .scoring import compare, score
+from .model_folder import DECODING_KEYS, is_local, save_decoding
+from .run_layout import PREDICTIONS, paired_file, predictions_file, predictions_split
+from .scoring import REPORTED, compare, score
 from .stats import RESAMPLES
 
 logger = get_logger(__name__)
-PREDICTIONS = "predictions"  # an evaluation folder's sub-folder: CONFIG.SPLIT.txt for each test split
-METRICS = ("char_cor_f1", "sent_cor_f1")  # the character- and sentence-level correction F1: the report's metrics
 
 
 # ---- correcting and scoring ----------------------------------------------------------------------------------------
@@ -35,8 +35,10 @@ METRICS = ("char_cor_f1", "sent_cor_f1")  # the character- and sentence-level co
 
 def _metadata(dataset) -> list[dict]:
     """Each row's errors (position and type name): the ``metadata`` of :func:`csc_hf.score`'s breakdown by type."""
-    return [{"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
-            for errors in dataset["errors"]]
+    return [
+        {"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
+        for errors in dataset["errors"]
+    ]
 
 
 def training_pairs(
@@ -67,72 +69,64 @@ def tune_decoding(
         return {"keep_bias": cells[0][0], "similarity_prior": cells[0][1]}, {}
     options = [{"keep_bias": bias, "similarity_prior": prior} for bias, prior in cells]
     each = corrector.correct_each(validation["source"], options)  # one forward pass for the whole grid
-    validation_f1 = {decoding_cell(*cell): score(validation["source"], predictions, validation["target"],
-                                                  bootstrap=0)["char_cor_f1"]
-                     for cell, predictions in zip(cells, each)}
+    validation_f1 = {
+        decoding_cell(*cell): score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
+        for cell, predictions in zip(cells, each)
+    }
     best = max(cells, key=lambda cell: (validation_f1[decoding_cell(*cell)], -cell[1], -cell[0]))
     return {"keep_bias": best[0], "similarity_prior": best[1]}, validation_f1
 
 
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """How :func:`evaluate_model` corrects and scores.
+
+    ``keep_bias`` and ``similarity_prior`` are chosen together on the validation split (best character-level
+    correction F1, its first ``max_validation`` sentences) among ``keep_bias_grid`` × ``similarity_prior_grid``
+    (:func:`tune_decoding`); a setting without a grid is the decoding saved with the model (0 without one). With
+    ``save_decoding`` the decoding used is saved in the model folder with how it was chosen, so that every way of
+    loading the model decodes as it was scored. With ``predictions_dir`` each split's predictions are saved there as
+    edits. Seen and unseen pairs are those of the first ``max_train_samples`` training sentences of
+    ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``). ``batch_size``, ``precision`` and
+    ``trust_remote_code`` are the Corrector's (``precision="auto"``: bf16 autocast where the CPU computes bf16)."""
+
+    bench_params: dict = field(default_factory=dict)
+    bootstrap: int = RESAMPLES
+    keep_bias_grid: Sequence[float] | None = None
+    similarity_prior_grid: Sequence[float] | None = None
+    batch_size: int = 64
+    max_train_samples: int | None = None
+    max_validation: int | None = None
+    predictions_dir: Path | None = None
+    save_decoding: bool = False
+    trust_remote_code: bool = False
+    training_params: dict | None = None
+    precision: str = "auto"
+
+
 def evaluate_model(
-    model_dir: str | Path,
-    tests: Iterable[str],
-    bench_params: dict,
-    bootstrap: int,
-    keep_bias_grid: Iterable[float] | None = None,
-    similarity_prior_grid: Iterable[float] | None = None,
-    batch_size: int = 64,
-    max_train_samples: int | None = None,
-    max_validation: int | None = None,
-    predictions_dir: Path | None = None,
-    save_decoding: bool = False,
-    trust_remote_code: bool = False,
-    training_params: dict | None = None,
-    precision: str = "auto",
+    model_dir: str | Path, tests: Iterable[str], options: EvaluationOptions = EvaluationOptions()
 ) -> list[dict]:
     """Correct every test split with the model in ``model_dir`` (a folder or a Hub id: any checkpoint
-    ``csc_hf.pipeline.Corrector`` loads) and score it. ``keep_bias`` and ``similarity_prior`` are chosen together on
-    the validation split (best character-level correction F1) among ``keep_bias_grid`` × ``similarity_prior_grid``
-    (:func:`tune_decoding`); a setting without a grid is the decoding saved with the model (``csc_decoding.json``; 0
-    without one). With ``save_decoding``, the decoding used is saved in the model folder
-    with how it was chosen, so that every way of loading the model decodes as it was scored. With
-    ``predictions_dir``, each split's predictions are saved there as edits (see :func:`write_predictions`). Each
-    split logs its size, score and time, and a progress bar runs over the splits. Seen and unseen pairs are those of
-    the training data of ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``). ``precision``
-    is the Corrector's (``auto``: bf16 autocast where the CPU computes bf16)."""
-    from . import hub
-    from .pipeline import DECODING_KEYS, Corrector
-    from .pipeline import save_decoding as write_decoding
+    ``csc_hf.pipeline.Corrector`` loads) and score it as ``options`` say. Each split logs its size, score and time,
+    and a progress bar runs over the splits."""
+    from .pipeline import Corrector  # torch: loaded only to correct (csc-bench score reads this module too)
 
-    corrector = Corrector.from_pretrained(str(model_dir), batch_size=batch_size, trust_remote_code=trust_remote_code,
-                                          precision=precision)
-    tuning = None
-    if keep_bias_grid is not None or similarity_prior_grid is not None:
-        given = {"keep_bias": keep_bias_grid, "similarity_prior": similarity_prior_grid}
-        grids = {name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
-                 for name, grid in given.items()}  # fmt: skip
-        validation = None
-        if len(grids["keep_bias"]) * len(grids["similarity_prior"]) > 1 and not corrector.seq2seq:
-            validation = load_dataset("csc_bench", "train", split="validation", **bench_params)
-            if max_validation:
-                validation = validation.select(range(min(max_validation, len(validation))))
-        chosen, validation_f1 = tune_decoding(corrector, validation, grids["keep_bias"], grids["similarity_prior"])
-        corrector = corrector.with_options(**chosen)  # checks the values
-        tuning = {"grid": grids}
-        if validation is not None:
-            tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1",
-                          scores=validation_f1)  # fmt: skip
-            logger.info("%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: "
-                        "%s)", model_dir, chosen["keep_bias"], chosen["similarity_prior"], validation_f1)
-    if save_decoding:
-        if hub.is_local(model_dir):
-            saved = write_decoding(model_dir, {name: getattr(corrector, name) for name in DECODING_KEYS}, tuning)
+    o = options
+    corrector = Corrector.from_pretrained(
+        str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision
+    )
+    corrector, tuning = _tuned(corrector, o, model_dir)
+    if o.save_decoding:
+        if is_local(model_dir):
+            saved = save_decoding(model_dir, {name: getattr(corrector, name) for name in DECODING_KEYS}, tuning)
             if corrector.similarity_prior:  # its characters too: they depend on pypinyin and the fonts found
                 corrector.save_similar(model_dir)
             logger.info("saved the decoding in %s", saved)
         else:
             logger.warning("%s is not a local folder: its decoding is not saved", model_dir)
-    pairs = training_pairs(training_params or bench_params, max_train_samples)
+    bench_params = o.bench_params
+    pairs = training_pairs(o.training_params or bench_params, o.max_train_samples)
     records = []
     params = BenchParams(**bench_params)
     splits = [(name, spec) for name in tests for spec in splits_of(name, params.probs)]
@@ -146,66 +140,84 @@ def evaluate_model(
             logger.warning("skipping %s: %s", name, err)
             continue
         predictions = corrector.correct(data["source"])
-        if predictions_dir is not None:
-            write_predictions(predictions_dir / f"{name}.{spec.split}.txt", data["source"], predictions)
-        scores = score(data["source"], predictions, data["target"], metadata=_metadata(data), train_pairs=pairs,
-                       bootstrap=bootstrap)
-        records.append({"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec),
-                        **{name: getattr(corrector, name) for name in DECODING_KEYS}, "scores": scores})
+        if o.predictions_dir is not None:
+            write_predictions(o.predictions_dir / predictions_file(name, spec.split), data["source"], predictions)
+        scores = score(
+            data["source"],
+            predictions,
+            data["target"],
+            metadata=_metadata(data),
+            train_pairs=pairs,
+            bootstrap=o.bootstrap,
+        )
+        records.append(
+            {
+                "config": name,
+                "split": spec.split,
+                "error_prob": params.error_prob_of(spec),
+                **{name: getattr(corrector, name) for name in DECODING_KEYS},
+                "scores": scores,
+            }
+        )
         changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
-        logger.info("%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s", name, spec.split, len(predictions),
-                    changed, scores["char_cor_f1"], time.monotonic() - started)
+        logger.info(
+            "%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
+            name,
+            spec.split,
+            len(predictions),
+            changed,
+            scores["char_cor_f1"],
+            time.monotonic() - started,
+        )
     return records
+
+
+def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[object, dict | None]:
+    """The corrector with the decoding that the grids of ``o`` choose (:func:`tune_decoding`), and how it was chosen
+    (None without a grid)."""
+    if o.keep_bias_grid is None and o.similarity_prior_grid is None:
+        return corrector, None
+    given = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
+    grids = {
+        name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
+        for name, grid in given.items()
+    }
+    validation = None
+    if len(grids["keep_bias"]) * len(grids["similarity_prior"]) > 1 and not corrector.seq2seq:
+        validation = load_dataset("csc_bench", "train", split="validation", **o.bench_params)
+        if o.max_validation:
+            validation = validation.select(range(min(o.max_validation, len(validation))))
+    chosen, validation_f1 = tune_decoding(corrector, validation, grids["keep_bias"], grids["similarity_prior"])
+    tuning = {"grid": grids}
+    if validation is not None:
+        tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1", scores=validation_f1)
+        logger.info(
+            "%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: %s)",
+            model_dir,
+            chosen["keep_bias"],
+            chosen["similarity_prior"],
+            validation_f1,
+        )
+    return corrector.with_options(**chosen), tuning  # checks the values
 
 
 # ---- predictions and paired comparisons ----------------------------------------------------------------------------
 
 
-EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # a line of write_predictions: position:character edits
-
-
-def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[str]) -> None:
-    """One line per sentence: the prediction's edits to its source as ``position:character`` separated by spaces
-    (an empty line when it changes nothing). A prediction must have its source's length (every corrector's does)."""
-    lines = []
-    for i, (source, prediction) in enumerate(zip(sources, predictions, strict=True)):
-        if len(prediction) != len(source):
-            raise ValueError(f"{path}: prediction {i} has {len(prediction)} characters, its source {len(source)}")
-        lines.append(line := " ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
-        if not EDITS_LINE.fullmatch(line):
-            raise ValueError(f"{path}: prediction {i} changes a character into whitespace, which edits cannot hold")
-    write_atomic(path, "".join(line + "\n" for line in lines), make_parents=True)
-
-
-def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
-    """The predictions that :func:`write_predictions` saved for ``sources``."""
-    lines = read_lines(path)
-    if len(lines) != len(sources):
-        raise ValueError(f"{path}: {len(lines)} lines for {len(sources)} sentences")
-    predictions = []
-    for number, (line, source) in enumerate(zip(lines, sources), 1):
-        chars = list(source)
-        if not EDITS_LINE.fullmatch(line):
-            raise ValueError(f"{path}, line {number}: expected position:character edits separated by spaces, got "
-                             f"{line!r}")
-        for edit in line.split():
-            position, _, char = edit.partition(":")
-            if int(position) >= len(chars):
-                raise ValueError(f"{path}, line {number}: bad edit {edit!r}: its sentence has {len(chars)} characters")
-            chars[int(position)] = char
-        predictions.append("".join(chars))
-    return predictions
-
-
 def paired_comparisons(
-    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], baseline: str = "bert",
+    bench_params: dict,
+    evaluations: Mapping[tuple[str, int], Path],
+    baseline: str = "bert",
     n_resamples: int = RESAMPLES,
 ) -> list[dict]:
     """Every model against ``baseline`` with the same seed, on every test split both saved predictions for: the
     paired difference of the report's metrics (``csc_hf.compare``: bootstrap interval, permutation p-value). A
     model's comparisons are kept in its evaluation folder, so a re-run reads them."""
-    pairs = [(model, seed, folder, evaluations[baseline, seed]) for (model, seed), folder in evaluations.items()
-             if model != baseline and (baseline, seed) in evaluations]
+    pairs = [
+        (model, seed, folder, evaluations[baseline, seed])
+        for (model, seed), folder in evaluations.items()
+        if model != baseline and (baseline, seed) in evaluations
+    ]
     results = []
     for model, seed, folder, base in tqdm(pairs, desc=f"paired tests against {baseline}", leave=False):
         found = kept_comparisons(bench_params, folder, base, n_resamples, seed)
@@ -220,15 +232,19 @@ def augmentation_comparisons(
     ``{(variant, seed): (augmented evaluation folder, plain evaluation folder)}``), on every test split both saved
     predictions for: ``delta`` is augmented minus plain."""
     results = []
-    for (model, seed), (folder, base) in tqdm(evaluations.items(), desc="paired tests of the augmentation", leave=False):
-        results += [{"model": model, "seed": seed, **entry}
-                    for entry in kept_comparisons(bench_params, folder, base, n_resamples, seed)]
+    for (model, seed), (folder, base) in tqdm(
+        evaluations.items(), desc="paired tests of the augmentation", leave=False
+    ):
+        results += [
+            {"model": model, "seed": seed, **entry}
+            for entry in kept_comparisons(bench_params, folder, base, n_resamples, seed)
+        ]
     return results
 
 
 def kept_comparisons(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
     """:func:`compare_predictions`, kept in ``folder`` (``paired-BASE-N.json``) so that a re-run reads them."""
-    kept = folder / f"paired-{base.name}-{n_resamples}.json"
+    kept = folder / paired_file(base.name, n_resamples)
     if kept.is_file():
         return json.loads(kept.read_text(encoding="utf-8"))
     if found := compare_predictions(bench_params, folder, base, n_resamples, seed):
@@ -242,10 +258,16 @@ def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resample
     for path in sorted((folder / PREDICTIONS).glob("*.txt")):
         if not (base_path := base / PREDICTIONS / path.name).is_file():
             continue
-        config, split = path.stem.split(".")
+        config, split = predictions_split(path)
         data = load_dataset("csc_bench", config, split=split, **bench_params)
         sources, targets = data["source"], data["target"]
-        stats = compare(sources, read_predictions(path, sources), read_predictions(base_path, sources), targets,
-                        n_resamples=n_resamples, seed=seed)
-        found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in METRICS]
+        stats = compare(
+            sources,
+            read_predictions(path, sources),
+            read_predictions(base_path, sources),
+            targets,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+        found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in REPORTED]
     return found  # a, b: the two models' scores; delta = a - b

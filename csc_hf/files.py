@@ -1,12 +1,15 @@
 """How csc_hf reads and writes files: UTF-8 text whose errors name the file, lines split at ``\\n`` only, jsonl rows
-whose errors name the line, and outputs written whole or not at all (checked before any long work)."""
+whose errors name the line, and outputs written whole or not at all (checked before any long work); and the file
+formats of CSC data: sentence pairs as a ``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, and a
+model's predictions as edits (``position:character`` per line)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +74,111 @@ def write_atomic(path: str | Path, text: str, make_parents: bool = False) -> Pat
         Path(partial).unlink(missing_ok=True)
         raise
     return target
+
+
+# ---- sentence pairs ------------------------------------------------------------------------------------------------
+
+Sentences = tuple[list[str], list[str]]
+"""Aligned sentence lists ``(sources, targets)``: the wrong sentences and their corrections."""
+
+
+def check_sentence_pair(source: object, target: object, where: str, equal_lengths: bool = True) -> None:
+    """Raise a ValueError naming ``where`` unless ``source`` and ``target`` are strings, the target non-empty and (with
+    ``equal_lengths``) as long as its source."""
+    if not isinstance(source, str) or not isinstance(target, str):
+        raise ValueError(f"{where}: source and target must be strings")
+    if not target or (equal_lengths and len(source) != len(target)):
+        raise ValueError(f"{where}: source has {len(source)} characters, target {len(target)}")
+
+
+def check_sentences(sources: Sequence[str], targets: Sequence[str], equal_lengths: bool = True) -> None:
+    """Check that ``sources`` and ``targets`` are as many sentence pairs, at least one (see
+    :func:`check_sentence_pair`)."""
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    if not targets:
+        raise ValueError("no sentence")
+    for i, (source, target) in enumerate(zip(sources, targets)):
+        check_sentence_pair(source, target, f"sentence {i}", equal_lengths)
+
+
+def read_sentence_tsv(path: str | Path, equal_lengths: bool = True) -> Sentences:
+    """Read a ``wrong<TAB>correct`` file (blank lines skipped); errors name the file and line. Each target must be
+    non-empty and, with ``equal_lengths``, as long as its source."""
+    sources, targets = [], []
+    for number, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise ValueError(f"{path}, line {number}: expected 'wrong<TAB>correct', got {len(fields)} fields")
+        check_sentence_pair(*fields, f"{path}, line {number}", equal_lengths)
+        sources.append(fields[0])
+        targets.append(fields[1])
+    return _nonempty(path, sources, targets)
+
+
+def read_sentence_jsonl(path: str | Path, equal_lengths: bool = True) -> Sentences:
+    """Read a jsonl file of objects with ``source`` and ``target``; errors name the file and line. Each target must
+    be non-empty and, with ``equal_lengths``, as long as its source."""
+    sources, targets = [], []
+    for number, row in iter_jsonl(path):
+        source, target = (row.get("source"), row.get("target")) if isinstance(row, dict) else (None, None)
+        if not isinstance(source, str) or not isinstance(target, str):
+            raise ValueError(f"{path}, line {number}: expected an object with string 'source' and 'target'")
+        check_sentence_pair(source, target, f"{path}, line {number}", equal_lengths)
+        sources.append(source)
+        targets.append(target)
+    return _nonempty(path, sources, targets)
+
+
+def read_sentence_file(path: str | Path, equal_lengths: bool = True) -> Sentences:
+    """A sentence-pair file: a ``.jsonl`` (or ``.json``) of objects, any other a ``wrong<TAB>correct`` TSV."""
+    if Path(path).suffix in (".jsonl", ".json"):
+        return read_sentence_jsonl(path, equal_lengths)
+    return read_sentence_tsv(path, equal_lengths)
+
+
+def _nonempty(path: str | Path, sources: list[str], targets: list[str]) -> Sentences:
+    if not targets:
+        raise ValueError(f"{path}: no sentence pair")
+    return sources, targets
+
+
+# ---- predictions as edits ------------------------------------------------------------------------------------------
+
+EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # a line of write_predictions: position:character edits
+
+
+def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[str]) -> None:
+    """One line per sentence: the prediction's edits to its source as ``position:character`` separated by spaces
+    (an empty line when it changes nothing). A prediction must have its source's length (every corrector's does)."""
+    lines = []
+    for i, (source, prediction) in enumerate(zip(sources, predictions, strict=True)):
+        if len(prediction) != len(source):
+            raise ValueError(f"{path}: prediction {i} has {len(prediction)} characters, its source {len(source)}")
+        lines.append(line := " ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
+        if not EDITS_LINE.fullmatch(line):
+            raise ValueError(f"{path}: prediction {i} changes a character into whitespace, which edits cannot hold")
+    write_atomic(path, "".join(line + "\n" for line in lines), make_parents=True)
+
+
+def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
+    """The predictions that :func:`write_predictions` saved for ``sources``."""
+    lines = read_lines(path)
+    if len(lines) != len(sources):
+        raise ValueError(f"{path}: {len(lines)} lines for {len(sources)} sentences")
+    predictions = []
+    for number, (line, source) in enumerate(zip(lines, sources), 1):
+        chars = list(source)
+        if not EDITS_LINE.fullmatch(line):
+            raise ValueError(
+                f"{path}, line {number}: expected position:character edits separated by spaces, got {line!r}"
+            )
+        for edit in line.split():
+            position, _, char = edit.partition(":")
+            if int(position) >= len(chars):
+                raise ValueError(f"{path}, line {number}: bad edit {edit!r}: its sentence has {len(chars)} characters")
+            chars[int(position)] = char
+        predictions.append("".join(chars))
+    return predictions

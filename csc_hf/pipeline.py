@@ -1,59 +1,32 @@
 """Inference: the `Corrector` and the `chinese-spelling-check` transformers pipeline task, for csc_hf's models and any
-other Hugging Face checkpoint.
+other Hugging Face checkpoint (the README's "Decoding, and models from elsewhere" shows how to use them).
 
-    corrector = Corrector.from_pretrained("path/to/model", protected_terms=["微软"])   # or a Hub id
-    corrector("我门去北京。")
-    # {"source": "我门去北京。", "prediction": "我们去北京。",
-    #  "edits": [{"position": 1, "wrong": "门", "right": "们", "probability": 0.93}]}
-    corrector.correct(texts)                      # predictions only: the fast path for evaluation
-    corrector.correct_each(texts, [{"keep_bias": 0}, {"keep_bias": 2, "similarity_prior": 3}])  # one forward pass
-
-    import csc_hf.pipeline                        # registers the task with transformers
-    checker = pipeline("chinese-spelling-check", model="path/to/model")
-    checker(["我门去北京。", "..."], threshold=0.5)
-
-Models (`Corrector.from_pretrained` picks the route from the config; `trust_remote_code=True` for models whose code
-ships in their folder and is not installed; csc_hf's own models load without it):
-- Tagging models: `CSCForCorrection` or any masked LM (a plain `BertForMaskedLM` such as the public CSC checkpoints,
-  with bert-base-chinese's WordPiece vocabulary) whose logits are aligned with its input. The text is never given to
-  the tokenizer: each character is looked up in the tokenizer's vocabulary as its own token (or, failing that, as
-  the tokenizer's normalizer writes it: `A` as `a` for an uncased BERT), and characters it lacks become `[UNK]`, so
-  `[CLS]`, one id per character and `[SEP]` go in and one prediction per character comes out, whatever WordPiece
-  would have merged ("720", "iPhone"). A `CSCTokenizer` gives the same ids itself.
-- csc_hf's BART baseline (`BartForConditionalGeneration` + `CSCTokenizer`) generates with
-  `csc_hf.modeling.bart_correct` and is read position by position.
-- Any other seq2seq model (`AutoModelForSeq2SeqLM`: BART, T5, ... with any tokenizer) generates with the model's own
-  generation settings; its output is aligned to the source (`aligned_substitutions`: shared characters matched
-  first, the rest by `csc_hf.scoring.align`, whitespace ignored on both sides) and only substitutions at a source
-  position are kept. Its windows are sized in characters from each text's tokens per character.
-Seq2seq models give no probabilities (`probability` is None), so `threshold`, `keep_bias` and `similarity_prior`
-must stay 0.
+Routes, picked from the model's config:
+- a tagging model (`CSCForCorrection`, or any masked LM whose logits are aligned with its input) reads `[CLS]`, one
+  token per character and `[SEP]`: each character is looked up in the vocabulary as its own token (else as the
+  tokenizer's normalizer writes it, else `[UNK]`), never given to the tokenizer as text;
+- csc_hf's BART (`CSCTokenizer`) generates with `csc_hf.modeling.bart_correct` and is read position by position;
+- any other seq2seq model generates; its output is aligned to the source (`aligned_substitutions`) and only
+  substitutions at a source position are kept. It gives no probabilities: `threshold`, `keep_bias` and
+  `similarity_prior` must stay 0.
 
 Rules, for every model:
-- Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters; everything else (Latin, digits,
-  spaces, emoji, characters outside the BMP or the vocabulary) is kept, so a prediction always has its source's length.
+- Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters, so a prediction always has its
+  source's length.
 - `protected_chars` never change, nor any character inside an occurrence of one of `protected_terms`.
-- Tagging models: `keep_bias` is added to the source character's logit before the argmax; an edit is kept when the
-  predicted character's probability (the model's softmax, without the biases) is at least `threshold`.
-  `similarity_prior` (default 0: off) adds that much to the logits of the characters that sound or look like the
-  source by character knowledge alone (`csc_hf.confusion.similar_characters` over the vocabulary, built once per
-  Corrector, or the model folder's `csc_similar.json`), a prior for errors the model never saw corrected.
+- A tagging model adds `keep_bias` to the source character's logit before the argmax, and `similarity_prior` to the
+  logits of the characters similar to the source (`csc_hf.confusion.similar_characters`, or the model folder's
+  `csc_similar.json`); an edit is kept when its probability (the softmax without either bias) reaches `threshold`
+  (`decode_edits`).
 - Texts longer than the model's maximum length run in overlapping windows of characters; each character is predicted
-  once, by the window where it is most central (`plan_windows`).
+  by the window where it is most central (`plan_windows`).
 - Texts are corrected in batches of similar length; results come back in input order.
-
-The decoding a model was evaluated with (`keep_bias`, `threshold`, `similarity_prior`) is saved next to it in
-`csc_decoding.json` (`save_decoding`; `csc-bench evaluate` with a `--keep-bias` or `--similarity-prior` grid and the
-study write it, with the prior's characters in `csc_similar.json` when the prior is on) and is the default of
-`Corrector.from_pretrained`, the pipeline task, `csc-bench correct` and `csc-bench evaluate`; an explicit argument
-wins.
+- The decoding saved with the model (`csc_hf.model_folder`: `csc_decoding.json`, `csc_similar.json`) is the default;
+  an explicit argument wins.
 """
 
 import copy
-import inspect
 import json
-import math
-import numbers
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,23 +46,23 @@ from transformers import (
 )
 from transformers.pipelines import PIPELINE_REGISTRY
 
-from csc_hf import hub
 from csc_hf.chars.pinyin import is_han
 from csc_hf.files import write_atomic
 from csc_hf.logging import get_logger
+from csc_hf.model_folder import DECODING_DEFAULTS, check_decoding, check_model_folder, is_local, saved_options
 from csc_hf.modeling import CSCTokenizer, bart_correct
 from csc_hf.precision import check_precision, inference_bf16
+from csc_hf.run_layout import SIMILAR_FILE
 from csc_hf.scoring import align
 
 logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
-DECODING_FILE = "csc_decoding.json"  # in a model folder: the decoding it was evaluated with (`save_decoding`)
-SIMILAR_FILE = "csc_similar.json"  # in a model folder: the similarity prior's characters it was evaluated with
-DECODING_KEYS = ("keep_bias", "threshold", "similarity_prior")  # the Corrector options it holds ("tuning": how chosen)
 UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no limit" (transformers' huge default)
 DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
 Edit = tuple[int, str, float | None]
 """A kept correction: position in the text, the right character, its probability (None for BART)."""
+OPTIONS = ("threshold", "keep_bias", "protected_chars", "protected_terms", "similarity_prior")
+"""The Corrector's options that a copy may change (`Corrector.with_options`)."""
 Candidate = tuple[int, int, str, float | None]  # an edit of a batch: (row, column, right character, probability)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded; they stand in as U+FFFD (unknown)
 
@@ -127,33 +100,6 @@ def protected_positions(text: str, terms: Iterable[str]) -> set[int]:
             positions.update(range(start, start + len(term)))
             start = text.find(term, start + 1)
     return positions
-
-
-def check_decoding(name: str, value: Any, label: str | None = None) -> float:
-    """`value` of the decoding setting `name` (one of `DECODING_KEYS`) as a float, or an error naming `label` (default
-    `name`): `keep_bias` any finite number, `threshold` in [0, 1], `similarity_prior` at least 0 (0: off)."""
-    label = label or name
-    value = check_number(label, value)
-    if name == "threshold" and not 0.0 <= value <= 1.0:
-        raise ValueError(f"{label} must be in [0, 1], got {value}")
-    if name == "similarity_prior" and value < 0:
-        raise ValueError(f"{label} must be at least 0 (0: off), got {value}")
-    return value
-
-
-def decoding_defaults() -> dict[str, float]:
-    """The Corrector's default of each decoding setting (`DECODING_KEYS`)."""
-    parameters = inspect.signature(Corrector.__init__).parameters
-    return {name: parameters[name].default for name in DECODING_KEYS}
-
-
-def check_number(name: str, value: Any) -> float:
-    """`value` as a float, or an error naming the parameter `name` if it is not a finite real number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
 
 
 def decode_edits(
@@ -231,65 +177,19 @@ def generate_corrections(
     """Each text as a seq2seq model rewrites it (`generate` with the model's generation settings, at most twice the
     input's tokens), decoded without special tokens; inputs longer than `max_length` tokens are cut."""
     if tokenizer.pad_token is None and len(texts) > 1:  # nothing to pad with: one text at a time
-        return [prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)]
-    inputs = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt",
-                       return_token_type_ids=False).to(model.device)  # fmt: skip
+        return [
+            prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)
+        ]
+    inputs = tokenizer(
+        list(texts),
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
+        return_token_type_ids=False,
+    ).to(model.device)
     outputs = model.generate(**inputs, max_new_tokens=2 * inputs["input_ids"].shape[1] + 8)
     return tokenizer.batch_decode(outputs, skip_special_tokens=True)
-
-
-def _model_json(path: str | os.PathLike, name: str) -> tuple[Path, Any] | None:
-    """The json file `name` of the model at `path` (a folder or a Hub id) as `(its path, its data)`, or None when
-    the model has none; a file that is not JSON is a ValueError naming it."""
-    found = hub.model_file(path, name)  # None for a model built in memory too, or when its folder is gone
-    if found is None:
-        return None
-    try:
-        return found, json.loads(found.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
-
-
-def load_similar(path: str | os.PathLike) -> dict[str, str] | None:
-    """The similar characters saved with the model at `path` (`csc_similar.json`: each character mapped to a string
-    of its similar characters, written by `Corrector.save_similar`), or None when it has none. A malformed file is a
-    ValueError naming it."""
-    if (saved := _model_json(path, SIMILAR_FILE)) is None:
-        return None
-    found, data = saved
-    if not isinstance(data, dict) or not all(isinstance(k, str) and len(k) == 1 and isinstance(v, str)
-                                             for k, v in data.items()):
-        raise ValueError(f"{found}: expected a JSON object mapping single characters to strings of characters")
-    return data
-
-
-def load_decoding(path: str | os.PathLike) -> dict[str, float]:
-    """The decoding saved with the model at `path` (a folder or a Hub id): `{"keep_bias": ..., "threshold": ...}`
-    (and `similarity_prior` when it was saved) from its `csc_decoding.json`, or `{}` when it has none. A malformed
-    file is a ValueError naming it."""
-    if (saved := _model_json(path, DECODING_FILE)) is None:
-        return {}
-    found, data = saved
-    if not isinstance(data, dict) or (unknown := sorted(set(data) - {*DECODING_KEYS, "tuning"})):
-        raise ValueError(f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
-                         + (f", got the unknown keys {unknown}" if isinstance(data, dict) else ""))
-    return {name: check_decoding(name, data[name], f"{found}: {name}") for name in DECODING_KEYS if name in data}
-
-
-def _saved_options(path: str | os.PathLike) -> dict[str, Any]:
-    """The Corrector options saved with the model at `path`: its decoding and the prior's characters."""
-    return {**load_decoding(path), "similar_characters": load_similar(path)}
-
-
-def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
-    """Write `decoding` (`keep_bias`, `threshold`, `similarity_prior`) and how it was chosen (`tuning`: split, metric,
-    grid, scores) to the model folder's `csc_decoding.json`, whole or not at all; returns its path."""
-    if unknown := sorted(set(decoding) - set(DECODING_KEYS)):
-        raise ValueError(f"unknown decoding settings {unknown}; choose from {list(DECODING_KEYS)}")
-    data = {name: check_decoding(name, value) for name, value in decoding.items()}
-    if tuning:
-        data["tuning"] = dict(tuning)
-    return write_atomic(Path(folder) / DECODING_FILE, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 class Corrector:
@@ -311,8 +211,7 @@ class Corrector:
         overlap: characters shared by consecutive windows of a long text (default: a quarter of the window).
         device: where to move the model (default: where it is).
         precision: `auto` (bf16 autocast on a CPU with bf16 in hardware or a CUDA device that supports it, else
-            fp32), `bf16` or `fp32` (`csc_hf.precision`); weights are not converted. On this project's AMX CPU bf16
-            corrected the `cpu` preset's bert 1.7-2.0x faster and changed 57 of 5,000 predictions (BENCHMARKS.md).
+            fp32), `bf16` or `fp32` (`csc_hf.precision`); weights are not converted.
 
     `threshold`, `keep_bias` and `similarity_prior` are read on every call, so they may be reassigned between calls
     (e.g. to tune keep_bias on a validation set); the protected sets change through `with_options`.
@@ -324,11 +223,11 @@ class Corrector:
         tokenizer: PreTrainedTokenizerBase,
         *,
         batch_size: int = 32,
-        threshold: float = 0.0,
-        keep_bias: float = 0.0,
+        threshold: float = DECODING_DEFAULTS["threshold"],
+        keep_bias: float = DECODING_DEFAULTS["keep_bias"],
         protected_chars: Iterable[str] = (),
         protected_terms: Iterable[str] = (),
-        similarity_prior: float = 0.0,
+        similarity_prior: float = DECODING_DEFAULTS["similarity_prior"],
         similar_characters: Mapping[str, str] | None = None,
         overlap: int | None = None,
         device: str | torch.device | None = None,
@@ -356,8 +255,10 @@ class Corrector:
         self._han[: len(self._tokens)] = torch.tensor([is_han(token) for token in self._tokens])
         self._special = {name: getattr(tokenizer, f"{name}_token_id") for name in ("cls", "sep", "unk", "pad")}
         if not self.seq2seq and (missing := [name for name in ("cls", "sep", "unk") if self._special[name] is None]):
-            raise ValueError(f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
-                             "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]")
+            raise ValueError(
+                f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
+                "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]"
+            )
         self._char_ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1}
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self._normalizer = getattr(backend, "normalizer", None)
@@ -375,8 +276,10 @@ class Corrector:
         threshold, keep_bias = check_decoding("threshold", threshold), check_decoding("keep_bias", keep_bias)
         similarity_prior = check_decoding("similarity_prior", similarity_prior)
         if self.seq2seq and (threshold or keep_bias or similarity_prior):
-            raise ValueError("a seq2seq (BART) model gives no probabilities or logits per character: "
-                             "threshold, keep_bias and similarity_prior must be 0")  # fmt: skip
+            raise ValueError(
+                "a seq2seq (BART) model gives no probabilities or logits per character: "
+                "threshold, keep_bias and similarity_prior must be 0"
+            )
         if isinstance(protected_terms, str):
             raise TypeError(f"protected_terms must be a list of str, not the str {protected_terms!r}")
         protected_chars, protected_terms = frozenset(protected_chars), list(protected_terms)
@@ -394,8 +297,7 @@ class Corrector:
     def with_options(self, **options: Any) -> "Corrector":
         """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms` or `similarity_prior`;
         shares the model."""
-        current = dict(threshold=self.threshold, keep_bias=self.keep_bias, protected_chars=self.protected_chars,
-                       protected_terms=self.protected_terms, similarity_prior=self.similarity_prior)  # fmt: skip
+        current = {name: getattr(self, name) for name in OPTIONS}
         if unknown := set(options) - set(current):
             raise TypeError(f"unknown options {sorted(unknown)}; choose from {sorted(current)}")
         corrector = copy.copy(self)
@@ -404,22 +306,22 @@ class Corrector:
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any) -> "Corrector":
-        """A corrector for the model and tokenizer saved at `path`: a local folder (`csc_hf.hub.is_local`: one that
-        exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never tried)
-        or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as `AutoModelForMaskedLM`;
-        `trust_remote_code` runs the model's own code from its folder. The decoding saved with the model
-        (`load_decoding`, `load_similar`) gives the defaults of `keep_bias`, `threshold`, `similarity_prior` and
-        `similar_characters`; `kwargs` go to `Corrector` and win."""
+        """A corrector for the model and tokenizer saved at `path`: a local folder (`csc_hf.model_folder.is_local`: one
+        that exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never
+        tried) or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as
+        `AutoModelForMaskedLM`; `trust_remote_code` runs the model's own code from its folder. The decoding saved with
+        the model (`csc_hf.model_folder.saved_options`) gives the defaults of `keep_bias`, `threshold`,
+        `similarity_prior` and `similar_characters`; `kwargs` go to `Corrector` and win."""
         path = str(path)
         check_precision(kwargs.get("precision", "auto"))  # before any loading
-        if hub.is_local(path):
+        if is_local(path):
             path = os.path.expanduser(path)
-            hub.check_model_folder(path)
+            check_model_folder(path)
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
         model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        return cls(model, tokenizer, **{**_saved_options(path), **kwargs})
+        return cls(model, tokenizer, **{**saved_options(path), **kwargs})
 
     def __call__(self, texts: str | Iterable[str]) -> dict[str, Any] | list[dict[str, Any]]:
         """`{"source", "prediction", "edits": [{"position", "wrong", "right", "probability"}]}` for a str, a list
@@ -461,9 +363,7 @@ class Corrector:
         """The kept edits of each text, by position, for each of ``decoders`` (this corrector or copies with other
         options), from one forward pass. Windows run longest first, in batches of `batch_size`."""
         plan = [
-            (i, *window)
-            for i, text in enumerate(texts)
-            for window in plan_windows(len(text), *self._window_of(text))
+            (i, *window) for i, text in enumerate(texts) for window in plan_windows(len(text), *self._window_of(text))
         ]
         plan.sort(key=lambda window: window[2] - window[1], reverse=True)
         self.model.eval()
@@ -519,8 +419,11 @@ class Corrector:
             ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1 and self._han[i]}
             if self._similar["characters"] is None:
                 self._similar["characters"] = {c: "".join(o) for c, o in similar_characters(list(ids)).items()}
-            similar = {c: list(dict.fromkeys(o for o in others if o in ids and o != c))
-                       for c, others in self._similar["characters"].items() if c in ids}  # fmt: skip
+            similar = {
+                c: list(dict.fromkeys(o for o in others if o in ids and o != c))
+                for c, others in self._similar["characters"].items()
+                if c in ids
+            }
             width = max(map(len, similar.values()), default=0) or 1
             table = torch.arange(self.model.config.vocab_size).unsqueeze(1).repeat(1, width)
             for char, others in similar.items():
@@ -564,13 +467,18 @@ class Corrector:
             else:
                 predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
                 changes = [aligned_substitutions(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
-            return [[
-                (row, column, right, None)
-                for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
-                for column, right in substitutions
-                if (wrong := chunk[column]) != right and is_han(wrong) and is_han(right)
-                and wrong not in decoder.protected_chars
-            ] for decoder in decoders]
+            return [
+                [
+                    (row, column, right, None)
+                    for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
+                    for column, right in substitutions
+                    if (wrong := chunk[column]) != right
+                    and is_han(wrong)
+                    and is_han(right)
+                    and wrong not in decoder.protected_chars
+                ]
+                for decoder in decoders
+            ]
         device = self.model.device
         encoding = self._encode(chunks)
         logits = self.model(**encoding).logits.float()
@@ -581,8 +489,14 @@ class Corrector:
             editable = decoder._editable.to(device)[input_ids]
             similar = decoder.similar_tokens(device) if decoder.similarity_prior else None
             rows, columns, ids, probabilities = decode_edits(
-                input_ids, logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
-                han, editable, decoder.keep_bias, decoder.threshold, similar, decoder.similarity_prior,
+                input_ids,
+                logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
+                han,
+                editable,
+                decoder.keep_bias,
+                decoder.threshold,
+                similar,
+                decoder.similarity_prior,
             )
             rights = [self._tokens[i] for i in ids.tolist()]
             each.append(list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())))  # 0: [CLS]
@@ -595,7 +509,7 @@ class ChineseSpellingCheckPipeline(Pipeline):
 
     Options, at construction or per call: `threshold`, `keep_bias`, `protected_chars`, `protected_terms`,
     `similarity_prior`. The defaults of `threshold`, `keep_bias` and `similarity_prior` (and the prior's characters)
-    are the decoding saved with the model (`load_decoding` and `load_similar` of its `name_or_path`: the folder or
+    are the decoding saved with the model (`csc_hf.model_folder.saved_options` of its `name_or_path`: the folder or
     Hub id it was loaded from), else 0.
     `batch_size` (default 32) is the number of texts per forward step; a list is corrected in length-sorted batches
     and returned in input order; a dataset or generator streams.
@@ -610,9 +524,10 @@ class ChineseSpellingCheckPipeline(Pipeline):
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("batch_size", 32)
         super().__init__(*args, **kwargs)
-        saved = _saved_options(self.model.name_or_path) if self.model.name_or_path else {}
-        self.corrector = Corrector(self.model, self.tokenizer, batch_size=self._batch_size,
-                                   **{**saved, **self._forward_params})  # fmt: skip
+        saved = saved_options(self.model.name_or_path) if self.model.name_or_path else {}
+        self.corrector = Corrector(
+            self.model, self.tokenizer, batch_size=self._batch_size, **{**saved, **self._forward_params}
+        )
 
     def _sanitize_parameters(
         self,
@@ -622,9 +537,8 @@ class ChineseSpellingCheckPipeline(Pipeline):
         protected_terms: Iterable[str] | None = None,
         similarity_prior: float | None = None,
     ) -> tuple[dict, dict, dict]:
-        options = dict(threshold=threshold, keep_bias=keep_bias, protected_chars=protected_chars,
-                       protected_terms=protected_terms, similarity_prior=similarity_prior)  # fmt: skip
-        return {}, {name: value for name, value in options.items() if value is not None}, {}
+        values = (threshold, keep_bias, protected_chars, protected_terms, similarity_prior)  # in the order of OPTIONS
+        return {}, {name: value for name, value in zip(OPTIONS, values) if value is not None}, {}
 
     def __call__(self, inputs: str | Iterable[str], **kwargs: Any) -> Any:
         """A dict for a str, a list of dicts for a list or tuple, an iterator of dicts for a dataset or generator."""
@@ -653,7 +567,13 @@ PIPELINE_REGISTRY.register_pipeline(
 )
 
 __all__ = [
-    "DECODING_FILE", "SIMILAR_FILE", "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit",
-    "aligned_substitutions", "check_decoding", "check_number", "check_texts", "decode_edits", "decoding_defaults",
-    "generate_corrections", "load_decoding", "load_similar", "plan_windows", "save_decoding",
-]  # fmt: skip
+    "TASK",
+    "ChineseSpellingCheckPipeline",
+    "Corrector",
+    "Edit",
+    "aligned_substitutions",
+    "check_texts",
+    "decode_edits",
+    "generate_corrections",
+    "plan_windows",
+]

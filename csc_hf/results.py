@@ -19,16 +19,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .benchmark.configs import CONFIGS
-from .dataset_stats import split_name
-from .evaluation import METRICS
+from .benchmark.configs import CONFIGS, SIGHAN15, split_name
 from .files import read_text
+from .modeling import VARIANTS, is_seq2seq, variant_family
+from .run_layout import RESULTS_FILE
+from .scoring import REPORTED
 
 PRIMARY = "char_cor_f1"  # the metric that decides verdicts (the paper's advice: the more stable one)
 FALSE_POSITIVES = "fpr"  # the score of the error-free test sets: the share of their sentences a model changes
 FLOOR = 0.05
 """Below this best character-level correction F1 (on any test set with errors) a run's numbers mean nothing."""
-RESULTS_FILE = "results.json"  # a run folder's records, paired comparisons and stage times (csc_hf.study writes it)
 MEANINGLESS_PRESETS = ("smoke",)  # presets that only check that every stage runs
 
 
@@ -63,12 +63,14 @@ def _check_records(path: Path, records: list, where: str = "") -> None:
             raise ValueError(f"{path}: {where}record {i} lacks {', '.join(missing)}")
         if not isinstance(record["scores"], dict):
             raise ValueError(f"{path}: {where}record {i}: 'scores' is not an object")
-        absent = [m for m in METRICS if not isinstance(record["scores"].get(m), (int, float))]
+        absent = [m for m in REPORTED if not isinstance(record["scores"].get(m), (int, float))]
         if absent:
             raise ValueError(f"{path}: {where}record {i} has no score {', '.join(absent)}")
         key = (record["model"], record["seed"], record["config"], record["split"])
         if key in seen:
-            raise ValueError(f"{path}: {where}record {i} repeats model {key[0]}, seed {key[1]} on {split_name(*key[2:])}")
+            raise ValueError(
+                f"{path}: {where}record {i} repeats model {key[0]}, seed {key[1]} on {split_name(*key[2:])}"
+            )
         seen.add(key)
 
 
@@ -112,9 +114,13 @@ def cells(records: Iterable[Mapping], metric: str) -> dict[tuple[str, str], Cell
 def model_family(name: str) -> tuple[str, tuple[str, ...]]:
     """A model's fusion and information sources (:func:`csc_hf.modeling.variant_family`); ``("other", ())`` for a
     model that is not a variant of ``csc_hf.modeling.VARIANTS``."""
-    from .modeling import VARIANTS, variant_family
-
     return variant_family(name) if name in VARIANTS else ("other", ())
+
+
+def is_seq2seq_model(name: str) -> bool:
+    """Whether the model ``name`` is a seq2seq variant (:func:`csc_hf.modeling.is_seq2seq`): it has no source logit
+    to bias, nor information sources to rank."""
+    return name in VARIANTS and is_seq2seq(name)
 
 
 def _phonetic_and_graphic(sources: Sequence[str]) -> bool:
@@ -166,8 +172,10 @@ def paired_index(entries: Iterable[Mapping]) -> Paired:
 
 def paired_difference(entries: Sequence[Mapping]) -> tuple[float, tuple[float, float]]:
     """The mean paired difference over seeds and the union of the seeds' paired intervals."""
-    return float(np.mean([e["delta"] for e in entries])), (min(e["ci_low"] for e in entries),
-                                                           max(e["ci_high"] for e in entries))
+    return float(np.mean([e["delta"] for e in entries])), (
+        min(e["ci_low"] for e in entries),
+        max(e["ci_high"] for e in entries),
+    )
 
 
 def compare_cells(
@@ -289,7 +297,7 @@ class RunAnalysis:
 def analyze_results(results: Mapping) -> RunAnalysis:
     """Every analysis of a run's ``results.json`` (see :func:`load_results`)."""
     records = results["records"]
-    table = {metric: cells(records, metric) for metric in METRICS}
+    table = {metric: cells(records, metric) for metric in REPORTED}
     models = list(dict.fromkeys(r["model"] for r in records))
     test_sets = _test_sets(records)
     clean = {split_name(r["config"], r["split"]) for r in records if r["scores"].get("n_errors", 1) == 0}
@@ -306,8 +314,10 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         clean_test_sets=[t for t in test_sets if t in clean],
         common_test_sets=common,
         cells=table,
-        false_positives=cells([r for r in records if split_name(r["config"], r["split"]) in clean
-                               and FALSE_POSITIVES in r["scores"]], FALSE_POSITIVES),
+        false_positives=cells(
+            [r for r in records if split_name(r["config"], r["split"]) in clean and FALSE_POSITIVES in r["scores"]],
+            FALSE_POSITIVES,
+        ),
         paired=paired_index(results.get("paired", [])),
         families=families,
         ranking=_rankings(table, families, common),
@@ -341,9 +351,11 @@ def _not_evidence(preset: str | None, table: Mapping[tuple[str, str], Cell], wit
         reasons.append(f"preset `{preset}` only checks that every stage runs (tiny models, a few training steps)")
     best = max((c.mean for (_, t), c in table.items() if t in with_errors), default=0.0)
     if best < FLOOR:
-        reasons.append(f"the best {PRIMARY} on any test set with errors is {100 * best:.1f}%, below the floor of "
-                       f"{100 * FLOOR:g}%")
+        reasons.append(
+            f"the best {PRIMARY} on any test set with errors is {100 * best:.1f}%, below the floor of {100 * FLOOR:g}%"
+        )
     return "; ".join(reasons) or None
+
 
 def _mean_over(table: Mapping[tuple[str, str], Cell], model: str, test_sets: Sequence[str]) -> float:
     return float(np.mean([table[model, t].mean for t in test_sets]))
@@ -359,8 +371,10 @@ def _rankings(
     fusions = dict.fromkeys(fusion for fusion, _ in families.values())
     groups = {
         "fusion": {fusion: [m for m in models if families[m][0] == fusion] for fusion in fusions},
-        "information": {group: [m for m in models if families[m][0] != "seq2seq" and test(families[m][1])]
-                        for group, test in INFORMATION_GROUPS.items()},
+        "information": {
+            group: [m for m in models if not is_seq2seq_model(m) and test(families[m][1])]
+            for group, test in INFORMATION_GROUPS.items()
+        },
     }
     rankings = {}
     for kind, members in groups.items():
@@ -368,17 +382,22 @@ def _rankings(
         for group, ms in members.items():
             if not ms:
                 continue
-            means = {metric: {m: _mean_over(table[metric], m, common) for m in ms} for metric in METRICS}
+            means = {metric: {m: _mean_over(table[metric], m, common) for m in ms} for metric in REPORTED}
             best = max(ms, key=means[PRIMARY].get)
-            rows.append(Rank(group, ms, best, {metric: float(np.mean(list(means[metric].values()))) for metric in METRICS}))
+            rows.append(
+                Rank(group, ms, best, {metric: float(np.mean(list(means[metric].values()))) for metric in REPORTED})
+            )
         rankings[kind] = sorted(rows, key=lambda row: -row.means[PRIMARY])
     return rankings
 
 
 def _pe_series(records: Iterable[Mapping]) -> dict[str, float]:
     """``{test set: P_e}`` of the ``probs`` splits whose ``P_e`` is known, by increasing ``P_e``."""
-    points = {split_name(r["config"], r["split"]): float(r["error_prob"]) for r in records
-              if r["config"] == "probs" and r.get("error_prob") is not None}
+    points = {
+        split_name(r["config"], r["split"]): float(r["error_prob"])
+        for r in records
+        if r["config"] == "probs" and r.get("error_prob") is not None
+    }
     return dict(sorted(points.items(), key=lambda kv: kv[1]))
 
 
@@ -410,7 +429,7 @@ def _stability(table: Mapping[str, Mapping[tuple[str, str], Cell]], test_sets: S
     result = {}
     for t in test_sets:
         row = {}
-        for metric in METRICS:
+        for metric in REPORTED:
             group = [c for (_, test), c in table[metric].items() if test == t and c.mean > 0]
             widths = [w / c.mean for c in group for w in c.widths]
             stds = [c.std / c.mean for c in group if c.std is not None]
@@ -433,10 +452,14 @@ def _fusion_evidence(analysis: RunAnalysis) -> Evidence:
         return "needs a BERT-only model and a model fusing phonetic and graphic information on shared test sets", []
     best = max(fused, key=lambda m: _mean_over(table[PRIMARY], m, shared))
     paired = analysis.paired
-    return f"{best} (the best model fusing phonetic and graphic information) against {baseline}", [
-        (metric, compare_cells(f"{t}, {metric}", best, table[metric][best, t], baseline, table[metric][baseline, t],
-                               paired.get((best, baseline, t, metric))))
-        for t in shared for metric in METRICS]
+    found = []
+    for t in shared:
+        for metric in REPORTED:
+            cells, pairs = table[metric], paired.get((best, baseline, t, metric))
+            found.append(
+                (metric, compare_cells(f"{t}, {metric}", best, cells[best, t], baseline, cells[baseline, t], pairs))
+            )
+    return f"{best} (the best model fusing phonetic and graphic information) against {baseline}", found
 
 
 def _pe_evidence(analysis: RunAnalysis) -> Evidence:
@@ -446,7 +469,7 @@ def _pe_evidence(analysis: RunAnalysis) -> Evidence:
     if len(series) < 2:
         return "needs the probs series with at least two known P_e", []
     for model in analysis.models:
-        for metric in METRICS:
+        for metric in REPORTED:
             points = {t: analysis.cells[metric][model, t] for t in series if (model, t) in analysis.cells[metric]}
             if len(points) >= 2:
                 high = max(points, key=lambda t: points[t].mean)
@@ -463,10 +486,13 @@ def _seen_evidence(analysis: RunAnalysis) -> Evidence:
         return "needs seen (or test) with unseen_k / unseen_v, or scontext with test", []
     for seen, unseen in contrasts:
         for model in analysis.models:
-            for metric in METRICS:
-                if (model, seen) in table[metric] and (model, unseen) in table[metric]:
-                    found.append((metric, compare_cells(f"{model}, {metric}", seen, table[metric][model, seen],
-                                                        unseen, table[metric][model, unseen])))
+            for metric in REPORTED:
+                cells = table[metric]
+                if (model, seen) in cells and (model, unseen) in cells:
+                    comparison = compare_cells(
+                        f"{model}, {metric}", seen, cells[model, seen], unseen, cells[model, unseen]
+                    )
+                    found.append((metric, comparison))
     return "per model: " + "; ".join(f"{a} against {b}" for a, b in contrasts), found
 
 
@@ -480,8 +506,10 @@ def _stability_evidence(analysis: RunAnalysis) -> Evidence:
                 found.append((PRIMARY, compare_values(f"{t}, {spread}", "sent_cor_f1", sent, "char_cor_f1", char)))
     if not found:
         return "needs non-zero scores with bootstrap intervals (score(..., bootstrap=N)) or several seeds", []
-    return ("per test set, the mean bootstrap interval width and (with several seeds) the mean std across seeds, each "
-            "relative to the score: sentence level against character level"), found
+    return (
+        "per test set, the mean bootstrap interval width and (with several seeds) the mean std across seeds, each "
+        "relative to the score: sentence level against character level"
+    ), found
 
 
 def _conclusions(analysis: RunAnalysis) -> dict[int, Conclusion]:
@@ -490,15 +518,15 @@ def _conclusions(analysis: RunAnalysis) -> dict[int, Conclusion]:
     for number, evidence in zip(CLAIMS, (_fusion_evidence, _pe_evidence, _seen_evidence, _stability_evidence)):
         basis, found = evidence(analysis)
         deciding = [c for metric, c in found if metric == PRIMARY]
-        result[number] = Conclusion(CLAIMS[number], basis, deciding, [c for metric, c in found if metric != PRIMARY],
-                                    verdict(deciding))
+        result[number] = Conclusion(
+            CLAIMS[number], basis, deciding, [c for metric, c in found if metric != PRIMARY], verdict(deciding)
+        )
     return result
 
 
 # ---- SIGHAN's credibility ------------------------------------------------------------------------------------------
 
 CREDIBILITY_CLAIM = "SIGHAN test sets cannot reflect a model's performance reliably."
-SIGHAN = "sighan15"
 CONTROLLED = ("test", "unseen_k", "unseen_v", "scontext")
 """The controlled test sets whose rise (or not) under the augmentation tells a real gain from SIGHAN's inflation."""
 CREDIBILITY_RULE = (
@@ -551,7 +579,7 @@ def effect_outcome(differences: Mapping[str, Difference]) -> str:
     """:data:`CREDIBILITY_RULE` over one model's paired differences ``{test set: difference}`` on the primary
     metric: ``expected``, ``opposite`` or ``none`` (also when SIGHAN-15 or every controlled test set is missing)."""
     controlled = [differences[t] for t in CONTROLLED if t in differences]
-    if SIGHAN not in differences or not controlled or not rises(differences[SIGHAN]):
+    if SIGHAN15 not in differences or not controlled or not rises(differences[SIGHAN15]):
         return "none"
     if not any(map(rises, controlled)):
         return "expected"
@@ -566,29 +594,43 @@ def credibility(augmentation: Mapping) -> Credibility:
     groups: dict[tuple[str, str, str], list[Mapping]] = defaultdict(list)
     for e in augmentation.get("paired", []):
         groups[e["model"], e["metric"], split_name(e["config"], e["split"])].append(e)
-    order = [SIGHAN, *CONTROLLED]
+    order = [SIGHAN15, *CONTROLLED]
     test_sets = [t for t in order if any(key[2] == t for key in groups)]
     effects = []
     for model, seeds in seeds_of.items():
-        differences: dict[str, dict[str, Difference]] = {metric: {} for metric in METRICS}
-        scores: dict[str, dict[str, tuple[float, float]]] = {metric: {} for metric in METRICS}
-        for metric in METRICS:
+        differences: dict[str, dict[str, Difference]] = {metric: {} for metric in REPORTED}
+        scores: dict[str, dict[str, tuple[float, float]]] = {metric: {} for metric in REPORTED}
+        for metric in REPORTED:
             for t in test_sets:
                 entries = groups.get((model, metric, t), [])
                 if entries and {e["seed"] for e in entries} == seeds:
                     differences[metric][t] = paired_difference(entries)
-                    scores[metric][t] = (float(np.mean([e["b"] for e in entries])),
-                                         float(np.mean([e["a"] for e in entries])))
-        effects.append(AugmentationEffect(model, sorted(seeds), differences, scores,
-                                          effect_outcome(differences[PRIMARY])))
-    has_sighan = all(SIGHAN in e.differences[PRIMARY] for e in effects)
+                    scores[metric][t] = (
+                        float(np.mean([e["b"] for e in entries])),
+                        float(np.mean([e["a"] for e in entries])),
+                    )
+        effects.append(
+            AugmentationEffect(model, sorted(seeds), differences, scores, effect_outcome(differences[PRIMARY]))
+        )
+    has_sighan = all(SIGHAN15 in e.differences[PRIMARY] for e in effects)
     if not effects or not has_sighan or not any(t in CONTROLLED for t in test_sets):
-        basis = ("needs every model's paired differences on sighan15 and on at least one controlled test set "
-                 f"({', '.join(CONTROLLED)})")
+        basis = (
+            "needs every model's paired differences on sighan15 and on at least one controlled test set "
+            f"({', '.join(CONTROLLED)})"
+        )
     else:
-        basis = (f"{', '.join(e.model for e in effects)} trained on the same sentences with and without the "
-                 f"augmentation, compared on {SIGHAN} and on {', '.join(t for t in test_sets if t != SIGHAN)}")
+        basis = (
+            f"{', '.join(e.model for e in effects)} trained on the same sentences with and without the "
+            f"augmentation, compared on {SIGHAN15} and on {', '.join(t for t in test_sets if t != SIGHAN15)}"
+        )
     leaks = augmentation.get("leaks") or {}
-    return Credibility(CREDIBILITY_CLAIM, augmentation.get("confusion"), dict(leaks),
-                       dict(augmentation.get("coverage") or {}), test_sets, effects, basis,
-                       outcome_verdict([e.outcome for e in effects]))
+    return Credibility(
+        CREDIBILITY_CLAIM,
+        augmentation.get("confusion"),
+        dict(leaks),
+        dict(augmentation.get("coverage") or {}),
+        test_sets,
+        effects,
+        basis,
+        outcome_verdict([e.outcome for e in effects]),
+    )

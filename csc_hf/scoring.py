@@ -156,7 +156,9 @@ def compare(
     counts_a = sentence_counts(sources, predictions_a, references, **counting)
     counts_b = sentence_counts(sources, predictions_b, references, **counting)
     statistic = partial(scores_from_totals, convention=convention)
-    return paired_test(counts_a, counts_b, statistic, method=method, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return paired_test(
+        counts_a, counts_b, statistic, method=method, n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
 
 
 def sentence_counts(
@@ -309,9 +311,7 @@ def make_compute_metrics(
 
     def compute_metrics(eval_pred: Any) -> dict[str, float]:
         if eval_pred.inputs is None:
-            raise ValueError(
-                "compute_metrics needs the inputs: set TrainingArguments(include_for_metrics=['inputs'])"
-            )
+            raise ValueError("compute_metrics needs the inputs: set TrainingArguments(include_for_metrics=['inputs'])")
         predictions = eval_pred.predictions
         if isinstance(predictions, tuple):
             predictions = predictions[0]
@@ -660,3 +660,36 @@ def _summary_columns(totals: Mapping[str, Any]) -> list[tuple[str, str]]:
     pairs += [(f"{name}_n_sentences", f"{name}_error_sentences") for name, _, _ in _NERR_BUCKETS]
     pairs += [(f"{name}_n_errors", f"{name}_gold_errors") for name in _CHAR_GROUPS if f"{name}_gold_errors" in totals]
     return pairs
+
+
+# --------------------------------------------------------------------------- the headline scores, in words
+
+HEADLINE = ("char_cor_f1", "char_det_f1", "sent_cor_f1", "sent_det_f1", "fpr")
+"""The scores that stand for a model: a model card's model-index and ``csc-bench evaluate``'s table."""
+REPORTED = ("char_cor_f1", "sent_cor_f1")
+"""The character- and sentence-level correction F1: the study's report and its paired comparisons."""
+MAIN_SCORES = (
+    *(f"{level}_{task}_{part}" for level in ("sent", "char") for task in ("det", "cor") for part in ("p", "r", "f1")),
+    "fpr",
+    "sent_acc",
+)
+"""Every top-line score of :func:`score`, in reading order (``csc-bench score``'s main table)."""
+_WORDS = {
+    "sent": "sentence-level",
+    "char": "character-level",
+    "det": "detection",
+    "cor": "correction",
+    "p": "P",
+    "r": "R",
+    "f1": "F1",
+    "fpr": "false positive rate",
+    "sent_acc": "sentence accuracy",
+}
+
+
+def score_name(key: str) -> str:
+    """A score key in words: ``char_cor_f1`` -> ``character-level correction F1``, ``fpr`` -> ``false positive
+    rate``."""
+    if key in _WORDS:
+        return _WORDS[key]
+    return " ".join(_WORDS[part] for part in key.split("_"))

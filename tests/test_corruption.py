@@ -16,7 +16,13 @@ from csc_hf.corruption import (
 )
 
 TABLE = CandidateTable.from_pairs(
-    [("我", "找", "graphic"), ("我", "饿", "phonetic"), ("天", "夭", "graphic"), ("天", "添", "phonetic"), ("好", "号", "both")]
+    [
+        ("我", "找", "graphic"),
+        ("我", "饿", "phonetic"),
+        ("天", "夭", "graphic"),
+        ("天", "添", "phonetic"),
+        ("好", "号", "both"),
+    ]
 )
 
 

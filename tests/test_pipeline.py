@@ -18,11 +18,17 @@ ERRORS = ["我门今天去北京天安门广场看生旗。", "他说的适对�
 EDITS = [[(1, "门", "们"), (13, "生", "升")], [(3, "适", "是"), (9, "的", "得")]]
 TINY = dict(
     hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32
-)  # fmt: skip
+)
 BART_TINY = dict(
-    d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-    encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=32,
-)  # fmt: skip
+    d_model=32,
+    encoder_layers=1,
+    decoder_layers=1,
+    encoder_attention_heads=2,
+    decoder_attention_heads=2,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    max_position_embeddings=32,
+)
 MIXED = "abcXYZ 019,.!?😀🎉𠀀𝌆\u3000\t\n，。é"  # Latin, digits, spaces, emoji, astral, punctuation
 
 
@@ -88,6 +94,7 @@ def check_result(result: dict) -> None:
 def assert_same(results: list[dict], expected: list[dict]) -> None:
     """Equal results; probabilities equal up to float noise (padding changes the batch's arithmetic; under bf16
     autocast, the default on a CPU with bf16 in hardware, by about 1e-6)."""
+
     def split(results):
         texts = [(r["source"], r["prediction"]) for r in results]
         edits = [[(e["position"], e["wrong"], e["right"]) for e in r["edits"]] for r in results]
@@ -141,8 +148,9 @@ def test_threshold_and_keep_bias_only_remove_edits(model, tokenizer):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(st.sampled_from("我们今天去北京看生旗的了" + MIXED), max_size=70), max_size=6))
 def test_outputs_aligned_and_only_han_changes_on_mixed_text(model, tokenizer, texts):
-    corrector = Corrector(biased(model, tokenizer, {"，": 50.0, "[UNK]": 60.0, "a": 40.0, "他": 5.0}), tokenizer,
-                          batch_size=3)  # fmt: skip
+    corrector = Corrector(
+        biased(model, tokenizer, {"，": 50.0, "[UNK]": 60.0, "a": 40.0, "他": 5.0}), tokenizer, batch_size=3
+    )
     results = corrector(texts)
     assert [r["source"] for r in results] == texts
     for result in results:

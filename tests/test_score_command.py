@@ -7,8 +7,8 @@ import pytest
 
 from csc_hf import system_scores
 from csc_hf.cli import main
+from csc_hf.files import write_predictions
 from csc_hf.scoring import score
-from csc_hf.evaluation import write_predictions
 
 SOURCES = ["我门今天去公园。", "他说的很对。", "天气很好。", "今天的天汽不错。"]
 TARGETS = ["我们今天去公园。", "他说得很对。", "天气很好。", "今天的天气不错。"]
@@ -39,8 +39,23 @@ def write_lines(path, lines):
 
 def scored(path, references, *options):
     out = path.with_suffix(".out.json")
-    assert main(["score", "--predictions", str(path), "--references", str(references), "--output", str(out),
-                 "--bootstrap", "20", *options]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--predictions",
+                str(path),
+                "--references",
+                str(references),
+                "--output",
+                str(out),
+                "--bootstrap",
+                "20",
+                *options,
+            ]
+        )
+        == 0
+    )
     return json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -50,10 +65,11 @@ def scored(path, references, *options):
 def test_text_predictions_print_tables_and_write_json(tsv, tmp_path, capsys):
     pred = write_lines(tmp_path / "pred.txt", PREDICTIONS)
     out = tmp_path / "report.json"
-    code, stdout, _ = run(capsys, "--predictions", str(pred), "--references", str(tsv), "--output", str(out),
-                          "--bootstrap", "50")
+    code, stdout, _ = run(
+        capsys, "--predictions", str(pred), "--references", str(tsv), "--output", str(out), "--bootstrap", "50"
+    )
     assert code == 0
-    assert "| score | strict | lenient |" in stdout and "| sentence correction F1 |" in stdout
+    assert "| score | strict | lenient |" in stdout and "| sentence-level correction F1 |" in stdout
     assert "| phonetic |" in stdout and f"wrote {out}" in stdout
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["format"] == "text" and report["references"] == str(tsv) and report["n_sentences"] == 4
@@ -81,15 +97,32 @@ def test_jsonl_predictions_match_row_numbers_in_any_order(tsv, tmp_path):
     assert scored(renamed, tsv)["format"] == "jsonl"
 
 
-@pytest.mark.parametrize("lines, fragment", [
-    (['{"id": 0, "prediction": "a"}', '{"prediction": "b"}'], "line 2: expected an object with 'id'"),
-    (['{"id": 0, "prediction": "a"}', '{"id": 0, "prediction": "b"}', '{"id": 2, "prediction": "c"}',
-      '{"id": 3, "prediction": "d"}'], "line 2: id 0 was already given on line 1"),
-    (['{"id": 0, "prediction": "a"}', '{"id": 1, "prediction": "b"}', '{"id": 2, "prediction": "c"}',
-      '{"id": 7, "prediction": "d"}'], "line 4: id 7 is not in the row numbers"),
-    (['{"id": 0, "prediction": "a"}', "{oops"], "line 2: invalid JSON"),
-    (['{"id": 0, "prediction": "a"}'], "has 1 records but the references"),
-])
+@pytest.mark.parametrize(
+    "lines, fragment",
+    [
+        (['{"id": 0, "prediction": "a"}', '{"prediction": "b"}'], "line 2: expected an object with 'id'"),
+        (
+            [
+                '{"id": 0, "prediction": "a"}',
+                '{"id": 0, "prediction": "b"}',
+                '{"id": 2, "prediction": "c"}',
+                '{"id": 3, "prediction": "d"}',
+            ],
+            "line 2: id 0 was already given on line 1",
+        ),
+        (
+            [
+                '{"id": 0, "prediction": "a"}',
+                '{"id": 1, "prediction": "b"}',
+                '{"id": 2, "prediction": "c"}',
+                '{"id": 7, "prediction": "d"}',
+            ],
+            "line 4: id 7 is not in the row numbers",
+        ),
+        (['{"id": 0, "prediction": "a"}', "{oops"], "line 2: invalid JSON"),
+        (['{"id": 0, "prediction": "a"}'], "has 1 records but the references"),
+    ],
+)
 def test_jsonl_errors_name_the_line(tsv, tmp_path, capsys, lines, fragment):
     path = write_lines(tmp_path / "pred.jsonl", lines)
     code, _, err = run(capsys, "--predictions", str(path), "--references", str(tsv))
@@ -155,24 +188,41 @@ def test_baseline_gives_the_paired_test(tsv, tmp_path, capsys):
     pred = write_lines(tmp_path / "pred.txt", TARGETS)
     base = write_lines(tmp_path / "base.txt", SOURCES)  # a system that changes nothing
     out = tmp_path / "paired.json"
-    code, stdout, _ = run(capsys, "--predictions", str(pred), "--references", str(tsv), "--baseline", str(base),
-                          "--bootstrap", "200", "--output", str(out))
+    code, stdout, _ = run(
+        capsys,
+        "--predictions",
+        str(pred),
+        "--references",
+        str(tsv),
+        "--baseline",
+        str(base),
+        "--bootstrap",
+        "200",
+        "--output",
+        str(out),
+    )
     assert code == 0 and "### Paired test against the baseline" in stdout
-    assert "| character correction F1 | 100.0 | 0.0 | +100.0" in stdout
+    assert "| character-level correction F1 | 100.0 | 0.0 | +100.0" in stdout
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["baseline"]["predictions"] == str(base) and report["baseline"]["format"] == "text"
     for convention in ("strict", "lenient"):
         entry = report["baseline"]["paired"][convention]["char_cor_f1"]
         assert set(entry) == {"a", "b", "delta", "ci_low", "ci_high", "p_value"}
         assert entry["a"] == 1.0 and entry["b"] == 0.0 and entry["delta"] == 1.0 and 0 < entry["p_value"] <= 1
-    assert main(["score", "--predictions", str(pred), "--references", str(tsv), "--baseline", str(base),
-                 "--bootstrap", "0"]) == 2
+    assert (
+        main(
+            ["score", "--predictions", str(pred), "--references", str(tsv), "--baseline", str(base), "--bootstrap", "0"]
+        )
+        == 2
+    )
     assert "needs bootstrap resamples" in capsys.readouterr().err
 
 
 def test_train_data_gives_the_seen_unseen_breakdown(tsv, tmp_path, capsys):
     train = tmp_path / "train.jsonl"  # teaches 门 for 们 only
-    train.write_text(json.dumps({"source": "他门来了", "target": "他们来了"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    train.write_text(
+        json.dumps({"source": "他门来了", "target": "他们来了"}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     pred = write_lines(tmp_path / "pred.txt", PREDICTIONS)
     report = scored(pred, tsv, "--train", str(train))
     strict = report["scores"]["strict"]
@@ -218,8 +268,8 @@ def bench(small_params, tmp_path_factory):
 
 
 def test_benchmark_config_uses_its_typed_rows_and_training_pairs(bench, small_params, tmp_path):
-    from csc_hf.dataset_stats import error_pairs
     from csc_hf.benchmark import load_dataset
+    from csc_hf.dataset_stats import error_pairs
 
     options, cache, test = bench
     pred = write_lines(tmp_path / "pred.txt", test["target"])
@@ -230,7 +280,8 @@ def test_benchmark_config_uses_its_typed_rows_and_training_pairs(bench, small_pa
     assert strict["char_cor_f1"] == 1.0 and strict["n_errors"] > 0
     row_types = [e["type"] for errors in test["errors"] for e in errors]
     assert [strict[f"type_{t}_n_errors"] for t in ("phonetic", "graphic", "both", "other")] == [
-        row_types.count(code) for code in range(4)]
+        row_types.count(code) for code in range(4)
+    ]
     assert report["train_pairs_from"] == "the benchmark's training set"
     train = load_dataset("csc_bench", "train", split="train", cache_dir=cache, **small_params)
     seen = set(error_pairs(train["source"], train["target"]))
@@ -247,8 +298,9 @@ def test_benchmark_config_splits_are_chosen_by_name(bench, small_params, tmp_pat
     sources = write_lines(tmp_path / "sources.txt", pe20["source"])
     report = scored(sources, "probs/pe20", *options, "--probs", "0.05", "0.2")
     assert report["references"] == "probs/pe20" and report["scores"]["strict"]["n_changes"] == 0
-    code, _, err = run(capsys, "--predictions", str(sources), "--references", "probs", *options,
-                       "--probs", "0.05", "0.2")
+    code, _, err = run(
+        capsys, "--predictions", str(sources), "--references", "probs", *options, "--probs", "0.05", "0.2"
+    )
     assert code == 2 and "references probs must be one split; it has 2: probs/pe05, probs/pe20" in err
 
 

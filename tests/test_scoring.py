@@ -22,10 +22,22 @@ from csc_hf import scoring
 from csc_hf.scoring import align, compare, score, scores_from_totals, sentence_counts
 
 MAIN_SCORES = (
-    "sent_det_p", "sent_det_r", "sent_det_f1", "sent_cor_p", "sent_cor_r", "sent_cor_f1",
-    "sent_det_acc", "sent_acc", "char_det_p", "char_det_r", "char_det_f1",
-    "char_cor_p", "char_cor_r", "char_cor_f1", "fpr",
-)  # fmt: skip
+    "sent_det_p",
+    "sent_det_r",
+    "sent_det_f1",
+    "sent_cor_p",
+    "sent_cor_r",
+    "sent_cor_f1",
+    "sent_det_acc",
+    "sent_acc",
+    "char_det_p",
+    "char_det_r",
+    "char_det_f1",
+    "char_cor_p",
+    "char_cor_r",
+    "char_cor_f1",
+    "fpr",
+)
 
 # One sentence of each kind (gold error at position 2, c -> X):
 #   0 corrected exactly; 1 right position, wrong character; 2 corrected plus an extra change;
@@ -45,17 +57,28 @@ def run(sources, predictions, references, **kwargs):
 def test_hand_computed_strict():
     r = run(SOURCES, PREDICTIONS, REFERENCES)
     assert r["convention"] == "strict"
-    assert {k: r[k] for k in MAIN_SCORES} == pytest.approx({
-        # changed sentences: 0, 1, 2, 5; detection right: 0, 1; correction right: 0
-        "sent_det_p": 2 / 4, "sent_det_r": 2 / 4, "sent_det_f1": 0.5,
-        "sent_cor_p": 1 / 4, "sent_cor_r": 1 / 4, "sent_cor_f1": 0.25,
-        # sentence accuracies: changed positions right in 0, 1, 4; prediction == reference in 0, 4
-        "sent_det_acc": 3 / 6, "sent_acc": 2 / 6,
-        # characters: 5 changes (1+1+2+0+0+1), 4 gold errors, 3 detected (0, 1, 2), 2 corrected (0, 2)
-        "char_det_p": 3 / 5, "char_det_r": 3 / 4, "char_det_f1": 2 / 3,
-        "char_cor_p": 2 / 5, "char_cor_r": 2 / 4, "char_cor_f1": 4 / 9,
-        "fpr": 1 / 2,
-    })  # fmt: skip
+    assert {k: r[k] for k in MAIN_SCORES} == pytest.approx(
+        {
+            # changed sentences: 0, 1, 2, 5; detection right: 0, 1; correction right: 0
+            "sent_det_p": 2 / 4,
+            "sent_det_r": 2 / 4,
+            "sent_det_f1": 0.5,
+            "sent_cor_p": 1 / 4,
+            "sent_cor_r": 1 / 4,
+            "sent_cor_f1": 0.25,
+            # sentence accuracies: changed positions right in 0, 1, 4; prediction == reference in 0, 4
+            "sent_det_acc": 3 / 6,
+            "sent_acc": 2 / 6,
+            # characters: 5 changes (1+1+2+0+0+1), 4 gold errors, 3 detected (0, 1, 2), 2 corrected (0, 2)
+            "char_det_p": 3 / 5,
+            "char_det_r": 3 / 4,
+            "char_det_f1": 2 / 3,
+            "char_cor_p": 2 / 5,
+            "char_cor_r": 2 / 4,
+            "char_cor_f1": 4 / 9,
+            "fpr": 1 / 2,
+        }
+    )
     assert {k: r[k] for k in r if k.startswith("n_")} == {
         "n_sentences": 6,
         "n_error_sentences": 4,
@@ -79,10 +102,16 @@ def test_hand_computed_lenient():
     assert r["convention"] == "lenient"
     # TP det = {0, 1}, TP cor = {0}; the only FP is sentence 5 (error-free, changed)
     sentence_level = {f"sent_{level}_{m}" for level in ("det", "cor") for m in ("p", "r", "f1")}
-    assert {k: r[k] for k in sorted(sentence_level)} == pytest.approx({
-        "sent_det_p": 2 / 3, "sent_det_r": 1 / 2, "sent_det_f1": 4 / 7,
-        "sent_cor_p": 1 / 2, "sent_cor_r": 1 / 4, "sent_cor_f1": 1 / 3,
-    })  # fmt: skip
+    assert {k: r[k] for k in sorted(sentence_level)} == pytest.approx(
+        {
+            "sent_det_p": 2 / 3,
+            "sent_det_r": 1 / 2,
+            "sent_det_f1": 4 / 7,
+            "sent_cor_p": 1 / 2,
+            "sent_cor_r": 1 / 4,
+            "sent_cor_f1": 1 / 3,
+        }
+    )
     strict = run(SOURCES, PREDICTIONS, REFERENCES)
     assert {k: v for k, v in r.items() if k not in sentence_level | {"convention"}} == {
         k: v for k, v in strict.items() if k not in sentence_level | {"convention"}
@@ -122,7 +151,9 @@ def test_lenient_correction_equals_pycorrector(tmp_path, capsys):
     acc, precision, recall, f1 = evaluate_batch(lambda _: [(p, []) for p in predictions], str(data), verbose=False)
     capsys.readouterr()
     r = run(sources, predictions, references, convention="lenient")
-    assert (r["sent_acc"], r["sent_cor_p"], r["sent_cor_r"], r["sent_cor_f1"]) == pytest.approx((acc, precision, recall, f1))
+    assert (r["sent_acc"], r["sent_cor_p"], r["sent_cor_r"], r["sent_cor_f1"]) == pytest.approx(
+        (acc, precision, recall, f1)
+    )
     assert r["sent_cor_p"] > run(sources, predictions, references)["sent_cor_p"]
 
 
@@ -252,7 +283,10 @@ def test_errors_per_sentence_breakdown():
     ("metadata", "message"),
     [
         ([{"errors": []}, {"errors": [{"position": 3, "type": "both"}]}], r"metadata\[0\] lists 0 errors"),
-        ([{"errors": [{"position": 1, "type": "phonetic"}]}, {"errors": []}], r"metadata\[0\]: position 1 is not a gold"),
+        (
+            [{"errors": [{"position": 1, "type": "phonetic"}]}, {"errors": []}],
+            r"metadata\[0\]: position 1 is not a gold",
+        ),
         ([{"errors": [{"position": 9, "type": "phonetic"}]}, {"errors": []}], r"metadata\[0\]: error position 9"),
         ([META[0], {"errors": [{"position": 3, "type": "typo"}]}], r"metadata\[1\]: error type 'typo'"),
         ([META[0]], "metadata has 1 examples"),
@@ -285,7 +319,13 @@ def test_bad_train_pairs(pairs):
         (["ab", "cd"], ["ab", "cd"], ["ab", ["c", "d"]], TypeError, r"references\[1\] is list"),
         ([None, "cd"], ["ab", "cd"], ["ab", "cd"], TypeError, r"sources\[0\] is None"),
         (["ab", ""], ["ab", ""], ["ab", ""], ValueError, r"sources\[1\] is empty"),
-        (["ab", "cd"], ["ab", "cd"], ["ab", "cde"], ValueError, "example 1: source has length 2 but reference has length 3"),
+        (
+            ["ab", "cd"],
+            ["ab", "cd"],
+            ["ab", "cde"],
+            ValueError,
+            "example 1: source has length 2 but reference has length 3",
+        ),
         ([[1, 2]], [[1, 2]], [[1, 2, 3]], ValueError, "example 0: source has length 2"),
         ([[1, 2]], [[1, 2]], [[-100, -100]], ValueError, r"sources\[0\] is empty after dropping"),
         ([[1, 2]], [None], [[1, 2]], TypeError, r"predictions\[0\] is NoneType"),
@@ -321,7 +361,9 @@ def test_bootstrap_intervals_for_every_score_seeded():
     assert (r["ci_resamples"], r["ci_confidence"]) == (300, 0.95)
     assert score(SOURCES * 5, PREDICTIONS * 5, REFERENCES * 5, bootstrap=300, seed=1) == r
     other = score(SOURCES * 5, PREDICTIONS * 5, REFERENCES * 5, bootstrap=300, seed=2)
-    assert other["sent_det_p_ci_low"] != r["sent_det_p_ci_low"] or other["char_det_p_ci_high"] != r["char_det_p_ci_high"]
+    assert (
+        other["sent_det_p_ci_low"] != r["sent_det_p_ci_low"] or other["char_det_p_ci_high"] != r["char_det_p_ci_high"]
+    )
     assert not any(k.endswith("_ci_low") and k.startswith("n_") for k in r)
 
 
@@ -364,7 +406,10 @@ def test_preprocess_logits_for_metrics_uses_argmax_without_torch():
 
 def test_scoring_does_not_import_torch():
     code = "import sys, csc_hf.scoring, csc_hf.stats; print('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
 def test_output_is_flat_and_json_serializable():

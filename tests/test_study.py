@@ -8,8 +8,9 @@ import yaml
 
 from csc_hf.benchmark.plan import AUGMENTED_COPIES
 from csc_hf.cli import main
-from csc_hf.evaluation import read_predictions, write_predictions
-from csc_hf.study import Preset, Stage, Study, clock
+from csc_hf.files import read_predictions, write_predictions
+from csc_hf.study import Preset, Study
+from csc_hf.study.progress import Stage, clock
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,9 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert {("unseen_k", "test"), ("scontext", "test"), ("clean", "test"), ("probs", "pe20")} <= per_model
     for r in records:
         s = r["scores"]
-        assert 0.0 <= s["char_cor_f1"] <= 1.0 and s["char_cor_f1_ci_low"] <= s["char_cor_f1"] <= s["char_cor_f1_ci_high"]
+        assert (
+            0.0 <= s["char_cor_f1"] <= 1.0 and s["char_cor_f1_ci_low"] <= s["char_cor_f1"] <= s["char_cor_f1_ci_high"]
+        )
         assert r["keep_bias"] in preset.keep_bias_grid
     header = (smoke_run / "results.csv").read_text().splitlines()[0].split(",")
     assert header[:6] == ["model", "seed", "config", "split", "error_prob", "keep_bias"] and "char_cor_f1" in header
@@ -48,8 +51,12 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert len([name for name in kept if "-augmented-" not in name]) == len(preset.variants) - 1  # kept
     report = (smoke_run / "report.md").read_text()
     assert "## Paired comparisons" in report and "### Character-level correction F1 against bert" in report
-    for conclusion in ("Fusing phonetic and graphic information helps", "sensitive to the error distribution",
-                       "contexts have been seen matters", "character-level metric is more stable"):
+    for conclusion in (
+        "Fusing phonetic and graphic information helps",
+        "sensitive to the error distribution",
+        "contexts have been seen matters",
+        "character-level metric is more stable",
+    ):
         assert conclusion in report
     assert list((smoke_run / "report_plots").glob("*.png"))
 
@@ -66,14 +73,21 @@ def test_smoke_run_tests_sighan_credibility(smoke_run):
     coverage = augmentation["coverage"]
     assert set(coverage) == set(study.tests)
     assert coverage["sighan15"]["augmented"]["error_coverage"] > coverage["sighan15"]["S_train"]["error_coverage"] > 0.3
-    assert coverage["unseen_k"]["augmented"]["error_coverage"] == coverage["unseen_v"]["augmented"]["pair_coverage"] == 0
+    assert (
+        coverage["unseen_k"]["augmented"]["error_coverage"] == coverage["unseen_v"]["augmented"]["pair_coverage"] == 0
+    )
     assert {(r["model"], r["seed"], r["config"]) for r in augmentation["records"]} == {
-        ("bert", 0, t) for t in study.tests}
+        ("bert", 0, t) for t in study.tests
+    }
     assert {(e["config"], e["metric"]) for e in augmentation["paired"]} == {
-        (t, m) for t in study.tests for m in ("char_cor_f1", "sent_cor_f1")}
+        (t, m) for t in study.tests for m in ("char_cor_f1", "sent_cor_f1")
+    }
     for e in augmentation["paired"]:
-        plain = next(r for r in json.loads((smoke_run / "results.json").read_text())["records"]
-                     if (r["model"], r["config"], r["split"]) == ("bert", e["config"], e["split"]))
+        plain = next(
+            r
+            for r in json.loads((smoke_run / "results.json").read_text())["records"]
+            if (r["model"], r["config"], r["split"]) == ("bert", e["config"], e["split"])
+        )
         assert e["b"] == pytest.approx(plain["scores"][e["metric"]])  # the grid's bert is the plain model
     trainings = sorted((smoke_run / "stages").glob("train-bert-seed0-*"), key=lambda d: "-augmented-" in d.name)
     assert len(trainings) == 2  # the plain one, trained once
@@ -104,7 +118,9 @@ def test_a_moved_run_folder_keeps_its_stages(smoke_run, tmp_path, caplog):
     shutil.copytree(smoke_run, moved)
     assert main(["run", "--preset", "smoke", "--output", str(moved)]) == 0
     assert f"{planned(moved)} stages, {planned(moved)} finished" in caplog.text and "train " not in caplog.text
-    assert sorted(p.name for p in (moved / "stages").iterdir()) == sorted(p.name for p in (smoke_run / "stages").iterdir())
+    assert sorted(p.name for p in (moved / "stages").iterdir()) == sorted(
+        p.name for p in (smoke_run / "stages").iterdir()
+    )
 
 
 def test_saved_models_load_and_correct(smoke_run, capsys):
@@ -112,8 +128,22 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
     assert main(["correct", str(model_dir), "我们今天去学校。", "abc 123"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines[-2]) == len("我们今天去学校。") and lines[-1] == "abc 123"
-    assert main(["push", str(model_dir), "user/csc-smoke", "--results", str(smoke_run / "results.json"),
-                 "--model-name", "bert", "--folder", str(smoke_run / "hub")]) == 0
+    assert (
+        main(
+            [
+                "push",
+                str(model_dir),
+                "user/csc-smoke",
+                "--results",
+                str(smoke_run / "results.json"),
+                "--model-name",
+                "bert",
+                "--folder",
+                str(smoke_run / "hub"),
+            ]
+        )
+        == 0
+    )
     card = (smoke_run / "hub" / "README.md").read_text()
     assert "| unseen_k/test |" in card and (smoke_run / "hub" / "config.json").is_file()
 
@@ -177,7 +207,9 @@ def test_predictions_round_trip_as_edits(tmp_path):
         read_predictions(path, sources)
     with pytest.raises(ValueError, match="prediction 0 has 4 characters, its source 5"):
         write_predictions(path, sources[:1], ["我们去学"])
-    path.write_text("1:们 x:们\n\n\n", encoding="utf-8")  # what the writer never writes (nor score's edits format reads)
+    path.write_text(
+        "1:们 x:们\n\n\n", encoding="utf-8"
+    )  # what the writer never writes (nor score's edits format reads)
     with pytest.raises(ValueError, match=r"line 1: expected position:character edits separated by spaces, got '1:们 x"):
         read_predictions(path, sources)
     with pytest.raises(ValueError, match="prediction 0 changes a character into whitespace"):
@@ -218,8 +250,14 @@ def test_a_similarity_prior_grid_changes_only_the_evaluations(tmp_path):
     tuned = Study(dataclasses.replace(preset, similarity_prior_grid=[0.0, 2.0]), tmp_path)
     model, evaluation = plain.folders("bert", 0)
     build = plain.directory("build", preset.bench_params, preset.tests)
-    before = plain.directory(f"eval-{model.name}", preset.tests, preset.bootstrap, preset.keep_bias_grid, build.name,
-                             {"precision": plain._inference_precision()})  # the key before the prior existed
+    before = plain.directory(
+        f"eval-{model.name}",
+        preset.tests,
+        preset.bootstrap,
+        preset.keep_bias_grid,
+        build.name,
+        {"precision": plain._inference_precision()},
+    )  # the key before the prior existed
     assert evaluation == before  # the default grid leaves earlier runs' evaluations where they are
     tuned_model, tuned_evaluation = tuned.folders("bert", 0)
     assert model == tuned_model and evaluation != tuned_evaluation
@@ -264,7 +302,8 @@ def test_a_run_logs_its_progress_and_prints_only_results(smoke_run, tmp_path, ca
     assert capsys.readouterr().out == (f"results: {results}, {run / 'results.csv'}; report: {run / 'report.md'}\n")
     assert f"{run}: {n} stages, {n - 1} finished: resuming after them" in caplog.text
     eta = clock(sum(seconds) / len(seconds))
-    assert re.search(rf"stage {n}/{n}: evaluate plome \(seed 0\) on 10 test configs · elapsed 0:\d\d:\d\d · ETA {eta}\n",
-                     caplog.text), caplog.text
+    assert re.search(
+        rf"stage {n}/{n}: evaluate plome \(seed 0\) on 10 test configs · elapsed 0:\d\d:\d\d · ETA {eta}\n", caplog.text
+    ), caplog.text
     assert f"all {n} stages finished" in caplog.text
     assert all(r.name.startswith("csc_hf") for r in caplog.records if "stage" in r.getMessage())

@@ -14,12 +14,21 @@ FROM_TRAINING = ("seen", "scontext")
 
 
 def _same(a, b) -> bool:
-    return (np.array_equal(a.target.codes, b.target.codes) and np.array_equal(a.target.offsets, b.target.offsets)
-            and np.array_equal(a.corruption.source.codes, b.corruption.source.codes))
+    return (
+        np.array_equal(a.target.codes, b.target.codes)
+        and np.array_equal(a.target.offsets, b.target.offsets)
+        and np.array_equal(a.corruption.source.codes, b.corruption.source.codes)
+    )
 
 
-@pytest.mark.parametrize("changes", [{"train_error_prob": 0.2}, {"train_confusion": "S_train_phonetic"},
-                                     {"train_error_prob": 0.01, "train_confusion": "S_train_graphic"}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"train_error_prob": 0.2},
+        {"train_confusion": "S_train_phonetic"},
+        {"train_error_prob": 0.01, "train_confusion": "S_train_graphic"},
+    ],
+)
 def test_training_distribution_changes_the_training_set_only(small_params, changes):
     base = plan_for(BenchParams(**small_params))
     varied = plan_for(BenchParams(**small_params, **changes))
@@ -37,8 +46,11 @@ def test_training_distribution_changes_the_training_set_only(small_params, chang
 def test_train_and_validation_follow_train_confusion_and_p_e(small_params, confusion):
     plan = plan_for(BenchParams(**small_params, train_error_prob=0.2, train_confusion=confusion))
     table = plan.subset(confusion).table
-    allowed = {"S_train": {"phonetic", "graphic", "both"}, "S_train_phonetic": {"phonetic", "both"},
-               "S_train_graphic": {"graphic", "both"}}[confusion]
+    allowed = {
+        "S_train": {"phonetic", "graphic", "both"},
+        "S_train_phonetic": {"phonetic", "both"},
+        "S_train_graphic": {"graphic", "both"},
+    }[confusion]
     for spec in CONFIGS["train"].splits:
         examples = plan.examples(spec)
         mask = examples.corruption.error_mask
@@ -53,13 +65,22 @@ def test_train_and_validation_follow_train_confusion_and_p_e(small_params, confu
 def test_train_error_prob_defaults_to_error_prob(small_params):
     params = BenchParams(**small_params, error_prob=0.1)
     assert params.train_p_e == 0.1 and params.error_prob_of(CONFIGS["train"].splits[0]) == 0.1
-    assert plan_for(params).train_corruption.source.codes.tobytes() == plan_for(
-        BenchParams(**small_params, error_prob=0.1, train_error_prob=0.1)).train_corruption.source.codes.tobytes()
+    assert (
+        plan_for(params).train_corruption.source.codes.tobytes()
+        == plan_for(
+            BenchParams(**small_params, error_prob=0.1, train_error_prob=0.1)
+        ).train_corruption.source.codes.tobytes()
+    )
 
 
-@pytest.mark.parametrize("bad, message", [({"train_confusion": "S_unseen_k"}, "train_confusion='S_unseen_k'"),
-                                          ({"train_error_prob": 1.5}, "train_error_prob=1.5 is outside"),
-                                          ({"train_error_prob": "0.1"}, "train_error_prob='0.1' must be a number")])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"train_confusion": "S_unseen_k"}, "train_confusion='S_unseen_k'"),
+        ({"train_error_prob": 1.5}, "train_error_prob=1.5 is outside"),
+        ({"train_error_prob": "0.1"}, "train_error_prob='0.1' must be a number"),
+    ],
+)
 def test_bad_training_distribution_is_named(bad, message):
     with pytest.raises((TypeError, ValueError), match=message):
         BenchParams(**bad).validate()

