@@ -16,7 +16,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .benchmark.builder import load_dataset
-from .benchmark.configs import splits_of
+from .benchmark.configs import depends_on_training, splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
 from .dataset_stats import error_pairs
@@ -242,23 +242,56 @@ def augmentation_comparisons(
     return results
 
 
-def kept_comparisons(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
+def training_set_comparisons(
+    params: Mapping[str | None, dict],
+    evaluations: Mapping[tuple[str, int, str | None], Path],
+    baseline: str = "bert",
+    n_resamples: int = RESAMPLES,
+) -> list[dict]:
+    """The paired comparisons of the training-distribution stage (``evaluations``: ``{(variant, seed, training set,
+    None for the grid's own): evaluation folder}``; ``params``: the benchmark parameters of each training set, None
+    the grid's): each set's model against the grid's model of the same variant and seed (``against: "grid"``), on
+    the test splits that both training sets give the same sentences (not ``seen`` or ``scontext``); and within each
+    training set, the grid's included, each variant against ``baseline`` of the same seed (``against: baseline``),
+    on every split. ``delta`` is the first minus the second."""
+    results = []
+    for (model, seed, name), folder in tqdm(evaluations.items(), desc="paired tests of the training sets", leave=False):
+        if name is not None and (grid := evaluations.get((model, seed, None))) is not None:
+            found = kept_comparisons(params[None], folder, grid, n_resamples, seed, same_training=False)
+            results += [{"model": model, "seed": seed, "training_set": name, "against": "grid", **e} for e in found]
+        if model != baseline and (base := evaluations.get((baseline, seed, name))) is not None:
+            found = kept_comparisons(params[name], folder, base, n_resamples, seed)
+            results += [{"model": model, "seed": seed, "training_set": name, "against": baseline, **e} for e in found]
+    return results
+
+
+def kept_comparisons(
+    bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int, same_training: bool = True
+) -> list[dict]:
     """:func:`compare_predictions`, kept in ``folder`` (``paired-BASE-N.json``) so that a re-run reads them."""
     kept = folder / paired_file(base.name, n_resamples)
     if kept.is_file():
         return json.loads(kept.read_text(encoding="utf-8"))
-    if found := compare_predictions(bench_params, folder, base, n_resamples, seed):
+    if found := compare_predictions(bench_params, folder, base, n_resamples, seed, same_training):
         write_atomic(kept, json.dumps(found) + "\n")  # two processes of one run may both write it: each whole
     return found
 
 
-def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
-    """The paired comparisons of the predictions saved in the evaluation folders ``folder`` and ``base``."""
+def compare_predictions(
+    bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int, same_training: bool = True
+) -> list[dict]:
+    """The paired comparisons of the predictions saved in the evaluation folders ``folder`` and ``base``; unless
+    both models saw the same training set (``same_training``), only on the splits that do not depend on it."""
     found = []
+    probs = BenchParams(**bench_params).probs
     for path in sorted((folder / PREDICTIONS).glob("*.txt")):
         if not (base_path := base / PREDICTIONS / path.name).is_file():
             continue
         config, split = predictions_split(path)
+        if not same_training and any(
+            depends_on_training(spec) for spec in splits_of(config, probs) if spec.split == split
+        ):
+            continue
         data = load_dataset("csc_bench", config, split=split, **bench_params)
         sources, targets = data["source"], data["target"]
         stats = compare(

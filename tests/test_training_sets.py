@@ -129,3 +129,133 @@ def test_held_out_covers_every_test_side_pool(small_params):
         assert set(unpack(plan.domain(config))) <= held
     assert set(unpack(plan.sighan15.target)) <= held
     assert not held & set(unpack(plan.pools["train"]))
+
+
+def test_error_groups():
+    from csc_hf.dataset_stats import ERROR_GROUPS, error_groups
+
+    train = ["我们今天去学校上课。"]
+    sources = ["我门今天去学校上课。", "他们明天去公圆玩。"]
+    targets = ["我们今天去学校上课。", "他们明天去公园玩。"]
+    groups = error_groups(sources, targets, train, known=set("我们今天去学校上课他明公玩。"), n=3)
+    assert [ERROR_GROUPS[g] for g in groups] == ["seen context, known", "unseen context, unknown"]
+    groups = error_groups(sources, targets, train, known=set("园"), n=3)
+    assert [ERROR_GROUPS[g] for g in groups] == ["seen context, unknown", "unseen context, known"]
+
+
+# ---- the preset's training-distribution stage and base: ----------------------------------------------------------
+
+
+def test_ablations_preset_is_cpu_for_bert_and_plome():
+    from csc_hf.study.preset import Preset
+
+    cpu, ablations = Preset.load("cpu"), Preset.load("ablations")
+    assert ablations.variants == ["bert", "plome"] and not ablations.augmentation
+    for key in ("bench_params", "seeds", "tests", "model", "pretrain", "finetune", "keep_bias_grid", "bootstrap"):
+        assert getattr(ablations, key) == getattr(cpu, key), key  # the same stages: a cpu run folder is reused
+    study = ablations.training_sets_study
+    assert study.variants == ("bert", "plome") and set(study.sets) == {"pe01", "pe10", "pe20", "phonetic", "graphic"}
+    assert set(DOMAINS) <= set(cpu.tests)
+
+
+@pytest.mark.parametrize(
+    "block, message",
+    [
+        ({"variants": ["bert"], "sets": {"pe10": {"seed": 3}}}, r"\['seed'\] would change the test sets too"),
+        ({"variants": ["bert"], "sets": {"Bad Name": {"train_error_prob": 0.1}}}, "lower-case letters"),
+        ({"variants": ["bert"], "sets": {"pe10": {"train_error_prob": 2.0}}}, "pe10: train_error_prob=2.0 is outside"),
+        ({"variants": ["bret"], "sets": {"pe10": {"train_error_prob": 0.1}}}, r"unknown variants \['bret'\]"),
+        ({"variants": ["bert"], "sets": {}}, "must map names to parameter changes"),
+        ({"variants": ["bert"], "sets": {"x": {}}}, "give the parameters it changes"),
+        ({"variant": ["bert"]}, r"unknown keys \['variant'\]"),
+        ("pe10", "must be a mapping"),
+    ],
+)
+def test_bad_training_sets_fail_on_load(tmp_path, block, message):
+    import yaml
+
+    from csc_hf.study.preset import Preset
+
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({"base": "smoke", "training_sets": block}), encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        Preset.load(str(path))
+
+
+def test_preset_base_chain_and_errors(tmp_path):
+    import yaml
+
+    from csc_hf.study.preset import Preset
+
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump({"base": "smoke", "seeds": [3]}), encoding="utf-8")
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump({"base": "a.yaml", "bootstrap": 7}), encoding="utf-8")
+    preset = Preset.load(str(tmp_path / "b.yaml"))
+    assert (preset.name, preset.seeds, preset.bootstrap, preset.variants) == ("b", [3], 7, Preset.load("smoke").variants)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"base": "d.yaml"}), encoding="utf-8")
+    (tmp_path / "d.yaml").write_text(yaml.safe_dump({"base": "c.yaml"}), encoding="utf-8")
+    with pytest.raises(ValueError, match="take each other as base"):
+        Preset.load(str(tmp_path / "c.yaml"))
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({"base": "nope"}), encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
+        Preset.load(str(tmp_path / "e.yaml"))
+    (tmp_path / "f.yaml").write_text("- a\n- b\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="a preset is a mapping"):
+        Preset.load(str(tmp_path / "f.yaml"))
+
+
+# ---- the analysis: the train x test matrix and the domain drop ---------------------------------------------------
+
+
+def _record(model, seed, config, split, f1, training_set=None):
+    scores = {m: f1 for m in ("char_cor_f1", "sent_cor_f1")}
+    scores.update({f"{m}_ci_{side}": f1 + d for m in ("char_cor_f1", "sent_cor_f1") for side, d in (("low", -0.01),
+                                                                                                     ("high", 0.01))})
+    return {"model": model, "seed": seed, "config": config, "split": split, "scores": scores,
+            **({"training_set": training_set} if training_set else {})}
+
+
+def _paired(model, seed, name, against, config, split, delta, half=0.01):
+    return {"model": model, "seed": seed, "training_set": name, "against": against, "config": config, "split": split,
+            "metric": "char_cor_f1", "delta": delta, "ci_low": delta - half, "ci_high": delta + half, "a": 0, "b": 0}
+
+
+def test_training_matrix_answers_the_three_questions():
+    from csc_hf.results import GRID_SET, training_matrix
+
+    sets = {"pe20": {"train_error_prob": 0.2}, "phonetic": {"train_confusion": "S_train_phonetic"}}
+    grid, records, paired = [], [], []
+    for seed in (0, 1):
+        for model in ("bert", "plome"):
+            grid += [_record(model, seed, "probs", "pe20", 0.5), _record(model, seed, "graphic", "test", 0.6)]
+            records += [_record(model, seed, "probs", "pe20", 0.55, "pe20"),
+                        _record(model, seed, "graphic", "test", 0.4, "phonetic"),
+                        _record(model, seed, "probs", "pe20", 0.5, "phonetic"),
+                        _record(model, seed, "graphic", "test", 0.6, "pe20")]
+            paired += [_paired(model, seed, "pe20", "grid", "probs", "pe20", 0.05),
+                       _paired(model, seed, "phonetic", "grid", "graphic", "test", -0.2)]
+        paired += [_paired("plome", seed, "phonetic", "bert", "graphic", "test", 0.08),
+                   _paired("plome", seed, None, "bert", "graphic", "test", 0.01)]
+    results = {"params": {"bench_params": {}}, "training_sets": {"sets": sets, "variants": ["bert", "plome"],
+                                                                "records": records, "paired": paired}}
+    matrix = training_matrix(results, grid, {"probs/pe05": 0.05, "probs/pe20": 0.2})
+    assert matrix.scores["bert", GRID_SET, "graphic"].mean == 0.6 and matrix.scores["bert", "phonetic", "graphic"].mean == 0.4
+    assert [c.outcome for c in matrix.questions["pe"]] == ["expected", "expected"]  # pe05: nearest is the grid's own
+    assert [c.outcome for c in matrix.questions["type"]] == ["expected", "expected"]
+    assert [c.outcome for c in matrix.questions["fusion"]] == ["expected"]
+    assert matrix.verdicts == {"pe": "supported", "type": "supported", "fusion": "supported"}
+    assert matrix.gains["plome", GRID_SET, "graphic"][0] == pytest.approx(0.01)
+
+
+def test_domain_drop_decomposes_exactly():
+    from csc_hf.results import domain_shift
+
+    def entry(config, split, groups):
+        return {"model": "bert", "seed": 0, "config": config, "split": split, "groups": groups}
+
+    test = {"seen context, known": [80, 60], "unseen context, known": [20, 10]}
+    domain = {"seen context, known": [40, 20], "unseen context, known": [60, 18]}
+    (drop,) = domain_shift([entry("test", "test", test), entry("domain_reviews", "test", domain)])
+    assert drop.recall == pytest.approx((0.7, 0.38))
+    assert drop.composition + drop.within == pytest.approx(0.7 - 0.38)
+    # composition: (0.8 - 0.4) * 0.75 + (0.2 - 0.6) * 0.5 = 0.1
+    assert drop.composition == pytest.approx(0.1) and drop.domain == "domain_reviews"

@@ -140,6 +140,12 @@ def splits_of(name: str, probs: tuple[float, ...]) -> tuple[SplitSpec, ...]:
     return CONFIGS[name].splits
 
 
+def depends_on_training(spec: SplitSpec) -> bool:
+    """Whether a split is made from the generated training set (``seen``'s pairs, ``scontext``'s sentences), so that
+    two training sets give it different sentences or errors."""
+    return spec.pool == "scontext" or spec.confusion == "S_seen"
+
+
 def split_name(config: str, split: str) -> str:
     """How a split is named in tables: ``unseen_k`` for a ``test`` split, else ``probs/pe05``, ``train/validation``."""
     return config if split == "test" else f"{config}/{split}"

@@ -39,6 +39,9 @@ from .configs import CONFIGS, CONFUSION_SUBSETS, DOMAINS, SIGHAN15, SplitSpec, p
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
 STREAMS.update({config: 6 + i for i, config in enumerate(DOMAINS)})  # a domain's stream: its place in DOMAINS
 DOMAIN_SIZE = 5000  # the sentences of a domain config's pool when n_test is None (all, when its corpus has fewer)
+TRAINING_FIELDS = ("train_error_prob", "train_confusion", "augmentation")
+"""The parameters that change the training data only (the train and validation splits, and ``seen`` and ``scontext``,
+which are made from the training set): models trained with other values meet the same test sentences and errors."""
 TRAIN_CONFUSIONS = ("S_train", "S_train_phonetic", "S_train_graphic")
 """The parts of S a training set can be built from (``train_confusion``): all of S_train, or its phonetic or graphic
 pairs (``both`` pairs count as each, as in the ``phonetic`` and ``graphic`` test configs)."""
