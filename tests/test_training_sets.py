@@ -190,7 +190,8 @@ def test_preset_base_chain_and_errors(tmp_path):
     (tmp_path / "a.yaml").write_text(yaml.safe_dump({"base": "smoke", "seeds": [3]}), encoding="utf-8")
     (tmp_path / "b.yaml").write_text(yaml.safe_dump({"base": "a.yaml", "bootstrap": 7}), encoding="utf-8")
     preset = Preset.load(str(tmp_path / "b.yaml"))
-    assert (preset.name, preset.seeds, preset.bootstrap, preset.variants) == ("b", [3], 7, Preset.load("smoke").variants)
+    smoke = Preset.load("smoke")
+    assert (preset.name, preset.seeds, preset.bootstrap, preset.variants) == ("b", [3], 7, smoke.variants)
     (tmp_path / "c.yaml").write_text(yaml.safe_dump({"base": "d.yaml"}), encoding="utf-8")
     (tmp_path / "d.yaml").write_text(yaml.safe_dump({"base": "c.yaml"}), encoding="utf-8")
     with pytest.raises(ValueError, match="take each other as base"):
@@ -208,15 +209,38 @@ def test_preset_base_chain_and_errors(tmp_path):
 
 def _record(model, seed, config, split, f1, training_set=None):
     scores = {m: f1 for m in ("char_cor_f1", "sent_cor_f1")}
-    scores.update({f"{m}_ci_{side}": f1 + d for m in ("char_cor_f1", "sent_cor_f1") for side, d in (("low", -0.01),
-                                                                                                     ("high", 0.01))})
-    return {"model": model, "seed": seed, "config": config, "split": split, "scores": scores,
-            **({"training_set": training_set} if training_set else {})}
+    scores.update(
+        {
+            f"{m}_ci_{side}": f1 + d
+            for m in ("char_cor_f1", "sent_cor_f1")
+            for side, d in (("low", -0.01), ("high", 0.01))
+        }
+    )
+    return {
+        "model": model,
+        "seed": seed,
+        "config": config,
+        "split": split,
+        "scores": scores,
+        **({"training_set": training_set} if training_set else {}),
+    }
 
 
 def _paired(model, seed, name, against, config, split, delta, half=0.01):
-    return {"model": model, "seed": seed, "training_set": name, "against": against, "config": config, "split": split,
-            "metric": "char_cor_f1", "delta": delta, "ci_low": delta - half, "ci_high": delta + half, "a": 0, "b": 0}
+    return {
+        "model": model,
+        "seed": seed,
+        "training_set": name,
+        "against": against,
+        "config": config,
+        "split": split,
+        "metric": "char_cor_f1",
+        "delta": delta,
+        "ci_low": delta - half,
+        "ci_high": delta + half,
+        "a": 0,
+        "b": 0,
+    }
 
 
 def test_training_matrix_answers_the_three_questions():
@@ -227,18 +251,27 @@ def test_training_matrix_answers_the_three_questions():
     for seed in (0, 1):
         for model in ("bert", "plome"):
             grid += [_record(model, seed, "probs", "pe20", 0.5), _record(model, seed, "graphic", "test", 0.6)]
-            records += [_record(model, seed, "probs", "pe20", 0.55, "pe20"),
-                        _record(model, seed, "graphic", "test", 0.4, "phonetic"),
-                        _record(model, seed, "probs", "pe20", 0.5, "phonetic"),
-                        _record(model, seed, "graphic", "test", 0.6, "pe20")]
-            paired += [_paired(model, seed, "pe20", "grid", "probs", "pe20", 0.05),
-                       _paired(model, seed, "phonetic", "grid", "graphic", "test", -0.2)]
-        paired += [_paired("plome", seed, "phonetic", "bert", "graphic", "test", 0.08),
-                   _paired("plome", seed, None, "bert", "graphic", "test", 0.01)]
-    results = {"params": {"bench_params": {}}, "training_sets": {"sets": sets, "variants": ["bert", "plome"],
-                                                                "records": records, "paired": paired}}
+            records += [
+                _record(model, seed, "probs", "pe20", 0.55, "pe20"),
+                _record(model, seed, "graphic", "test", 0.4, "phonetic"),
+                _record(model, seed, "probs", "pe20", 0.5, "phonetic"),
+                _record(model, seed, "graphic", "test", 0.6, "pe20"),
+            ]
+            paired += [
+                _paired(model, seed, "pe20", "grid", "probs", "pe20", 0.05),
+                _paired(model, seed, "phonetic", "grid", "graphic", "test", -0.2),
+            ]
+        paired += [
+            _paired("plome", seed, "phonetic", "bert", "graphic", "test", 0.08),
+            _paired("plome", seed, None, "bert", "graphic", "test", 0.01),
+        ]
+    results = {
+        "params": {"bench_params": {}},
+        "training_sets": {"sets": sets, "variants": ["bert", "plome"], "records": records, "paired": paired},
+    }
     matrix = training_matrix(results, grid, {"probs/pe05": 0.05, "probs/pe20": 0.2})
-    assert matrix.scores["bert", GRID_SET, "graphic"].mean == 0.6 and matrix.scores["bert", "phonetic", "graphic"].mean == 0.4
+    assert matrix.scores["bert", GRID_SET, "graphic"].mean == 0.6
+    assert matrix.scores["bert", "phonetic", "graphic"].mean == 0.4
     assert [c.outcome for c in matrix.questions["pe"]] == ["expected", "expected"]  # pe05: nearest is the grid's own
     assert [c.outcome for c in matrix.questions["type"]] == ["expected", "expected"]
     assert [c.outcome for c in matrix.questions["fusion"]] == ["expected"]
