@@ -386,6 +386,22 @@ def cmd_report(args: argparse.Namespace) -> None:
         print(f"  {number}. {conclusion.claim} {conclusion.verdict}")
 
 
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: options and positional arguments may come in any order (``csc-bench correct M
+    --similarity-prior 3 TEXT``), as ``parse_intermixed_args`` reads them."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._intermixing:  # the two passes of the intermixed parse (Python < 3.12 calls back here)
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def _command(sub, func: Callable[[argparse.Namespace], None], bench: bool = False) -> argparse.ArgumentParser:
     """The subcommand that ``func`` (``cmd_NAME``) runs: its help is the first line of ``func``'s docstring, its
     description the rest; ``bench``: with an option per benchmark parameter."""
@@ -660,7 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"reports); the default shows progress (info) unless {VERBOSITY_ENV} says otherwise",
     )
     loudness.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress messages")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     for add in COMMANDS:
         add(sub)
     return parser
