@@ -337,13 +337,14 @@ def cmd_push(args: argparse.Namespace) -> None:
     from . import hub
 
     hub.check_license(args.license)
-    hub.check_repo_id(args.repo)
+    folder = args.folder or f"{args.model.rstrip('/')}-hub"
+    hub.check_repo_id(args.repo, folder)
     records = hub.load_records(args.results, args.model_name) if args.results else []
     given = bench_params(args)  # the parameters the results were scored with, when the records do not say
     if given and not records:
         raise ValueError(f"benchmark options {sorted(given)} describe the scores of --results; give --results too")
     records = [{**r, "bench_params": given} for r in records] if given else records
-    folder = hub.prepare(args.model, args.repo, args.folder or f"{args.model.rstrip('/')}-hub", records, args.license)
+    folder = hub.prepare(args.model, args.repo, folder, records, args.license)
     print(
         f"prepared {folder} ({len(records)} scored test sets in its card)"
         if records
@@ -607,10 +608,12 @@ def parser_correct(sub) -> None:
 def parser_push(sub) -> None:
     push = _command(sub, cmd_push, bench=True)
     push.add_argument("model", help="a saved model folder")
-    push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
+    push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate (the card's name; --token uploads there)")
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
     push.add_argument("--model-name", help="with a run's results.json: which model's records")
-    push.add_argument("--folder", help="where to prepare the folder (default: MODEL-hub)")
+    push.add_argument(
+        "--folder", help="the local folder to write the Hub-ready model to (default: MODEL-hub); --token uploads it"
+    )
     push.add_argument(
         "--license", default="apache-2.0", help="the card's licence, a Hub licence id (default: apache-2.0)"
     )

@@ -102,10 +102,20 @@ LOCAL_KEYS = ("is_local", "local_files_only", "_name_or_path", "name_or_path", "
 REMOTE_TOKENIZER = Path(__file__).resolve().parent / "modeling" / "tokenization_csc.py"
 
 
-def check_repo_id(repo_id: str) -> str:
-    """``repo_id`` if it is a Hub repository id ``OWNER/NAME``, else a ValueError saying so."""
+def check_repo_id(repo_id: str, folder: str | Path | None = None) -> str:
+    """``repo_id`` if it is a Hub repository id ``OWNER/NAME``, else a ValueError saying so, and (a path given where
+    the id goes) that ``--folder`` chooses the local folder, written to ``folder`` by default, nothing uploaded
+    without a token."""
     if not HUB_ID.fullmatch(repo_id) or "/" not in repo_id:
-        raise ValueError(f"repo {repo_id!r}: give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate")
+        path = is_local(repo_id) and not HUB_ID.fullmatch(repo_id)
+        raise ValueError(
+            f"repo {repo_id!r}"
+            + (" is a path, not a Hub repository id" if path else "")
+            + ": give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate (the card names the model so, and "
+            "--token uploads there); the Hub-ready folder is written locally"
+            + (f" to {folder}" if folder else "")
+            + " (--folder DIR chooses another), and nothing is uploaded without --token"
+        )
     return repo_id
 
 

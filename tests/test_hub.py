@@ -250,3 +250,16 @@ def test_benchmark_parameters_of_the_scores(trained, tmp_path, capsys):
     capsys.readouterr()
     assert main(["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub2"), "--seed", "3"]) == 2
     assert "give --results too" in capsys.readouterr().err
+
+
+def test_a_path_given_as_the_repo_id_says_where_the_folder_goes(trained, tmp_path, capsys):
+    """`push MODEL /path`: the error says that the second argument is the Hub id, that --folder chooses the local
+    folder, where it goes by default, and that nothing is uploaded without --token; nothing is written."""
+    assert main(["push", str(trained), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"repo '{tmp_path / 'out'}' is a path, not a Hub repository id" in err
+    assert f"written locally to {trained}-hub (--folder DIR chooses another)" in err
+    assert "nothing is uploaded without --token" in err
+    assert not (tmp_path / "out").exists() and not Path(f"{trained}-hub").exists()
+    assert main(["push", str(trained), "user/x/y", "--folder", str(tmp_path / "h")]) == 2
+    assert f"written locally to {tmp_path / 'h'} (--folder" in capsys.readouterr().err
