@@ -339,10 +339,10 @@ def prepare(
                 json.dumps(scrub(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
             )
         else:
-            shutil.copy2(path, target / path.name)
+            shutil.copyfile(path, target / path.name)  # a new file: the umask's mode
     tokenizer_config = read_json_object(target / "tokenizer_config.json")
     if tokenizer_config.get("tokenizer_class") == "CSCTokenizer":
-        shutil.copy2(REMOTE_TOKENIZER, target / REMOTE_TOKENIZER.name)
+        shutil.copyfile(REMOTE_TOKENIZER, target / REMOTE_TOKENIZER.name)
         tokenizer_config["auto_map"] = {"AutoTokenizer": [None, f"{REMOTE_TOKENIZER.stem}.CSCTokenizer"]}
         (target / "tokenizer_config.json").write_text(
             json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
