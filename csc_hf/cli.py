@@ -28,6 +28,7 @@ from .fields import field_types, from_text
 from .files import check_output, write_atomic
 from .logging import ENV as VERBOSITY_ENV
 from .logging import env_verbosity, verbosity
+from .markdown import score_text
 from .model_folder import DECODING_KEYS, check_decoding, check_decoding_grid, check_model_folder, is_local
 from .precision import PRECISIONS
 from .run_layout import REPORT_FILE, RESULTS_CSV, RUNS_DIR
@@ -266,7 +267,10 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         precision=args.precision,
     )
     records = evaluate_model(args.model, args.configs, options)
-    rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in HEADLINE} for r in records}
+    rows = {
+        f"{r['config']}/{r['split']}": {k: score_text(r["scores"][k], lambda v: f"{v:.4f}") for k in HEADLINE}
+        for r in records
+    }
     decoding = ", ".join(f"{name} {records[0][name]:g}" for name in DECODING_KEYS) if records else "-"
     _print_table(f"{args.model} ({decoding}{'; tuned and saved with the model' if tuned else ''})", rows)
     if args.output:

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from .files import read_text
-from .markdown import table
+from .markdown import score_text, table
 from .model_folder import (
     DECODING_DEFAULTS,
     DECODING_KEYS,
@@ -22,7 +22,7 @@ from .model_folder import (
     training_record,
 )
 from .run_layout import DONE, RECORDS, TRAINER_STATE
-from .scoring import HEADLINE, score_name
+from .scoring import HEADLINE, UNDEFINABLE, score_name
 
 LICENSES = (  # the licence ids the Hub's model card metadata accepts (huggingface.co/docs/hub/repositories-licenses)
     "apache-2.0",
@@ -209,6 +209,7 @@ def card_metadata(
                 "args": {"convention": convention, **{k: r[k] for k in DECODING_KEYS if k in r}},
             }
             for key in HEADLINE
+            if r["scores"][key] is not None  # undefined on this set (no error-free sentence): no value to state
         ]
         results.append({"task": dict(TASK), "dataset": dataset, "metrics": metrics})
     if results:
@@ -256,7 +257,9 @@ def model_card(
             cells = []
             for key in HEADLINE:
                 low, high = s.get(f"{key}_ci_low"), s.get(f"{key}_ci_high")
-                cells.append(f"{s[key]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else ""))
+                cells.append(
+                    score_text(s[key], "{:.3f}".format) + (f" [{low:.3f}, {high:.3f}]" if low is not None else "")
+                )
             decoding = ", ".join(f"{k} {r[k]:g}" for k in DECODING_KEYS if k in r) or "-"
             rows.append([f"{r['config']}/{r['split']}", decoding, *cells])
         scores = table(["test set", "decoding", *HEADLINE], rows)
@@ -398,6 +401,9 @@ def _record_problem(record: object) -> str | None:
     if not isinstance(scores, dict):
         return f"has scores of type {type(scores).__name__}, not a mapping"
     bad = [
-        key for key in HEADLINE if not isinstance(scores.get(key), (int, float)) or isinstance(scores.get(key), bool)
+        key
+        for key in HEADLINE
+        if not isinstance(value := scores.get(key, False), (int, float)) or isinstance(value, bool)
+        if not (value is None and key in UNDEFINABLE)  # undefined on its set: None
     ]
     return f"has no numeric scores {bad}" if bad else None
