@@ -29,7 +29,14 @@ from .files import check_output, write_atomic
 from .logging import ENV as VERBOSITY_ENV
 from .logging import env_verbosity, verbosity
 from .markdown import score_text
-from .model_folder import DECODING_KEYS, check_decoding, check_decoding_grid, check_model_folder, is_local
+from .model_folder import (
+    DECODING_KEYS,
+    check_decoding,
+    check_decoding_grid,
+    check_model_folder,
+    is_local,
+    training_record,
+)
 from .precision import PRECISIONS
 from .run_layout import REPORT_FILE, RESULTS_CSV, RUNS_DIR
 from .scoring import HEADLINE
@@ -343,7 +350,12 @@ def cmd_push(args: argparse.Namespace) -> None:
     hub.check_license(args.license)
     folder = args.folder or f"{args.model.rstrip('/')}-hub"
     hub.check_repo_id(args.repo, folder)
-    records = hub.load_records(args.results, args.model_name) if args.results else []
+    chosen = {"--model-name": args.model_name, "--model-seed": args.model_seed}
+    if not args.results and (named := [option for option, value in chosen.items() if value is not None]):
+        raise ValueError(f"{' and '.join(named)} choose records of --results; give --results too")
+    records = hub.load_records(args.results) if args.results else []
+    if records:  # a run's results hold every model's: this model's own
+        records = hub.model_records(records, training_record(args.model), *chosen.values(), args.results)
     given = bench_params(args)  # the parameters the results were scored with, when the records do not say
     if given and not records:
         raise ValueError(f"benchmark options {sorted(given)} describe the scores of --results; give --results too")
@@ -614,7 +626,17 @@ def parser_push(sub) -> None:
     push.add_argument("model", help="a saved model folder")
     push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate (the card's name; --token uploads there)")
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
-    push.add_argument("--model-name", help="with a run's results.json: which model's records")
+    push.add_argument(
+        "--model-name",
+        metavar="VARIANT",
+        help="with a run's results.json: the model's variant (default: the one the model folder records)",
+    )
+    push.add_argument(
+        "--model-seed",
+        type=int,
+        metavar="SEED",
+        help="with a run's results.json: the model's training seed (default: the one the model folder records)",
+    )
     push.add_argument(
         "--folder", help="the local folder to write the Hub-ready model to (default: MODEL-hub); --token uploads it"
     )

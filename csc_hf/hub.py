@@ -365,10 +365,10 @@ def push(folder: str | Path, repo_id: str, token: str) -> str:
     return str(api.upload_folder(folder_path=str(folder), repo_id=repo_id))
 
 
-def load_records(path: str | Path, model: str | None = None) -> list[dict]:
-    """Result records from an evaluation json (a list) or a run's results.json (filtered by ``model``; each record
-    gets the run's ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the
-    file and what is wrong."""
+def load_records(path: str | Path) -> list[dict]:
+    """Result records from an evaluation json (a list) or a run's results.json (each record gets the run's
+    ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the file and what is
+    wrong."""
     try:
         data = json.loads(read_text(path, "results file"))
     except json.JSONDecodeError as err:
@@ -387,7 +387,60 @@ def load_records(path: str | Path, model: str | None = None) -> list[dict]:
     bench_params = params.get("bench_params") if isinstance(params, dict) else None
     if isinstance(bench_params, dict):
         records = [{"bench_params": bench_params, **r} for r in records]
-    return [r for r in records if model is None or r.get("model") == model]
+    return records
+
+
+MODEL_KEYS = ("model", "seed", "augmentation")
+"""What tells the models of a run's records apart: the variant, the seed and the augmentation it trained with."""
+
+
+def model_label(key: tuple) -> str:
+    """A model of a run's records in words: ``bert (seed 0)``, ``bert (seed 1, augmentation sighan13)``."""
+    model, seed, augmentation = key
+    details = [f"seed {seed}"] if seed is not None else []
+    details += [f"augmentation {augmentation}"] if augmentation is not None else []
+    return f"{model}" + (f" ({', '.join(details)})" if details else "")
+
+
+def model_records(
+    records: list[dict],
+    training: dict,
+    model_name: str | None = None,
+    model_seed: int | None = None,
+    where: str = "the results file",
+) -> list[dict]:
+    """The records of one model among ``records`` (a run's results hold every model's): those whose variant, seed
+    and augmentation (:data:`MODEL_KEYS`, where the records carry them) are the model's, as ``model_name`` /
+    ``model_seed`` or else its ``training`` record (variant, seed, ``bench_params``' augmentation) say. Records of
+    one model (an evaluation json) are all its own. A choice that leaves no model, or several, is a ValueError that
+    lists the models ``where`` holds; so is a ``model_name`` that is not the trained variant."""
+    variant = training.get("variant")
+    if model_name is not None and isinstance(variant, str) and model_name != variant:
+        raise ValueError(f"--model-name {model_name}: the model folder holds a {variant} model")
+    bench = training.get("bench_params") if isinstance(training.get("bench_params"), dict) else {}
+    wanted = {
+        "model": model_name if model_name is not None else variant,
+        "seed": model_seed if model_seed is not None else training.get("seed"),
+    }
+    carried = {key for r in records for key in MODEL_KEYS if key in r}
+    chosen = [
+        r
+        for r in records
+        if all(r.get(key) == value for key, value in wanted.items() if key in carried and value is not None)
+        and ("augmentation" not in carried or not training or r.get("augmentation") == bench.get("augmentation"))
+    ]
+    found = {tuple(r.get(key) for key in MODEL_KEYS) for r in chosen}
+    if len(found) == 1:
+        return chosen
+    models = ", ".join(model_label(key) for key in dict.fromkeys(tuple(r.get(k) for k in MODEL_KEYS) for r in records))
+    if not found:
+        said = ", ".join(f"{key} {value}" for key, value in wanted.items() if value is not None) or "its choice"
+        raise ValueError(f"{where} holds no records of this model ({said}); it holds {models}")
+    fitting = ", ".join(model_label(key) for key in sorted(found, key=str))
+    raise ValueError(
+        f"{where} holds the records of {len(found)} models ({fitting}) and the model folder does not say which it "
+        "is: give --model-name VARIANT and --model-seed SEED"
+    )
 
 
 def _record_problem(record: object) -> str | None:

@@ -78,6 +78,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         record = {
             "task": model_args.task,
             "variant": model_args.variant,
+            "seed": training_args.seed,
             "init_from": model_args.init_from,
             "precision": precision,
             "use_benchmark": data_args.use_benchmark,
