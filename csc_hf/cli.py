@@ -23,7 +23,7 @@ from . import resources
 from .benchmark.configs import CONFIGS, CONFUSION_SUBSETS, TEST_CONFIGS, check_configs, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
-from .data import DATA_KINDS
+from .data import DATA_KINDS, is_data_spec
 from .fields import field_types, from_text
 from .files import check_output, write_atomic
 from .logging import ENV as VERBOSITY_ENV
@@ -44,23 +44,36 @@ from .stats import RESAMPLES, check_resamples
 from .system_scores import PREDICTION_FORMATS
 
 
+class _BenchOption(argparse.Action):
+    """Store a benchmark parameter and note that the command line gave it (:func:`given_bench_params`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.bench_given = [*getattr(namespace, "bench_given", []), self.dest]
+
+
 def add_bench_params(parser: argparse.ArgumentParser) -> None:
     """One option per field of BenchParams (configs are data: a new field is a new option)."""
     group = parser.add_argument_group("benchmark parameters (see csc_hf.benchmark.BenchParams)")
     hints = field_types(BenchParams)
     for f in fields(BenchParams):
         hint, option = hints[f.name], "--" + f.name.replace("_", "-")
+        common = {"type": from_text(hint), "default": f.default, "action": _BenchOption}
         if typing.get_origin(hint) is tuple:
-            group.add_argument(option, type=from_text(hint), nargs="+", default=f.default, help=f.metadata["help"])
+            group.add_argument(option, nargs="+", help=f.metadata["help"], **common)
             continue
-        group.add_argument(
-            option, type=from_text(hint), default=f.default, help=f"{f.metadata['help']} (default: {f.default})"
-        )
+        group.add_argument(option, help=f"{f.metadata['help']} (default: {f.default})", **common)
 
 
 def bench_params(args: argparse.Namespace) -> dict:
     """The benchmark parameters given on the command line that differ from the defaults."""
     return BenchParams.changed(vars(args))
+
+
+def given_bench_params(args: argparse.Namespace) -> dict:
+    """The benchmark parameters given on the command line, default values too (lists as tuples)."""
+    given = dict.fromkeys(getattr(args, "bench_given", []))
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in ((k, getattr(args, k)) for k in given)}
 
 
 DEBUG_ENV = "CSC_HF_DEBUG"  # set to 1: a failing command prints its traceback (as --debug does)
@@ -250,36 +263,57 @@ def _option(name: str) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    """score a saved model on test configs
+    """score a saved model on test configs or test files
 
-    Correct every split of the given configs and score them with bootstrap intervals. The model is any checkpoint folder
-    or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any seq2seq model
-    (generated, then aligned to the source)."""
+    Correct every split of the given test configs (built with the benchmark parameters the model was trained with:
+    those of its training record, each option given here winning) or data files and score them with bootstrap
+    intervals; a test sentence the model trained on is an error unless --allow-train-overlap. Several --keep-bias /
+    --similarity-prior values are tuned on the validation split, or on --validation. The model is any checkpoint
+    folder or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any seq2seq
+    model (generated, then aligned to the source)."""
     check_resamples(args.bootstrap, "--bootstrap")
     for name in ("keep_bias", "similarity_prior"):
         check_decoding_grid(name, getattr(args, name) or (), _option(name))
-    check_configs(args.configs, "test config", TEST_CONFIGS, where="--configs")
+    data = [name for name in args.configs if is_data_spec(name)]
+    try:
+        check_configs([n for n in args.configs if n not in data], "test config", TEST_CONFIGS, where="--configs")
+    except ValueError as err:
+        raise ValueError(f"{err}; or a test data file or folder that exists") from None
+    tuned = any(grid is not None and len(set(grid)) > 1 for grid in (args.keep_bias, args.similarity_prior))
+    if args.validation is not None and not tuned:
+        raise ValueError("--validation tunes the decoding: give several --keep-bias or --similarity-prior values")
     check_output(args.output)
     _check_model(args.model)
-    from .evaluation import EvaluationOptions, evaluate_model
+    from .evaluation import EvaluationOptions, evaluate_model, scoring_params
 
-    tuned = any(grid is not None and len(set(grid)) > 1 for grid in (args.keep_bias, args.similarity_prior))
+    params, source = scoring_params(args.model, given_bench_params(args))
     options = EvaluationOptions(
-        bench_params=bench_params(args),
+        bench_params=params,
         bootstrap=args.bootstrap,
         keep_bias_grid=args.keep_bias,
         similarity_prior_grid=args.similarity_prior,
         save_decoding=tuned,
         trust_remote_code=args.trust_remote_code,
         precision=args.precision,
+        validation=args.validation,
+        allow_train_overlap=args.allow_train_overlap,
     )
     records = evaluate_model(args.model, args.configs, options)
+    for r in records:
+        if "bench_params" in r:
+            r["bench_params_from"] = source
     rows = {
-        f"{r['config']}/{r['split']}": {k: score_text(r["scores"][k], lambda v: f"{v:.4f}") for k in HEADLINE}
+        (r["config"] if "data" in r else f"{r['config']}/{r['split']}"): {
+            k: score_text(r["scores"][k], lambda v: f"{v:.4f}") for k in HEADLINE
+        }
         for r in records
     }
     decoding = ", ".join(f"{name} {records[0][name]:g}" for name in DECODING_KEYS) if records else "-"
     _print_table(f"{args.model} ({decoding}{'; tuned and saved with the model' if tuned else ''})", rows)
+    if len(data) < len(args.configs):
+        print(
+            f"\ncsc_bench parameters: {json.dumps(params, ensure_ascii=False) if params else 'the defaults'} ({source})"
+        )
     if args.output:
         write_atomic(args.output, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.output}")
@@ -343,8 +377,9 @@ def cmd_push(args: argparse.Namespace) -> None:
     Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the remote code of the
     model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with trust_remote_code=True, no csc_hf needed),
     without machine-local fields, and a card whose YAML holds the licence, base model, datasets and a model-index of the
-    scores; upload only when --token is given. The benchmark options state the parameters the --results were scored with
-    (default: those a run's results.json records, else the model's training parameters)."""
+    scores; upload only when --token is given. With a run's results.json, the card takes the model's own records (its
+    variant and seed, as its folder records them). The benchmark options state the parameters the --results were scored
+    with where the records do not (a run's results.json and csc-bench evaluate's output state them)."""
     from . import hub
 
     hub.check_license(args.license)
@@ -359,7 +394,14 @@ def cmd_push(args: argparse.Namespace) -> None:
     given = bench_params(args)  # the parameters the results were scored with, when the records do not say
     if given and not records:
         raise ValueError(f"benchmark options {sorted(given)} describe the scores of --results; give --results too")
-    records = [{**r, "bench_params": given} for r in records] if given else records
+    if given:
+        for r in records:
+            if isinstance(r.get("bench_params"), dict) and BenchParams.changed(r["bench_params"]) != given:
+                raise ValueError(
+                    f"--results {args.results} says its {r['config']}/{r['split']} was scored with the benchmark "
+                    f"parameters {r['bench_params']}, the options say {given}: drop the options"
+                )
+        records = [r if "data" in r else {**r, "bench_params": given} for r in records]
     folder = hub.prepare(args.model, args.repo, folder, records, args.license)
     print(
         f"prepared {folder} ({len(records)} scored test sets in its card)"
@@ -520,7 +562,25 @@ def parser_train(sub) -> None:
 def parser_evaluate(sub) -> None:
     evaluate = _command(sub, cmd_evaluate, bench=True)
     evaluate.add_argument("model", help="a model folder or Hub id")
-    evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
+    evaluate.add_argument(
+        "--configs",
+        nargs="+",
+        default=["test"],
+        metavar="TEST",
+        help=f"test configs (default: test: {', '.join(TEST_CONFIGS)}) or test data: {DATA_KINDS}",
+    )
+    evaluate.add_argument(
+        "--validation",
+        metavar="DATA",
+        help="tune the --keep-bias / --similarity-prior grid on this data (its validation splits, else all of it: "
+        "a TSV, a jsonl, an exported folder, ...) instead of the benchmark's validation split",
+    )
+    evaluate.add_argument(
+        "--allow-train-overlap",
+        action="store_true",
+        help="score test sets that share sentences with the model's training sentences (each record counts them); "
+        "without it they are an error",
+    )
     evaluate.add_argument(
         "--bootstrap", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES}; 0: none)"
     )

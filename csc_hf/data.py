@@ -34,6 +34,13 @@ DATA_KINDS = (
 """What a data spec may be besides a csc_bench config, in words (for help texts)."""
 
 
+def is_data_spec(spec: str) -> bool:
+    """Whether ``spec`` names data other than a csc_bench config: an existing file or folder, ``FOLDER:CONFIG`` of an
+    existing folder, or ``datasets:PATH``."""
+    folder = spec.rpartition(":")[0]
+    return Path(spec).exists() or spec.startswith("datasets:") or bool(folder) and Path(folder).is_dir()
+
+
 @dataclass(frozen=True)
 class DataSplit:
     """One split of CSC data: its table name, its sentence pairs (checked), its rows when the data is a `datasets`

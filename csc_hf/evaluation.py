@@ -1,8 +1,10 @@
 """Evaluation of saved models, shared by ``csc-bench evaluate`` and ``csc-bench run``: correct every split of the test
-configs with a model (``keep_bias`` and ``similarity_prior`` tuned on the validation split, or the decoding saved
-with the model) and score it (:func:`evaluate_model`, with :class:`EvaluationOptions`), saving each split's
-predictions as edits (:func:`csc_hf.files.write_predictions`); and compare two models' saved predictions on the same
-sentences (:func:`paired_comparisons`).
+configs (or of any CSC data) with a model (``keep_bias`` and ``similarity_prior`` tuned on the validation split or a
+validation file, or the decoding saved with the model) and score it (:func:`evaluate_model`, with
+:class:`EvaluationOptions`), saving each split's predictions as edits (:func:`csc_hf.files.write_predictions`);
+refuse to score a model on its own training sentences (:func:`trained_sentences`, from the model folder's training
+record; :func:`scoring_params` builds the test sets as the model was trained); and compare two models' saved
+predictions on the same sentences (:func:`paired_comparisons`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from .benchmark.builder import load_dataset
-from .benchmark.configs import splits_of
+from .benchmark.configs import CONFIGS, split_name, splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
+from .data import is_data_spec, read_data, training_sentences, validation_sentences
 from .dataset_stats import error_pairs
-from .files import read_predictions, write_atomic, write_predictions
+from .files import Sentences, read_predictions, write_atomic, write_predictions
 from .logging import get_logger
-from .model_folder import DECODING_KEYS, is_local, save_decoding
+from .model_folder import DECODING_KEYS, is_local, save_decoding, training_record
 from .run_layout import PREDICTIONS, paired_file, predictions_file, predictions_split
 from .scoring import REPORTED, compare, score
 from .stats import RESAMPLES
@@ -41,14 +44,142 @@ def _metadata(dataset) -> list[dict]:
     ]
 
 
+@dataclass(frozen=True)
+class TestSplit:
+    """One split a model is scored on: a split of a csc_bench test config, or (``data``: its spec) of any CSC data
+    that :func:`csc_hf.data.read_data` reads (``config`` is then its table name). ``seen_context``: its sentences are
+    training sentences by design (``scontext``)."""
+
+    config: str
+    split: str
+    sources: list[str]
+    targets: list[str]
+    metadata: list[dict] | None
+    error_prob: float | None
+    data: str | None = None
+    seen_context: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.config if self.data else f"{self.config}/{self.split}"
+
+
+def test_splits(tests: Iterable[str], bench_params: dict) -> list[TestSplit]:
+    """Every split of ``tests``: csc_bench configs built with ``bench_params`` (``sighan15`` without its file is
+    skipped with a warning), or data specs (a TSV, a jsonl, an exported folder, ``FOLDER:CONFIG``, ...)."""
+    params, found = BenchParams(**bench_params), []
+    for name in tests:
+        if is_data_spec(name) or name not in CONFIGS:
+            for part in read_data(name, bench_params).values():
+                typed = part.rows is not None and "errors" in part.rows.column_names
+                metadata = _metadata(part.rows) if typed else None
+                found.append(TestSplit(part.name, "test", part.sources, part.targets, metadata, None, name))
+            continue
+        for spec in splits_of(name, params.probs):
+            try:
+                data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
+            except FileNotFoundError as err:  # sighan15 without its file
+                logger.warning("skipping %s: %s", name, err)
+                continue
+            found.append(
+                TestSplit(
+                    name,
+                    spec.split,
+                    data["source"],
+                    data["target"],
+                    _metadata(data),
+                    params.error_prob_of(spec),
+                    seen_context=spec.pool == "scontext",
+                )
+            )
+    return found
+
+
+# ---- what the model trained on -------------------------------------------------------------------------------------
+
+
+def scoring_params(model_dir: str | Path, given: dict) -> tuple[dict, str]:
+    """The benchmark parameters to build a model's test sets with, and where they come from in words: those it
+    trained with (its training record's ``bench_params``, less ``augmentation``, which changes only the train split),
+    the ``given`` ones (the command line's) winning; the defaults where it records no benchmark training."""
+    record = training_record(model_dir)
+    trained = record.get("bench_params") if record.get("use_benchmark", True) else None
+    if not isinstance(trained, dict):
+        trained = None
+    params = {k: v for k, v in (trained or {}).items() if k != "augmentation"}
+    trained_value = BenchParams(**params)  # a parameter it does not record is the default
+
+    def as_given(value):
+        return tuple(value) if isinstance(value, list) else value
+
+    changed = sorted(k for k, v in given.items() if as_given(getattr(trained_value, k)) != as_given(v))
+    source = "the model's training record" if trained is not None else "the defaults (the model records no benchmark)"
+    if changed:
+        source += f", {', '.join(changed)} from the command line"
+    return BenchParams.changed({**params, **given}), source
+
+
+def trained_sentences(model_dir: str | Path, fallback: dict | None = None, max_samples: int | None = None) -> Sentences:
+    """The sentence pairs a model trained on, in its training's order, as its training record states them: the
+    ``train_files`` (their train splits), then the benchmark's train split of its ``bench_params`` (with
+    ``use_benchmark``; an augmentation's sentences too), cut to its ``max_train_samples``. A model without a record:
+    the benchmark's train split of ``fallback`` (default parameters when None), cut to ``max_samples``. Files that
+    cannot be read (a Hub model's, named without their folder) and pretraining text (``pretrain_corpus``, which
+    leaves out the held-out pools of its own parameters) are logged as not included."""
+    record = training_record(model_dir)
+    if not record:
+        return benchmark_train(fallback or {}, max_samples)
+    sources, targets = [], []
+    for spec in record.get("train_files") or []:
+        try:
+            part = training_sentences(read_data(str(spec), equal_lengths=False))
+        except (OSError, ValueError) as err:
+            logger.warning("%s: its train_files %s cannot be read (%s): not checked", model_dir, spec, err)
+            continue
+        sources += part[0]
+        targets += part[1]
+    if record.get("use_benchmark", True) and isinstance(record.get("bench_params", {}), dict):
+        if record.get("pretrain_corpus"):
+            logger.info("%s: its pretraining text (%s) is not checked", model_dir, record["pretrain_corpus"])
+        else:
+            train = benchmark_train(record.get("bench_params", {}))
+            sources += train[0]
+            targets += train[1]
+    limit = record.get("max_train_samples")
+    if isinstance(limit, int) and limit > 0:
+        sources, targets = sources[:limit], targets[:limit]
+    return sources, targets
+
+
+def train_overlap(model_dir: str | Path, splits: Iterable[TestSplit], trained: Iterable[str]) -> dict[str, tuple]:
+    """``{split name: (its sentences that are training sentences, its sentences)}`` of every split whose targets
+    include a target of ``trained`` (the model's own training sentences) or of the training of the local ``init_from``
+    it started from (followed as far as records go), less those built from training sentences by design
+    (``scontext``)."""
+    known, start = set(trained), training_record(model_dir).get("init_from")
+    while isinstance(start, str) and is_local(start) and training_record(start):
+        known.update(trained_sentences(start)[1])
+        start = training_record(start).get("init_from")
+    found = {}
+    for split in splits:
+        if not split.seen_context and (n := sum(target in known for target in split.targets)):
+            found[split.name] = (n, len(split.targets))
+    return found
+
+
+def benchmark_train(bench_params: dict, max_samples: int | None = None, cache_dir: str | None = None) -> Sentences:
+    """The benchmark's training sentences with ``bench_params`` (its first ``max_samples``)."""
+    train = load_dataset("csc_bench", "train", split="train", cache_dir=cache_dir, **bench_params)
+    if max_samples:
+        train = train.select(range(min(max_samples, len(train))))
+    return list(train["source"]), list(train["target"])
+
+
 def training_pairs(
     bench_params: dict, max_train_samples: int | None, cache_dir: str | None = None
 ) -> set[tuple[str, str]]:
     """The (right, wrong) pairs that occur in the training sentences a model saw."""
-    train = load_dataset("csc_bench", "train", split="train", cache_dir=cache_dir, **bench_params)
-    if max_train_samples:
-        train = train.select(range(min(max_train_samples, len(train))))
-    return set(error_pairs(train["source"], train["target"]))
+    return set(error_pairs(*benchmark_train(bench_params, max_train_samples, cache_dir)))
 
 
 def decoding_cell(keep_bias: float, similarity_prior: float) -> str:
@@ -81,14 +212,19 @@ def tune_decoding(
 class EvaluationOptions:
     """How :func:`evaluate_model` corrects and scores.
 
-    ``keep_bias`` and ``similarity_prior`` are chosen together on the validation split (best character-level
-    correction F1, its first ``max_validation`` sentences) among ``keep_bias_grid`` × ``similarity_prior_grid``
-    (:func:`tune_decoding`); a setting without a grid is the decoding saved with the model (0 without one). With
-    ``save_decoding`` the decoding used is saved in the model folder with how it was chosen, so that every way of
-    loading the model decodes as it was scored. With ``predictions_dir`` each split's predictions are saved there as
-    edits. Seen and unseen pairs are those of the first ``max_train_samples`` training sentences of
-    ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``). ``batch_size``, ``precision`` and
-    ``trust_remote_code`` are the Corrector's (``precision="auto"``: bf16 autocast where the CPU computes bf16)."""
+    The csc_bench test configs are built with ``bench_params`` (:func:`scoring_params`: as the model was trained).
+    ``keep_bias`` and ``similarity_prior`` are chosen together (best character-level correction F1) among
+    ``keep_bias_grid`` × ``similarity_prior_grid`` (:func:`tune_decoding`) on the validation split of
+    ``bench_params`` (its first ``max_validation`` sentences), or on ``validation``: any CSC data (its validation
+    splits, else all of it: a TSV, a jsonl, an exported folder); a setting without a grid is the decoding saved with
+    the model (0 without one). With ``save_decoding`` the decoding used is saved in the model folder with how it was
+    chosen, so that every way of loading the model decodes as it was scored. With ``predictions_dir`` each split's
+    predictions are saved there as edits. Seen and unseen pairs are those of the model's training sentences
+    (:func:`trained_sentences`; for a model that records no training, the first ``max_train_samples`` training
+    sentences of ``training_params``, default ``bench_params``). A test split that shares sentences with the model's
+    training sentences is an error before any correction, unless ``allow_train_overlap`` (then a warning, and each
+    record counts them). ``batch_size``, ``precision`` and ``trust_remote_code`` are the Corrector's
+    (``precision="auto"``: bf16 autocast where the CPU computes bf16)."""
 
     bench_params: dict = field(default_factory=dict)
     bootstrap: int = RESAMPLES
@@ -102,21 +238,29 @@ class EvaluationOptions:
     trust_remote_code: bool = False
     training_params: dict | None = None
     precision: str = "auto"
+    validation: str | None = None
+    allow_train_overlap: bool = False
 
 
 def evaluate_model(
     model_dir: str | Path, tests: Iterable[str], options: EvaluationOptions = EvaluationOptions()
 ) -> list[dict]:
-    """Correct every test split with the model in ``model_dir`` (a folder or a Hub id: any checkpoint
-    ``csc_hf.pipeline.Corrector`` loads) and score it as ``options`` say. Each split logs its size, score and time,
-    and a progress bar runs over the splits."""
+    """Correct every test split (:func:`test_splits`: csc_bench configs or data specs) with the model in
+    ``model_dir`` (a folder or a Hub id: any checkpoint ``csc_hf.pipeline.Corrector`` loads) and score it as
+    ``options`` say; each record says the benchmark parameters its split was built with. Every split is read, and
+    checked against the model's training sentences, before the model is loaded. Each split logs its size, score and
+    time, and a progress bar runs over the splits."""
     from .pipeline import Corrector  # torch: loaded only to correct (csc-bench score reads this module too)
 
     o = options
+    validation = _validation(o)
+    splits = test_splits(tests, o.bench_params)
+    trained = trained_sentences(model_dir, o.training_params or o.bench_params, o.max_train_samples)
+    overlap = _checked_overlap(model_dir, splits, trained[1], o.allow_train_overlap)
     corrector = Corrector.from_pretrained(
         str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision
     )
-    corrector, tuning = _tuned(corrector, o, model_dir)
+    corrector, tuning = _tuned(corrector, o, model_dir, validation)
     if o.save_decoding:
         if is_local(model_dir):
             saved = save_decoding(model_dir, {name: getattr(corrector, name) for name in DECODING_KEYS}, tuning)
@@ -125,45 +269,40 @@ def evaluate_model(
             logger.info("saved the decoding in %s", saved)
         else:
             logger.warning("%s is not a local folder: its decoding is not saved", model_dir)
-    bench_params = o.bench_params
-    pairs = training_pairs(o.training_params or bench_params, o.max_train_samples)
+    pairs = set(error_pairs(*trained))
     records = []
-    params = BenchParams(**bench_params)
-    splits = [(name, spec) for name in tests for spec in splits_of(name, params.probs)]
     progress = tqdm(splits, desc=f"evaluate {Path(str(model_dir)).name}", unit="split")
-    for name, spec in progress:
-        progress.set_postfix_str(f"{name}/{spec.split}")
+    for split in progress:
+        progress.set_postfix_str(split.name)
         started = time.monotonic()
-        try:
-            data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
-        except FileNotFoundError as err:  # sighan15 without its file
-            logger.warning("skipping %s: %s", name, err)
-            continue
-        predictions = corrector.correct(data["source"])
-        if o.predictions_dir is not None:
-            write_predictions(o.predictions_dir / predictions_file(name, spec.split), data["source"], predictions)
+        predictions = corrector.correct(split.sources)
+        if o.predictions_dir is not None and not split.data:
+            write_predictions(
+                o.predictions_dir / predictions_file(split.config, split.split), split.sources, predictions
+            )
         scores = score(
-            data["source"],
+            split.sources,
             predictions,
-            data["target"],
-            metadata=_metadata(data),
+            split.targets,
+            metadata=split.metadata,
             train_pairs=pairs,
             bootstrap=o.bootstrap,
         )
         records.append(
             {
-                "config": name,
-                "split": spec.split,
-                "error_prob": params.error_prob_of(spec),
+                "config": split.config,
+                "split": split.split,
+                **({"data": split.data} if split.data else {"bench_params": dict(o.bench_params)}),
+                "error_prob": split.error_prob,
                 **{name: getattr(corrector, name) for name in DECODING_KEYS},
+                **({"train_overlap": overlap[split.name][0]} if split.name in overlap else {}),
                 "scores": scores,
             }
         )
-        changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
+        changed = sum(source != prediction for source, prediction in zip(split.sources, predictions))
         logger.info(
-            "%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
-            name,
-            spec.split,
+            "%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
+            split.name,
             len(predictions),
             changed,
             scores["char_cor_f1"],
@@ -172,9 +311,43 @@ def evaluate_model(
     return records
 
 
-def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[object, dict | None]:
-    """The corrector with the decoding that the grids of ``o`` choose (:func:`tune_decoding`), and how it was chosen
-    (None without a grid)."""
+def _checked_overlap(
+    model_dir: str | Path, splits: Sequence[TestSplit], trained: Sequence[str], allow: bool
+) -> dict[str, tuple]:
+    """:func:`train_overlap`; any is an error naming each split and its count, or with ``allow`` a warning."""
+    overlap = train_overlap(model_dir, splits, trained)
+    if not overlap:
+        return overlap
+    counts = "; ".join(f"{name}: {n} of its {total} sentences" for name, (n, total) in overlap.items())
+    what = f"test sentences that {model_dir} trained on ({counts})"
+    if not allow:
+        raise ValueError(
+            f"{what}: its scores there would be on training sentences. Build the test sets with the benchmark "
+            "parameters it trained with (csc-bench evaluate's default: drop the benchmark options), or score them "
+            "anyway with --allow-train-overlap (allow_train_overlap=True)"
+        )
+    logger.warning("scoring on %s: THESE SCORES COUNT TRAINING SENTENCES (each record says how many)", what)
+    return overlap
+
+
+def _validation(o: EvaluationOptions) -> Sentences | None:
+    """The sentences the grids of ``o`` are tuned on (None without a grid of several cells): the benchmark's
+    validation split (its first ``max_validation`` sentences) or those of ``o.validation``."""
+    cells = len(set(o.keep_bias_grid or [0])) * len(set(o.similarity_prior_grid or [0]))
+    if o.validation is not None:
+        return validation_sentences(read_data(o.validation, o.bench_params))
+    if cells < 2:
+        return None
+    data = load_dataset("csc_bench", "train", split="validation", **o.bench_params)
+    data = data.select(range(min(o.max_validation, len(data)))) if o.max_validation else data
+    return list(data["source"]), list(data["target"])
+
+
+def _tuned(
+    corrector, o: EvaluationOptions, model_dir: str | Path, validation: Sentences | None
+) -> tuple[object, dict | None]:
+    """The corrector with the decoding that the grids of ``o`` choose on ``validation`` (:func:`tune_decoding`),
+    and how it was chosen (None without a grid)."""
     if o.keep_bias_grid is None and o.similarity_prior_grid is None:
         return corrector, None
     given = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
@@ -182,20 +355,21 @@ def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[obje
         name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
         for name, grid in given.items()
     }
-    validation = None
-    if len(grids["keep_bias"]) * len(grids["similarity_prior"]) > 1 and not corrector.seq2seq:
-        validation = load_dataset("csc_bench", "train", split="validation", **o.bench_params)
-        if o.max_validation:
-            validation = validation.select(range(min(o.max_validation, len(validation))))
-    chosen, validation_f1 = tune_decoding(corrector, validation, grids["keep_bias"], grids["similarity_prior"])
+    several = len(grids["keep_bias"]) * len(grids["similarity_prior"]) > 1 and not corrector.seq2seq
+    sources, targets = validation if several and validation else ([], [])
+    chosen, validation_f1 = tune_decoding(
+        corrector, {"source": sources, "target": targets}, grids["keep_bias"], grids["similarity_prior"]
+    )
     tuning = {"grid": grids}
-    if validation is not None:
-        tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1", scores=validation_f1)
+    if several:
+        split = o.validation or split_name("train", "validation")
+        tuning.update(split=split, sentences=len(sources), metric="char_cor_f1", scores=validation_f1)
         logger.info(
-            "%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: %s)",
+            "%s: keep_bias %g, similarity_prior %g (%s char_cor_f1 by keep_bias/similarity_prior: %s)",
             model_dir,
             chosen["keep_bias"],
             chosen["similarity_prior"],
+            split,
             validation_f1,
         )
     return corrector.with_options(**chosen), tuning  # checks the values

@@ -86,6 +86,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
             "pretrain_corpus": data_args.pretrain_corpus,
             "train_files": data_args.train_files,
             "validation_files": data_args.validation_files,
+            "max_train_samples": data_args.max_train_samples,
             "log_history": trainer.state.log_history,
         }
         (out / TRAINING_RECORD).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
