@@ -170,11 +170,20 @@ def cmd_build(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    """write configs in the Hub layout (parquet + README.md)
+    """write configs in the Hub layout (parquet + README.md), or check an export
 
-    Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads."""
-    from .benchmark.export import export
+    Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads (offline), with the
+    record of how they were made (csc_bench_params.json); --check DIR says whether an export still holds what this
+    csc_hf generates with its recorded parameters (its files unchanged, its inputs unchanged, the same rows)."""
+    from .benchmark.export import check_export, export
 
+    if args.check:
+        if args.configs or given_bench_params(args):
+            raise ValueError("--check verifies DIRECTORY as its record says: give no configs or benchmark options")
+        if problems := check_export(args.directory, cache_dir=args.cache_dir):
+            raise ValueError(f"{args.directory} differs from what this csc_hf generates: {'; '.join(problems)}")
+        print(f"{args.directory} holds what this csc_hf generates with its recorded parameters")
+        return
     configs = args.configs or BenchParams(**bench_params(args)).available_configs()
     path = export(args.directory, configs, overwrite=args.overwrite, cache_dir=args.cache_dir, **bench_params(args))
     print(f"exported {', '.join(configs)} to {path}; load with datasets.load_dataset({str(path)!r}, CONFIG)")
@@ -508,6 +517,12 @@ def parser_export(sub) -> None:
     export.add_argument("directory")
     export.add_argument("configs", nargs="*", help="configs to export (default: all those available, as build)")
     export.add_argument("--overwrite", action="store_true", help="replace DIRECTORY if it exists")
+    export.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing: check that the export in DIRECTORY holds what this csc_hf generates with the "
+        "parameters it records (exit status 2 and what differs if not)",
+    )
     _add_cache_dir(export)
 
 

@@ -22,10 +22,14 @@ import datasets
 
 from .benchmark import CONFIGS, BenchParams, load_dataset, plan_for
 from .benchmark.configs import CONFUSION_SUBSETS, split_name, splits_of
+from .benchmark.export import stale_export
 from .confusion import ConfusionSet
 from .corpus import is_saved_dataset, open_dataset, t2s_converter
 from .dataset_stats import analyze
 from .files import Sentences, check_sentences, read_sentence_file
+from .logging import get_logger
+
+logger = get_logger(__name__)
 
 DATA_KINDS = (
     "a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
@@ -90,6 +94,14 @@ def _candidates(
     else:
         raise FileNotFoundError(
             f"{spec}: not a file, a folder, FOLDER:CONFIG or a csc_bench config ({', '.join(CONFIGS)})"
+        )
+    for problem in stale_export(folder):
+        logger.warning(
+            "%s is a csc-bench export that may differ from what csc_hf generates now: %s "
+            "(csc-bench export %s --check compares it)",
+            folder,
+            problem,
+            folder,
         )
     candidates = {}
     for config in configs:
