@@ -45,7 +45,7 @@ def _metadata(dataset) -> list[dict]:
 
 
 @dataclass(frozen=True)
-class TestSplit:
+class ScoredSplit:
     """One split a model is scored on: a split of a csc_bench test config, or (``data``: its spec) of any CSC data
     that :func:`csc_hf.data.read_data` reads (``config`` is then its table name). ``seen_context``: its sentences are
     training sentences by design (``scontext``)."""
@@ -64,7 +64,7 @@ class TestSplit:
         return self.config if self.data else f"{self.config}/{self.split}"
 
 
-def test_splits(tests: Iterable[str], bench_params: dict) -> list[TestSplit]:
+def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]:
     """Every split of ``tests``: csc_bench configs built with ``bench_params`` (``sighan15`` without its file is
     skipped with a warning), or data specs (a TSV, a jsonl, an exported folder, ``FOLDER:CONFIG``, ...)."""
     params, found = BenchParams(**bench_params), []
@@ -73,7 +73,7 @@ def test_splits(tests: Iterable[str], bench_params: dict) -> list[TestSplit]:
             for part in read_data(name, bench_params).values():
                 typed = part.rows is not None and "errors" in part.rows.column_names
                 metadata = _metadata(part.rows) if typed else None
-                found.append(TestSplit(part.name, "test", part.sources, part.targets, metadata, None, name))
+                found.append(ScoredSplit(part.name, "test", part.sources, part.targets, metadata, None, name))
             continue
         for spec in splits_of(name, params.probs):
             try:
@@ -82,7 +82,7 @@ def test_splits(tests: Iterable[str], bench_params: dict) -> list[TestSplit]:
                 logger.warning("skipping %s: %s", name, err)
                 continue
             found.append(
-                TestSplit(
+                ScoredSplit(
                     name,
                     spec.split,
                     data["source"],
@@ -113,7 +113,13 @@ def scoring_params(model_dir: str | Path, given: dict) -> tuple[dict, str]:
         return tuple(value) if isinstance(value, list) else value
 
     changed = sorted(k for k, v in given.items() if as_given(getattr(trained_value, k)) != as_given(v))
-    source = "the model's training record" if trained is not None else "the defaults (the model records no benchmark)"
+    source = (
+        "the model's training record"
+        if trained is not None
+        else "the defaults (the model did not train on the benchmark)"
+        if record
+        else "the defaults (the model records no training)"
+    )
     if changed:
         source += f", {', '.join(changed)} from the command line"
     return BenchParams.changed({**params, **given}), source
@@ -151,14 +157,15 @@ def trained_sentences(model_dir: str | Path, fallback: dict | None = None, max_s
     return sources, targets
 
 
-def train_overlap(model_dir: str | Path, splits: Iterable[TestSplit], trained: Iterable[str]) -> dict[str, tuple]:
+def train_overlap(model_dir: str | Path, splits: Iterable[ScoredSplit], trained: Iterable[str]) -> dict[str, tuple]:
     """``{split name: (its sentences that are training sentences, its sentences)}`` of every split whose targets
     include a target of ``trained`` (the model's own training sentences) or of the training of the local ``init_from``
     it started from (followed as far as records go), less those built from training sentences by design
     (``scontext``)."""
-    known, start = set(trained), training_record(model_dir).get("init_from")
-    while isinstance(start, str) and is_local(start) and training_record(start):
+    known, start, seen = set(trained), training_record(model_dir).get("init_from"), {str(model_dir)}
+    while isinstance(start, str) and start not in seen and is_local(start) and training_record(start):
         known.update(trained_sentences(start)[1])
+        seen.add(start)
         start = training_record(start).get("init_from")
     found = {}
     for split in splits:
@@ -245,7 +252,7 @@ class EvaluationOptions:
 def evaluate_model(
     model_dir: str | Path, tests: Iterable[str], options: EvaluationOptions = EvaluationOptions()
 ) -> list[dict]:
-    """Correct every test split (:func:`test_splits`: csc_bench configs or data specs) with the model in
+    """Correct every test split (:func:`scored_splits`: csc_bench configs or data specs) with the model in
     ``model_dir`` (a folder or a Hub id: any checkpoint ``csc_hf.pipeline.Corrector`` loads) and score it as
     ``options`` say; each record says the benchmark parameters its split was built with. Every split is read, and
     checked against the model's training sentences, before the model is loaded. Each split logs its size, score and
@@ -254,7 +261,7 @@ def evaluate_model(
 
     o = options
     validation = _validation(o)
-    splits = test_splits(tests, o.bench_params)
+    splits = scored_splits(tests, o.bench_params)
     trained = trained_sentences(model_dir, o.training_params or o.bench_params, o.max_train_samples)
     overlap = _checked_overlap(model_dir, splits, trained[1], o.allow_train_overlap)
     corrector = Corrector.from_pretrained(
@@ -312,7 +319,7 @@ def evaluate_model(
 
 
 def _checked_overlap(
-    model_dir: str | Path, splits: Sequence[TestSplit], trained: Sequence[str], allow: bool
+    model_dir: str | Path, splits: Sequence[ScoredSplit], trained: Sequence[str], allow: bool
 ) -> dict[str, tuple]:
     """:func:`train_overlap`; any is an error naming each split and its count, or with ``allow`` a warning."""
     overlap = train_overlap(model_dir, splits, trained)
