@@ -1,7 +1,8 @@
 """Evaluation of saved models, shared by ``csc-bench evaluate`` and ``csc-bench run``: correct every split of the test
 configs (or of any CSC data) with a model (``keep_bias`` and ``similarity_prior`` tuned on the validation split or a
-validation file, or the decoding saved with the model) and score it (:func:`evaluate_model`, with
-:class:`EvaluationOptions`), saving each split's predictions as edits (:func:`csc_hf.files.write_predictions`);
+validation file, or the decoding saved with the model; an LLM with its prompt, decoding and length policy) and score
+it (:func:`evaluate_model`, with :class:`EvaluationOptions`), timing the correction of every split, saving each
+split's predictions as edits (:func:`csc_hf.files.write_predictions`; an LLM's as jsonl records with its raw output);
 refuse to score a model on its own training sentences (:func:`trained_sentences`, from the model folder's training
 record; :func:`scoring_params` builds the test sets as the model was trained); and compare two models' saved
 predictions on the same sentences (:func:`paired_comparisons`).
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -23,7 +25,8 @@ from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
 from .data import is_data_spec, read_data, training_sentences, validation_sentences
 from .dataset_stats import error_pairs
-from .files import Sentences, read_predictions, write_atomic, write_predictions
+from .files import Sentences, read_predictions, write_atomic, write_prediction_records, write_predictions
+from .llm.policy import apply_length_policy
 from .logging import get_logger
 from .model_folder import DECODING_KEYS, is_local, save_decoding, training_record
 from .run_layout import PREDICTIONS, paired_file, predictions_file, predictions_split
@@ -47,11 +50,13 @@ def _metadata(dataset) -> list[dict]:
 @dataclass(frozen=True)
 class ScoredSplit:
     """One split a model is scored on: a split of a csc_bench test config, or (``data``: its spec) of any CSC data
-    that :func:`csc_hf.data.read_data` reads (``config`` is then its table name). ``seen_context``: its sentences are
-    training sentences by design (``scontext``)."""
+    that :func:`csc_hf.data.read_data` reads (``config`` is then its table name); ``ids``: its rows' ids (their row
+    numbers where the data has none). ``seen_context``: its sentences are training sentences by design
+    (``scontext``)."""
 
     config: str
     split: str
+    ids: list
     sources: list[str]
     targets: list[str]
     metadata: list[dict] | None
@@ -71,9 +76,10 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
     for name in tests:
         if is_data_spec(name) or name not in CONFIGS:
             for part in read_data(name, bench_params).values():
-                typed = part.rows is not None and "errors" in part.rows.column_names
-                metadata = _metadata(part.rows) if typed else None
-                found.append(ScoredSplit(part.name, "test", part.sources, part.targets, metadata, None, name))
+                columns = part.rows.column_names if part.rows is not None else []
+                metadata = _metadata(part.rows) if "errors" in columns else None
+                ids = list(part.rows["id"]) if "id" in columns else list(range(len(part.sources)))
+                found.append(ScoredSplit(part.name, "test", ids, part.sources, part.targets, metadata, None, name))
             continue
         for spec in splits_of(name, params.probs):
             try:
@@ -85,6 +91,7 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
                 ScoredSplit(
                     name,
                     spec.split,
+                    data["id"],
                     data["source"],
                     data["target"],
                     _metadata(data),
@@ -231,7 +238,9 @@ class EvaluationOptions:
     sentences of ``training_params``, default ``bench_params``). A test split that shares sentences with the model's
     training sentences is an error before any correction, unless ``allow_train_overlap`` (then a warning, and each
     record counts them). ``batch_size``, ``precision`` and ``trust_remote_code`` are the Corrector's
-    (``precision="auto"``: bf16 autocast where the CPU computes bf16)."""
+    (``precision="auto"``: bf16 autocast where the CPU computes bf16). ``llm``: options of an LLM corrector
+    (``csc_hf.llm.corrector.LLM_OPTIONS``: ``template``, ``length_policy``, ``training_data``, ...); given or not, a
+    causal LM loads as one, takes no decoding grid and saves no decoding."""
 
     bench_params: dict = field(default_factory=dict)
     bootstrap: int = RESAMPLES
@@ -245,6 +254,7 @@ class EvaluationOptions:
     trust_remote_code: bool = False
     training_params: dict | None = None
     precision: str = "auto"
+    llm: Mapping[str, Any] = field(default_factory=dict)
     validation: str | None = None
     allow_train_overlap: bool = False
 
@@ -253,22 +263,34 @@ def evaluate_model(
     model_dir: str | Path, tests: Iterable[str], options: EvaluationOptions = EvaluationOptions()
 ) -> list[dict]:
     """Correct every test split (:func:`scored_splits`: csc_bench configs or data specs) with the model in
-    ``model_dir`` (a folder or a Hub id: any checkpoint ``csc_hf.pipeline.Corrector`` loads) and score it as
-    ``options`` say; each record says the benchmark parameters its split was built with. Every split is read, and
-    checked against the model's training sentences, before the model is loaded. Each split logs its size, score and
-    time, and a progress bar runs over the splits."""
-    from .pipeline import Corrector  # torch: loaded only to correct (csc-bench score reads this module too)
+    ``model_dir`` (a folder or a Hub id: any checkpoint ``csc_hf.pipeline.Corrector`` loads, an LLM too) and score it
+    as ``options`` say. Every split is read, and checked against the model's training sentences, before the model is
+    loaded. Each record holds the split's scores, the benchmark parameters it was built with (or the data it is), the
+    seconds its correction took and the sentences per second; an LLM's also its settings (prompt, decoding, length
+    policy), the answers whose length changed, the failures by kind and the contamination flags of the split's
+    sources. Each split logs its size, score and time, and a progress bar runs over the splits."""
+    from .pipeline import Corrector, loads_as_llm  # torch: loaded only to correct (csc-bench score reads this module)
 
     o = options
-    validation = _validation(o)
+    llm = loads_as_llm(model_dir, o.llm, o.trust_remote_code)
+    if llm and (o.keep_bias_grid is not None or o.similarity_prior_grid is not None):
+        raise ValueError(
+            f"{model_dir} is an LLM corrector: it has no keep_bias or similarity_prior to tune (no --keep-bias or "
+            "--similarity-prior grid)"
+        )
+    validation = None if llm else _validation(o)
     splits = scored_splits(tests, o.bench_params)
     trained = trained_sentences(model_dir, o.training_params or o.bench_params, o.max_train_samples)
     overlap = _checked_overlap(model_dir, splits, trained[1], o.allow_train_overlap)
     corrector = Corrector.from_pretrained(
-        str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision
+        str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision, **o.llm
     )
-    corrector, tuning = _tuned(corrector, o, model_dir, validation)
-    if o.save_decoding:
+    tuning = None
+    if not llm:
+        corrector, tuning = _tuned(corrector, o, model_dir, validation)
+    if o.save_decoding and llm:
+        logger.info("%s is an LLM corrector: no decoding is saved with it", model_dir)
+    elif o.save_decoding:
         if is_local(model_dir):
             saved = save_decoding(model_dir, {name: getattr(corrector, name) for name in DECODING_KEYS}, tuning)
             if corrector.similarity_prior:  # its characters too: they depend on pypinyin and the fonts found
@@ -277,16 +299,19 @@ def evaluate_model(
         else:
             logger.warning("%s is not a local folder: its decoding is not saved", model_dir)
     pairs = set(error_pairs(*trained))
+    corpus = BenchParams(**o.bench_params).corpus
     records = []
     progress = tqdm(splits, desc=f"evaluate {Path(str(model_dir)).name}", unit="split")
     for split in progress:
         progress.set_postfix_str(split.name)
-        started = time.monotonic()
-        predictions = corrector.correct(split.sources)
+        started = time.perf_counter()
+        run = corrector.run(split.sources) if llm else None
+        predictions = corrector.correct(split.sources) if run is None else run.answers
+        seconds = time.perf_counter() - started
         if o.predictions_dir is not None and not split.data:
-            write_predictions(
-                o.predictions_dir / predictions_file(split.config, split.split), split.sources, predictions
-            )
+            _save_predictions(o.predictions_dir, split, predictions, run)
+        if run is not None:  # the answers as written are saved; the policy is applied to score them
+            predictions = apply_length_policy(split.sources, predictions, corrector.length_policy)
         scores = score(
             split.sources,
             predictions,
@@ -295,27 +320,60 @@ def evaluate_model(
             train_pairs=pairs,
             bootstrap=o.bootstrap,
         )
+        record = {
+            "config": split.config,
+            "split": split.split,
+            **({"data": split.data} if split.data else {"bench_params": dict(o.bench_params)}),
+            "error_prob": split.error_prob,
+        }
+        if llm:
+            record["llm"] = _llm_record(corrector, run, split, corpus)
+        else:
+            record.update({key: getattr(corrector, key) for key in DECODING_KEYS})
+        if split.name in overlap:
+            record["train_overlap"] = overlap[split.name][0]
+        n = len(predictions)
         records.append(
-            {
-                "config": split.config,
-                "split": split.split,
-                **({"data": split.data} if split.data else {"bench_params": dict(o.bench_params)}),
-                "error_prob": split.error_prob,
-                **{name: getattr(corrector, name) for name in DECODING_KEYS},
-                **({"train_overlap": overlap[split.name][0]} if split.name in overlap else {}),
-                "scores": scores,
-            }
+            {**record, "scores": scores, "seconds": seconds, "sentences_per_s": n / seconds if seconds else None}
         )
         changed = sum(source != prediction for source, prediction in zip(split.sources, predictions))
         logger.info(
             "%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
             split.name,
-            len(predictions),
+            n,
             changed,
             scores["char_cor_f1"],
-            time.monotonic() - started,
+            seconds,
         )
     return records
+
+
+def _llm_record(corrector, run, split: ScoredSplit, corpus: str) -> dict[str, Any]:
+    """What an LLM's record holds besides its scores: the corrector's settings, the run's length changes, failures and
+    new tokens (its timing is the record's), and the contamination flags of the split's sources (a csc_bench config's;
+    none for other data)."""
+    from .llm.contamination import benchmark_sources, contamination_flags
+
+    summary = {k: v for k, v in run.summary().items() if k not in ("sentences", "seconds", "sentences_per_s")}
+    sources = {split.name: []} if split.data else benchmark_sources([split.config], corpus)
+    flags = contamination_flags(corrector.training_data, sources)
+    return {**summary, "settings": corrector.settings, "contamination": flags}
+
+
+def _save_predictions(folder: Path, split: ScoredSplit, predictions: list[str], run) -> None:
+    """A split's predictions in ``folder``: a tagging model's as edits (``CONFIG.SPLIT.txt``), an LLM's (``run``) as
+    jsonl records (``CONFIG.SPLIT.jsonl``) of ``id``, ``prediction`` (its answer before the length policy:
+    ``csc-bench score --length-policy P`` gives evaluate's scores under any ``P``), the parsed ``answer``, the raw
+    ``output`` and the ``status``."""
+    if run is None:
+        write_predictions(folder / predictions_file(split.config, split.split), split.sources, predictions)
+        return
+    keys = ("answer", "output", "status")
+    records = (
+        {"id": i, "prediction": prediction, **{k: result[k] for k in keys}}
+        for i, prediction, result in zip(split.ids, predictions, run.results)
+    )
+    write_prediction_records(folder / predictions_file(split.config, split.split, ".jsonl"), records)
 
 
 def _checked_overlap(

@@ -46,6 +46,7 @@ every table shows as ``n/a`` (:func:`csc_hf.markdown.score_text`), never as a ra
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from difflib import SequenceMatcher
 from functools import partial
 from typing import Any, TypeVar
 
@@ -59,6 +60,7 @@ __all__ = [
     "ERROR_TYPES",
     "UNDEFINABLE",
     "align",
+    "aligned_substitutions",
     "check_inputs",
     "compare",
     "make_compute_metrics",
@@ -294,6 +296,24 @@ def align(source: Sequence[T], prediction: Sequence[T]) -> tuple[list[tuple[int,
         else:
             indels, j = indels + 1, j - 1
     return substitutions, indels
+
+
+def aligned_substitutions(source: str, prediction: str) -> list[tuple[int, str]]:
+    """The characters of `prediction` that replace one of `source` at the same position, as `(position, character)`.
+
+    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
+    hide a substitution. The characters both texts share are matched first (`difflib`'s matching blocks), so a
+    character that moved is never read as a chain of substitutions ("，去" -> "去了" is a deletion, a match and an
+    insertion); what lies between matches is aligned by minimum edits (`align`). Insertions and
+    deletions are dropped."""
+    kept = [i for i, char in enumerate(source) if not char.isspace()]
+    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
+    found = []
+    for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "replace":
+            substitutions, _ = align(a[a_start:a_end], b[b_start:b_end])
+            found += [(kept[a_start + i], char) for i, char in substitutions]
+    return found
 
 
 def _banded_distances(a: Sequence[T], b: Sequence[T], band: int) -> list[list[int]]:

@@ -411,7 +411,25 @@ CLI: list[BadCli] = [
         "correct: a model folder without tokenizer files",
         ("correct", "{tmp}/model", "我门"),
         "no tokenizer files",
-        {"model/config.json": "{}"},
+        {"model/config.json": '{"model_type": "bert"}'},  # read first: an LLM's tokenizer files are others
+    ),
+    BadCli(
+        "correct: an LLM template without {text}",
+        ("correct", "{tmp}/model", "我门", "--template", "{tmp}/t.txt"),
+        "t.txt: the user message has no {text} placeholder",
+        {"model/config.json": '{"model_type": "bert"}', "t.txt": "请改正错别字。"},
+    ),
+    BadCli(
+        "correct: an LLM option for a masked LM",
+        ("correct", "{tmp}/model", "我门", "--length-policy", "strict"),
+        "is a BertForMaskedLM model, not a causal language model",
+        {"model/config.json": '{"model_type": "bert", "architectures": ["BertForMaskedLM"]}'},
+    ),
+    BadCli(
+        "correct: an unknown LLM backend",
+        ("correct", "{tmp}/model", "我门", "--backend", "tgi"),
+        "backend 'tgi': choose transformers, vllm",
+        {"model/config.json": '{"model_type": "bert"}'},
     ),
     BadCli(
         "evaluate: --bootstrap -1",
