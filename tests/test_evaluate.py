@@ -145,3 +145,6 @@ def test_tuning_on_a_dev_file_and_scoring_test_files(model, small_params, tmp_pa
     leaked.write_text(f"{train['source'][0]}\t{train['target'][0]}\n{wrong[0][0]}\t{wrong[0][1]}\n", encoding="utf-8")
     code, _, _, err = evaluate(capsys, copy, tmp_path / "x.json", "--configs", str(leaked))
     assert code == 2 and f"({leaked}: 1 of its 2 sentences)" in err
+    (copy / "csc_training.json").unlink()  # a model that records no training: nothing known to check against
+    code, records, _, err = evaluate(capsys, copy, tmp_path / "x.json", "--configs", str(leaked))
+    assert code == 0 and "train_overlap" not in records[0], err
