@@ -139,8 +139,6 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
                 "user/csc-smoke",
                 "--results",
                 str(smoke_run / "results.json"),
-                "--model-name",
-                "bert",
                 "--folder",
                 str(smoke_run / "hub"),
             ]
@@ -149,6 +147,9 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
     )
     card = (smoke_run / "hub" / "README.md").read_text()
     assert "| unseen_k/test |" in card and (smoke_run / "hub" / "config.json").is_file()
+    records = json.loads((smoke_run / "results.json").read_text())["records"]
+    own = [r for r in records if r["model"] == "bert" and r["seed"] == 0 and "augmentation" not in r]
+    assert len(own) < len(records) and f"({len(own)} scored test sets in its card)" in capsys.readouterr().out
 
 
 def test_part_of_the_grid_reuses_the_stages_and_keeps_every_result(smoke_run, capsys, caplog):
