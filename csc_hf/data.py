@@ -22,16 +22,28 @@ import datasets
 
 from .benchmark import CONFIGS, BenchParams, load_dataset, plan_for
 from .benchmark.configs import CONFUSION_SUBSETS, split_name, splits_of
+from .benchmark.export import stale_export
 from .confusion import ConfusionSet
 from .corpus import is_saved_dataset, open_dataset, t2s_converter
 from .dataset_stats import analyze
+from .edits import SUBSTITUTION
 from .files import Sentences, check_sentences, read_sentence_file
+from .logging import get_logger
+
+logger = get_logger(__name__)
 
 DATA_KINDS = (
     "a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
     "a save_to_disk folder or datasets:PATH with source/target columns"
 )
 """What a data spec may be besides a csc_bench config, in words (for help texts)."""
+
+
+def is_data_spec(spec: str) -> bool:
+    """Whether ``spec`` names data other than a csc_bench config: an existing file or folder, ``FOLDER:CONFIG`` of an
+    existing folder, or ``datasets:PATH``."""
+    folder = spec.rpartition(":")[0]
+    return Path(spec).exists() or spec.startswith("datasets:") or bool(folder) and Path(folder).is_dir()
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,14 @@ def _candidates(
         raise FileNotFoundError(
             f"{spec}: not a file, a folder, FOLDER:CONFIG or a csc_bench config ({', '.join(CONFIGS)})"
         )
+    for problem in stale_export(folder):
+        logger.warning(
+            "%s is a csc-bench export that may differ from what csc_hf generates now: %s "
+            "(csc-bench export %s --check compares it)",
+            folder,
+            problem,
+            folder,
+        )
     candidates = {}
     for config in configs:
         for split, ds in load_dataset(folder, config).items():
@@ -135,6 +155,22 @@ def read_split(
         found = ", ".join(candidates) or "none"
         raise ValueError(f"{what} {spec} must be one split; it has {len(candidates)}: {found}. Give one of them as REF")
     return _split(matches[0], candidates[matches[0]][1](), bench, equal_lengths)
+
+
+def needs_alignment(
+    sources: Sequence[str],
+    targets: Sequence[str],
+    metadata: Sequence[Mapping] | None = None,
+    bench_config: str | None = None,
+) -> bool:
+    """Whether CSC data holds missing or redundant characters, and so is scored by edit alignment
+    (``csc_hf.score(..., alignment=True)``): a csc_bench config whose errors change lengths, rows whose errors name
+    such a kind, or a pair of unequal lengths."""
+    if bench_config is not None and CONFIGS[bench_config].changes_length:
+        return True
+    if any(e.get("kind", SUBSTITUTION) != SUBSTITUTION for row in metadata or () for e in row["errors"]):
+        return True
+    return any(len(s) != len(t) for s, t in zip(sources, targets))
 
 
 def training_sentences(splits: Mapping[str, DataSplit]) -> Sentences:

@@ -69,12 +69,12 @@ class GoldErrors:
     target_positions: np.ndarray
 
 
-def gold_errors(sources: Sequence[str], targets: Sequence[str]) -> GoldErrors:
+def gold_errors(sources: Sequence[str], targets: Sequence[str], by_position: bool = False) -> GoldErrors:
     """The errors of non-empty ``sources`` / ``targets``, as the edits of :func:`csc_hf.edits.alignment` (the scorer's
     ``alignment=True`` reading): a pair of equal lengths reads position by position whenever that is a minimum
     alignment (any substitution-only CSC data), other pairs by their minimum-edit alignment (missing and redundant
     characters). Vectorised for the pairs of equal lengths with at most 2 changed positions, which always read by
-    position."""
+    position; ``by_position``: every pair of equal lengths reads so (the default scorer's convention)."""
     check_sentences(sources, targets, equal_lengths=False)
     target, source_lengths = pack(targets), np.fromiter(map(len, sources), dtype=np.int64, count=len(sources))
     n = len(targets)
@@ -82,20 +82,20 @@ def gold_errors(sources: Sequence[str], targets: Sequence[str]) -> GoldErrors:
     same = target.take(equal)
     wrong = pack([sources[i] for i in equal]).codes != same.codes
     changed = errors_per_sentence(same, wrong)
-    by_position = equal[changed <= 2]
-    aligned = np.setdiff1d(np.arange(n), by_position)
-    same = target.take(by_position)
-    source = pack([sources[i] for i in by_position])
+    positional_rows = equal if by_position else equal[changed <= 2]
+    aligned = np.setdiff1d(np.arange(n), positional_rows)
+    same = target.take(positional_rows)
+    source = pack([sources[i] for i in positional_rows])
     wrong = source.codes != same.codes
     per_sentence = np.zeros(n, dtype=np.int64)
-    per_sentence[by_position] = errors_per_sentence(same, wrong)
+    per_sentence[positional_rows] = errors_per_sentence(same, wrong)
     corruption = Corruption(source, np.where(wrong, 0, NO_ERROR).astype(np.int8))
     pairs = Counter(pair_counts(same, corruption))
     kinds = dict.fromkeys(EDIT_KINDS, 0)
     kinds[SUBSTITUTION] = int(wrong.sum())
     at = np.flatnonzero(wrong)
     row = np.searchsorted(same.offsets, at, side="right") - 1
-    positions = [target.offsets[by_position[row]] + at - same.offsets[row]]
+    positions = [target.offsets[positional_rows[row]] + at - same.offsets[row]]
     for i in aligned.tolist():
         edits = alignment(sources[i], targets[i])
         per_sentence[i] = len(edits)
@@ -188,6 +188,25 @@ def _ngram_hashes(text: PackedText, n: int) -> tuple[np.ndarray, np.ndarray]:
     return hashes, np.arange(m) + n <= ends
 
 
+def _error_ngrams(errors: GoldErrors, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hash of each target ``n``-gram that holds an error position (:class:`GoldErrors`), as a matrix (one row per
+    error, one column per start offset) with the mask of the n-grams that lie within the error's sentence."""
+    if n < 1:
+        raise ValueError(f"n-gram length {n} must be at least 1")
+    target, at = errors.target, errors.target_positions
+    hashes, _ = _ngram_hashes(target, n)
+    sentence = np.searchsorted(target.offsets, at, side="right") - 1
+    starts = at[:, None] - np.arange(n)[None, :]
+    inside = (starts >= target.offsets[sentence][:, None]) & (starts + n <= target.offsets[sentence + 1][:, None])
+    return hashes, starts, inside
+
+
+def _training_ngrams(train_targets: Sequence[str], n: int) -> np.ndarray:
+    """The distinct hashes of the character ``n``-grams of ``train_targets``."""
+    train_hashes, train_ok = _ngram_hashes(pack(list(train_targets)), n)
+    return np.unique(train_hashes[train_ok])
+
+
 def context_overlap(
     sources: Sequence[str], targets: Sequence[str], train_targets: Sequence[str], n: int = 4
 ) -> dict[str, float | None]:
@@ -197,24 +216,36 @@ def context_overlap(
     test target's character ``n``-grams that contain an error position (:class:`GoldErrors`) and occur in the
     training targets.
     """
-    if n < 1:
-        raise ValueError(f"n-gram length {n} must be at least 1")
-    errors = gold_errors(sources, targets)
-    target = errors.target
-    train = pack(list(train_targets))
-    train_hashes, train_ok = _ngram_hashes(train, n)
-    known = np.unique(train_hashes[train_ok])
-    hashes, _ = _ngram_hashes(target, n)
-    at = errors.target_positions
-    sentence = np.searchsorted(target.offsets, at, side="right") - 1
-    starts = at[:, None] - np.arange(n)[None, :]
-    inside = (starts >= target.offsets[sentence][:, None]) & (starts + n <= target.offsets[sentence + 1][:, None])
+    hashes, starts, inside = _error_ngrams(gold_errors(sources, targets), n)
     queries = hashes[starts[inside]]
     train_set = set(train_targets)
     return {
         "sentence_overlap": _share(sum(t in train_set for t in targets), len(targets)),
-        "ngram_overlap": _share(int(np.isin(queries, known).sum()), len(queries)),
+        "ngram_overlap": _share(int(np.isin(queries, _training_ngrams(train_targets, n)).sum()), len(queries)),
     }
+
+
+ERROR_GROUPS = ("seen context, known", "seen context, unknown", "unseen context, known", "unseen context, unknown")
+"""The groups of :func:`error_groups`: whether an error's context occurs in training, and whether its correct
+character is known to the model (in its vocabulary)."""
+
+
+def error_groups(
+    sources: Sequence[str], targets: Sequence[str], train_targets: Sequence[str], known: Collection[str], n: int = 4
+) -> np.ndarray:
+    """The :data:`ERROR_GROUPS` index of each error of a split (:class:`GoldErrors` read position by position where
+    source and target have one length, in target order): its context is
+    seen when one of the target's character ``n``-grams that hold the error's position occurs in ``train_targets``;
+    its correct character is known when it is in ``known`` (a model's vocabulary; a redundant character's: the
+    target character after it)."""
+    errors = gold_errors(sources, targets, by_position=True)
+    hashes, starts, inside = _error_ngrams(errors, n)
+    found = np.zeros(starts.shape, dtype=bool)
+    found[inside] = np.isin(hashes[starts[inside]], _training_ngrams(train_targets, n))
+    target = errors.target
+    known_codes = np.array(sorted(ord(c) for c in known if len(c) == 1), dtype=target.codes.dtype)
+    is_known = np.isin(target.codes[errors.target_positions], known_codes)
+    return 2 * (~found.any(axis=1)) + (~is_known)
 
 
 # ---- every statistic of loaded data -----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -62,14 +63,36 @@ def check_output(path: str | Path | None, option: str = "--output") -> None:
         raise FileNotFoundError(f"{option} {target}: folder {target.parent} does not exist")
 
 
+def new_file_mode() -> int:
+    """The permission bits a new file gets from the process's umask (``0o666`` less it), as ``open`` gives them."""
+    mask = os.umask(0o022)  # reading the umask sets it: set it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def honour_umask(paths: Iterable[str | Path]) -> None:
+    """Give each file the mode of a new file (:func:`new_file_mode`): for files written by a library that makes
+    them private whatever the umask (safetensors writes its weights with mode 0600), so that a shared model folder
+    is as readable as any other file its owner writes."""
+    mode = new_file_mode()
+    for path in paths:
+        os.chmod(path, mode)
+
+
 def write_atomic(path: str | Path, text: str, make_parents: bool = False) -> Path:
     """Write a UTF-8 file whole or not at all: a temporary file next to it, then renamed over it (a reader never sees
-    a half-written file, and a killed writer leaves the old file or none). Returns the path."""
+    a half-written file, and a killed writer leaves the old file or none). The file keeps the mode of the file it
+    replaces, and a new one gets the umask's (:func:`new_file_mode`), as a plain write gives. Returns the path."""
     target = Path(path)
     if make_parents:
         target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = new_file_mode()
     handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(handle, mode)  # mkstemp makes it 0600
         with os.fdopen(handle, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(partial, target)

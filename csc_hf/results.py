@@ -3,12 +3,11 @@
 :func:`analyze_results` gives a :class:`RunAnalysis`: the models x test sets tables, the false-positive rate on the
 error-free test sets, the tuned decoding settings, the ranking of fusion strategies and information sources, F1
 against ``P_e``, the seen/unseen gaps, the metric stability, and the paper's four conclusions, each with the
-comparisons that decide its verdict (:data:`VERDICT_RULE`; on the substitution test sets, the paper's kind of error);
-with an augmentation stage, SIGHAN's credibility (:class:`Credibility`: the paper's claim that SIGHAN test sets cannot
-reflect a model's performance reliably, judged by :data:`CREDIBILITY_RULE`); on the test sets with missing and
-redundant characters, which model handles which edit kind (:class:`EditKinds`), and with an edit-training stage, what
-training on them changes (:class:`TrainingEffect`); it also says when the numbers mean nothing (a smoke run, or every
-score at the floor).
+comparisons that decide its verdict (:data:`VERDICT_RULE`); with an augmentation stage, SIGHAN's credibility
+(:class:`Credibility`: the paper's claim that SIGHAN test sets cannot reflect a model's performance reliably, judged by
+:data:`CREDIBILITY_RULE`); on the test sets with missing and redundant characters, which model handles which edit
+kind (:class:`EditKinds`; the conclusions are judged on the substitution test sets); it also says when the numbers
+mean nothing (a smoke run, or every score at the floor).
 :mod:`csc_hf.report` renders it.
 """
 
@@ -23,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .benchmark.configs import CONFIGS, SIGHAN15, split_name
+from .benchmark.plan import BenchParams
 from .edits import EDIT_KINDS, SUBSTITUTION
 from .files import read_text
 from .modeling import VARIANTS, is_seq2seq, variant_family
@@ -48,12 +48,18 @@ def load_results(run_dir: str | Path) -> dict:
     if not records or not isinstance(records, list):
         raise ValueError(f"{path}: expected an object with a non-empty 'records' list")
     _check_records(path, records)
-    for stage in ("augmentation", "edit_training"):
-        found = results.get(stage)
-        if found is not None:
-            if not isinstance(found, dict) or not isinstance(found.get("records"), list):
-                raise ValueError(f"{path}: '{stage}' must be an object with a 'records' list")
-            _check_records(path, found["records"], f"{stage} ")
+    augmentation = results.get("augmentation")
+    if augmentation is not None:
+        if not isinstance(augmentation, dict) or not isinstance(augmentation.get("records"), list):
+            raise ValueError(f"{path}: 'augmentation' must be an object with a 'records' list")
+        _check_records(path, augmentation["records"], "augmentation ")
+    stage = results.get("training_sets")
+    if stage is not None:
+        fields = ("sets", "variants", "records", "paired")
+        if not isinstance(stage, dict) or any(k not in stage for k in fields):
+            raise ValueError(f"{path}: 'training_sets' must be an object with {', '.join(fields)}")
+        for name in {r.get("training_set") for r in stage["records"]}:
+            _check_records(path, [r for r in stage["records"] if r.get("training_set") == name], f"{name} ")
     return results
 
 
@@ -298,9 +304,9 @@ class RunAnalysis:
     not_evidence: str | None
     conclusions: dict[int, Conclusion] = field(default_factory=dict)
     credibility: Credibility | None = None  # None: the run has no augmentation stage
+    training_sets: TrainingSets | None = None  # None: the run has no training-distribution stage
+    domain_drops: list[DomainDrop] = field(default_factory=list)  # empty: the run scored no domain config
     edit_kinds: EditKinds | None = None  # None: the run has no test set with missing or redundant characters
-    edit_training: list[TrainingEffect] | None = None  # None: the run has no edit-training stage
-    train_edit_shares: list[float] | None = None  # the edit-training stage's shares of P_e
 
 
 def analyze_results(results: Mapping) -> RunAnalysis:
@@ -342,10 +348,11 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         similarity_prior_grid=params.get("similarity_prior_grid"),
         not_evidence=_not_evidence(results.get("preset"), table[PRIMARY], with_errors),
         credibility=credibility(results["augmentation"]) if results.get("augmentation") else None,
-        edit_kinds=edit_kinds(records, (results.get("edit_training") or {}).get("records", [])),
-        edit_training=edit_training_effects(results["edit_training"]) if results.get("edit_training") else None,
-        train_edit_shares=(results.get("edit_training") or {}).get("train_edit_shares"),
+        domain_drops=domain_shift(results.get("domain_errors") or []),
+        edit_kinds=edit_kinds(records, results.get("training_sets")),
     )
+    if results.get("training_sets"):
+        analysis = replace(analysis, training_sets=training_matrix(results, records, analysis.pe_series))
     return replace(analysis, conclusions=_conclusions(analysis))
 
 
@@ -463,7 +470,7 @@ Evidence = tuple[str, list[tuple[str, Comparison]]]  # (what is compared, [(metr
 
 
 def _fusion_evidence(analysis: RunAnalysis) -> Evidence:
-    """1: the best model fusing phonetic and graphic information against BERT alone, on each substitution test set."""
+    """1: the best model fusing phonetic and graphic information against BERT alone, on each test set with errors."""
     table, models, families = analysis.cells, analysis.models, analysis.families
     baseline = next((m for m in models if m == "bert"), next((m for m in models if families[m][0] == "none"), None))
     fused = [m for m in models if _phonetic_and_graphic(families[m][1])]
@@ -560,17 +567,16 @@ Difference = tuple[float, tuple[float, float]]  # mean paired difference over se
 
 
 @dataclass(frozen=True)
-class TrainingEffect:
-    """One model trained on the grid's data and on other data (with the augmentation; with missing and redundant
-    characters), evaluated on the same sentences: per metric and test set, the paired difference other − plain
-    (:data:`Difference`, only where every seed has one) and the two mean scores ``(plain, other)``; for the
-    augmentation, ``outcome`` by :data:`CREDIBILITY_RULE`."""
+class AugmentationEffect:
+    """One model trained with and without the augmentation, on the same sentences: per metric and test set, the
+    paired difference augmented − plain (:data:`Difference`, only where every seed has one) and the two mean scores
+    ``(plain, augmented)``; ``outcome`` by :data:`CREDIBILITY_RULE`."""
 
     model: str
     seeds: list[int]
     differences: dict[str, dict[str, Difference]]
     scores: dict[str, dict[str, tuple[float, float]]]
-    outcome: str | None = None
+    outcome: str
 
 
 @dataclass(frozen=True)
@@ -586,7 +592,7 @@ class Credibility:
     leaks: dict[str, int]
     coverage: dict[str, dict[str, dict[str, float | None]]]
     test_sets: list[str]  # SIGHAN-15 then the controlled test sets, those the stage compared
-    effects: list[TrainingEffect]
+    effects: list[AugmentationEffect]
     basis: str
     verdict: str
 
@@ -607,15 +613,16 @@ def effect_outcome(differences: Mapping[str, Difference]) -> str:
     return "opposite" if all(map(rises, controlled)) else "none"
 
 
-def training_effects(stage: Mapping, test_sets: Sequence[str]) -> list[TrainingEffect]:
-    """Per model of a stage that trains on other data (``results.json``'s ``augmentation`` or ``edit_training``), its
-    paired differences and mean scores on ``test_sets`` (see :class:`TrainingEffect`)."""
+def credibility(augmentation: Mapping) -> Credibility:
+    """SIGHAN's credibility from ``results.json``'s ``augmentation`` (see :meth:`csc_hf.study.Study.run`)."""
     seeds_of: dict[str, set] = defaultdict(set)
-    for r in stage["records"]:
+    for r in augmentation["records"]:
         seeds_of[r["model"]].add(r["seed"])
     groups: dict[tuple[str, str, str], list[Mapping]] = defaultdict(list)
-    for e in stage.get("paired", []):
+    for e in augmentation.get("paired", []):
         groups[e["model"], e["metric"], split_name(e["config"], e["split"])].append(e)
+    order = [SIGHAN15, *CONTROLLED]
+    test_sets = [t for t in order if any(key[2] == t for key in groups)]
     effects = []
     for model, seeds in seeds_of.items():
         differences: dict[str, dict[str, Difference]] = {metric: {} for metric in REPORTED}
@@ -629,22 +636,9 @@ def training_effects(stage: Mapping, test_sets: Sequence[str]) -> list[TrainingE
                         float(np.mean([e["b"] for e in entries])),
                         float(np.mean([e["a"] for e in entries])),
                     )
-        effects.append(TrainingEffect(model, sorted(seeds), differences, scores))
-    return effects
-
-
-def _paired_test_sets(stage: Mapping) -> list[str]:
-    """The test sets of a stage's paired comparisons, in the order of the config table."""
-    return _test_sets(stage.get("paired", []))
-
-
-def credibility(augmentation: Mapping) -> Credibility:
-    """SIGHAN's credibility from ``results.json``'s ``augmentation`` (see :meth:`csc_hf.study.Study.run`)."""
-    found = set(_paired_test_sets(augmentation))
-    test_sets = [t for t in (SIGHAN15, *CONTROLLED) if t in found]
-    effects = [
-        replace(e, outcome=effect_outcome(e.differences[PRIMARY])) for e in training_effects(augmentation, test_sets)
-    ]
+        effects.append(
+            AugmentationEffect(model, sorted(seeds), differences, scores, effect_outcome(differences[PRIMARY]))
+        )
     has_sighan = all(SIGHAN15 in e.differences[PRIMARY] for e in effects)
     if not effects or not has_sighan or not any(t in CONTROLLED for t in test_sets):
         basis = (
@@ -669,10 +663,228 @@ def credibility(augmentation: Mapping) -> Credibility:
     )
 
 
-# ---- missing and redundant characters ------------------------------------------------------------------------------
+# ---- the training-distribution stage -------------------------------------------------------------------------------
 
-EDIT_TRAINED_LABEL = "{model} (edit-trained)"
-"""How tables name a model of the edit-training stage beside the grid's of the same variant."""
+GRID_SET = "grid"  # how the tables name the preset's own training set (the grid's models)
+TRAINING_QUESTIONS = {
+    "pe": "A training set whose P_e matches the test set's beats the grid's training set there.",
+    "type": "Training on one error type only costs the other type.",
+    "fusion": "Fusion helps more when the training set lacks an error type.",
+}
+TRAINING_RULE = (
+    "P_e: per variant and probs test set whose P_e is nearest one training set's other than the grid's, that set's "
+    "model minus the grid's model (paired): expected above zero beyond its interval, opposite below. Type: per "
+    "variant, the phonetic-only model on graphic and the graphic-only model on phonetic, minus the grid's model "
+    "(paired): expected below zero. Fusion: per fusion variant, its gain over bert (paired, within a training set) "
+    "on the error type the set lacks, against the same gain with the grid's training set: expected when the two "
+    "intervals do not overlap and the first is higher, opposite when the second is. Then the verdict rule of the "
+    "conclusions over the outcomes"
+)
+
+
+@dataclass(frozen=True)
+class TrainingSets:
+    """The training-distribution stage (``results.json``'s ``training_sets``): the train x test matrix of the
+    primary metric per variant (``scores``: ``{(variant, training set, test set): Cell}``, :data:`GRID_SET` for the
+    preset's own training set), each set's model minus the grid's model (``against_grid``: ``{(variant, set, test
+    set): Difference}``, on the test sets both give the same sentences), each variant's gain over bert within a set
+    (``gains``: ``{(variant, set, test set): Difference}``), and each of :data:`TRAINING_QUESTIONS` with the
+    comparisons that answer it and its verdict. ``test_sets`` are those with errors; ``false_positives`` holds the
+    false-positive rate on the error-free ones (``{(variant, set, test set): Cell}``); ``set_variants``: the sets that
+    train only some variants (``{set: variants}``)."""
+
+    sets: dict[str, dict]
+    variants: list[str]
+    test_sets: list[str]
+    scores: dict[tuple[str, str, str], Cell]
+    false_positives: dict[tuple[str, str, str], Cell]
+    against_grid: dict[tuple[str, str, str], Difference]
+    gains: dict[tuple[str, str, str], Difference]
+    questions: dict[str, list[Comparison]]
+    verdicts: dict[str, str]
+    set_variants: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _set_differences(entries: Iterable[Mapping], against: str) -> dict[tuple[str, str, str], Difference]:
+    """``{(model, training set, test set): Difference}`` of the primary metric over every seed, of the paired
+    comparisons against ``against`` (``grid``, or a baseline variant)."""
+    groups: dict[tuple[str, str, str], list[Mapping]] = defaultdict(list)
+    for e in entries:
+        if e["metric"] == PRIMARY and e["against"] == against:
+            groups[e["model"], e.get("training_set") or GRID_SET, split_name(e["config"], e["split"])].append(e)
+    return {key: paired_difference(found) for key, found in groups.items()}
+
+
+def _nearest_set(error_prob: float, train_p_e: Mapping[str, float]) -> str | None:
+    """The training set whose P_e is nearest ``error_prob``, or None on a tie."""
+    distance = sorted((abs(p - error_prob), name) for name, p in train_p_e.items())
+    if len(distance) > 1 and distance[0][0] == distance[1][0]:
+        return None
+    return distance[0][1] if distance else None
+
+
+def training_matrix(results: Mapping, grid_records: Iterable[Mapping], pe_series: Mapping[str, float]) -> TrainingSets:
+    """The training-distribution stage's matrix and answers from ``results.json`` (its ``training_sets`` and, for the
+    grid's models, ``grid_records``)."""
+    stage = results["training_sets"]
+    sets, variants = dict(stage["sets"]), list(stage["variants"])
+    params = results.get("params") if isinstance(results.get("params"), Mapping) else {}
+    base_params = params.get("bench_params") or {}
+    grid_p_e = base_params.get("train_error_prob") or base_params.get("error_prob", 0.05)
+    tagged = [{**r, "training_set": r.get("training_set") or GRID_SET} for r in stage["records"]] + [
+        {**r, "training_set": GRID_SET} for r in grid_records if r["model"] in variants
+    ]
+    clean = {split_name(r["config"], r["split"]) for r in tagged if r["scores"].get("n_errors", 1) == 0}
+    scores, false_positives = {}, {}
+    for name in (GRID_SET, *sets):
+        of_set = [r for r in tagged if r["training_set"] == name]
+        for (model, test), cell in cells(of_set, PRIMARY).items():
+            if test not in clean:
+                scores[model, name, test] = cell
+        without = [r for r in of_set if split_name(r["config"], r["split"]) in clean and FALSE_POSITIVES in r["scores"]]
+        for (model, test), cell in cells(without, FALSE_POSITIVES).items():
+            false_positives[model, name, test] = cell
+    test_sets = [t for t in _test_sets(tagged) if t not in clean]
+    against_grid = _set_differences(stage["paired"], "grid")
+    gains = _set_differences(stage["paired"], "bert")
+    # P_e: the sets that change only the training P_e, and the grid's own
+    train_p_e = {GRID_SET: grid_p_e} | {
+        name: changes["train_error_prob"] for name, changes in sets.items() if set(changes) == {"train_error_prob"}
+    }
+    pe_comparisons = []
+    for variant in variants:
+        for test, error_prob in pe_series.items():
+            nearest = _nearest_set(error_prob, train_p_e)
+            difference = against_grid.get((variant, nearest, test))
+            if nearest in (None, GRID_SET) or difference is None:
+                continue
+            low, high = difference[1]
+            outcome = "expected" if low > 0 else "opposite" if high < 0 else "none"
+            a, b = scores[variant, nearest, test], scores[variant, GRID_SET, test]
+            pe_comparisons.append(
+                Comparison(
+                    f"{variant} on {test}",
+                    nearest,
+                    GRID_SET,
+                    a.mean,
+                    b.mean,
+                    a.interval,
+                    b.interval,
+                    outcome,
+                    difference,
+                )
+            )
+    # error type: a set of phonetic (graphic) pairs only, on the other type's test set
+    lacking = {"S_train_phonetic": "graphic", "S_train_graphic": "phonetic"}
+    set_lacks = {name: lacking[c["train_confusion"]] for name, c in sets.items() if c.get("train_confusion") in lacking}
+    type_comparisons = []
+    for variant in variants:
+        for name, test in set_lacks.items():
+            difference = against_grid.get((variant, name, test))
+            if difference is None:
+                continue
+            low, high = difference[1]
+            outcome = "expected" if high < 0 else "opposite" if low > 0 else "none"
+            a, b = scores[variant, name, test], scores[variant, GRID_SET, test]
+            type_comparisons.append(
+                Comparison(
+                    f"{variant} on {test}",
+                    GRID_SET,
+                    name,
+                    b.mean,
+                    a.mean,
+                    b.interval,
+                    a.interval,
+                    outcome,
+                    (-difference[0], (-high, -low)),
+                )
+            )
+    # fusion: the gain over bert on the type a set lacks, against the same gain with the grid's set
+    fusion_comparisons = []
+    for variant in variants:
+        if variant == "bert":
+            continue
+        for name, test in set_lacks.items():
+            lacking_gain, grid_gain = gains.get((variant, name, test)), gains.get((variant, GRID_SET, test))
+            if lacking_gain is None or grid_gain is None:
+                continue
+            (la, (la_low, la_high)), (ga, (ga_low, ga_high)) = lacking_gain, grid_gain
+            outcome = "expected" if la_low > ga_high else "opposite" if ga_low > la_high else "none"
+            fusion_comparisons.append(
+                Comparison(
+                    f"{variant} − bert on {test}", name, GRID_SET, la, ga, (la_low, la_high), (ga_low, ga_high), outcome
+                )
+            )
+    questions = {"pe": pe_comparisons, "type": type_comparisons, "fusion": fusion_comparisons}
+    return TrainingSets(
+        sets,
+        variants,
+        test_sets,
+        scores,
+        false_positives,
+        against_grid,
+        gains,
+        questions,
+        {key: verdict(found) for key, found in questions.items()},
+        dict(stage.get("set_variants") or {}),
+    )
+
+
+# ---- domain shift -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DomainDrop:
+    """One variant's character-level correction recall on the main ``test`` split and on a domain's, mean over
+    seeds, and the drop split by the :data:`csc_hf.dataset_stats.ERROR_GROUPS` of the errors (context seen in
+    training, correct character known): ``composition`` is the part that comes from the domain holding other shares
+    of those groups (at the main test's recall per group), ``within`` the part that comes from lower recall inside
+    the groups; ``shares`` are each group's share of the errors ``(test, domain)``."""
+
+    variant: str
+    domain: str
+    recall: tuple[float, float]
+    composition: float
+    within: float
+    shares: dict[str, tuple[float, float]]
+
+
+def _group_rates(entries: Sequence[Mapping]) -> tuple[dict[str, float], dict[str, float], float]:
+    """Each group's share of the errors and recall, and the overall recall, over the entries (seeds) pooled."""
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e in entries:
+        for group, (n, corrected) in e["groups"].items():
+            totals[group][0] += n
+            totals[group][1] += corrected
+    n_all = sum(n for n, _ in totals.values())
+    shares = {g: n / n_all if n_all else 0.0 for g, (n, _) in totals.items()}
+    recalls = {g: c / n if n else 0.0 for g, (n, c) in totals.items()}
+    return shares, recalls, (sum(c for _, c in totals.values()) / n_all if n_all else 0.0)
+
+
+def domain_shift(entries: Iterable[Mapping]) -> list[DomainDrop]:
+    """The drop of each variant's recall from the main ``test`` split to each domain split, decomposed (see
+    :class:`DomainDrop`), from ``results.json``'s ``domain_errors``. Shift-share: recall = Σ share × recall per
+    group, so test − domain = Σ (share_test − share_domain) × recall_test + Σ share_domain × (recall_test −
+    recall_domain)."""
+    groups: dict[tuple[str, str], list[Mapping]] = defaultdict(list)
+    for e in entries:
+        groups[e["model"], split_name(e["config"], e["split"])].append(e)
+    drops = []
+    for (variant, name), found in groups.items():
+        if name == "test" or (variant, "test") not in groups:
+            continue
+        share_t, recall_t, overall_t = _group_rates(groups[variant, "test"])
+        share_d, recall_d, overall_d = _group_rates(found)
+        names = sorted(set(share_t) | set(share_d))
+        composition = sum((share_t.get(g, 0.0) - share_d.get(g, 0.0)) * recall_t.get(g, 0.0) for g in names)
+        within = sum(share_d.get(g, 0.0) * (recall_t.get(g, 0.0) - recall_d.get(g, 0.0)) for g in names)
+        shares = {g: (share_t.get(g, 0.0), share_d.get(g, 0.0)) for g in names}
+        drops.append(DomainDrop(variant, name, (overall_t, overall_d), composition, within, shares))
+    return drops
+
+
+# ---- missing and redundant characters ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -691,18 +903,31 @@ class EditKindRow:
 @dataclass(frozen=True)
 class EditKinds:
     """Which models handle which edit kind: the length-changing test sets of the run, the ``(test set, kind)``
-    columns that hold gold errors of that kind, and one row per model (the edit-training stage's too)."""
+    columns that hold gold errors of that kind, and one row per model (and per model of a training set that puts
+    missing or redundant characters in its training data, ``train_edit_shares``: ``bart (set edits)``)."""
 
     test_sets: list[str]
     columns: list[tuple[str, str]]
     rows: list[EditKindRow]
 
 
-def edit_kinds(records: Sequence[Mapping], edit_trained: Sequence[Mapping] = ()) -> EditKinds | None:
-    """:class:`EditKinds` from the grid's records and the edit-training stage's (``None`` when the run has no test
-    set with missing or redundant characters)."""
-    labelled = [*records, *({**r, "model": EDIT_TRAINED_LABEL.format(model=r["model"])} for r in edit_trained)]
-    chosen = [r for r in labelled if changes_length(split_name(r["config"], r["split"]))]
+def edit_kinds(records: Sequence[Mapping], training_sets: Mapping | None = None) -> EditKinds | None:
+    """:class:`EditKinds` from the grid's records and those of the training sets with missing or redundant characters
+    (``results.json``'s ``training_sets``); ``None`` when the run has no test set with such errors."""
+    sets = (training_sets or {}).get("sets") or {}
+    length_sets = {
+        name
+        for name, changes in sets.items()
+        if BenchParams(
+            train_edit_shares=changes.get("train_edit_shares", BenchParams.train_edit_shares)
+        ).train_changes_length
+    }
+    trained = [
+        {**r, "model": f"{r['model']} (set {r['training_set']})"}
+        for r in (training_sets or {}).get("records", [])
+        if r.get("training_set") in length_sets
+    ]
+    chosen = [r for r in [*records, *trained] if changes_length(split_name(r["config"], r["split"]))]
     if not chosen:
         return None
     test_sets = _test_sets(chosen)
@@ -722,11 +947,5 @@ def edit_kinds(records: Sequence[Mapping], edit_trained: Sequence[Mapping] = ())
         kinds = [r.get("edit_kinds") for r in own]
         can = None if None in kinds else any(set(k) - {SUBSTITUTION} for k in kinds)
         found = {(t, kind): recall[kind][model, t] for t, kind in columns if (model, t) in recall[kind]}
-        rows.append(EditKindRow(model, can, found, sum(int(r["scores"].get("n_implausible", 0)) for r in own)))
+        rows.append(EditKindRow(model, can, found, sum(int(r["scores"].get("n_implausible") or 0) for r in own)))
     return EditKinds(test_sets, columns, rows)
-
-
-def edit_training_effects(stage: Mapping) -> list[TrainingEffect]:
-    """What training on missing and redundant characters changes, per model of the edit-training stage
-    (``results.json``'s ``edit_training``): the paired differences edit-trained − plain on every test set compared."""
-    return training_effects(stage, _paired_test_sets(stage))

@@ -36,16 +36,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .benchmark.configs import CONFIGS
 from .corruption import ERROR_TYPES
-from .data import DataSplit, read_data, read_split, training_sentences
+from .data import DataSplit, needs_alignment, read_data, read_split, training_sentences
 from .dataset_stats import error_pairs, judge_pair
 from .edits import EDIT_KINDS, SUBSTITUTION, alignment, positional
 from .evaluation import training_pairs
 from .files import EDITS_LINE, check_output, iter_jsonl, read_lines, read_predictions, write_atomic
 from .llm.policy import DEFAULT_LENGTH_POLICY, LENGTH_POLICIES, apply_length_policy, check_length_policy
 from .logging import get_logger
-from .markdown import percent, percent_range, signed_points, table
+from .markdown import UNDEFINED, percent, percent_range, score_text, signed_points, table
 from .scoring import CONVENTIONS, HEADLINE, MAIN_SCORES, align, compare, score, score_name
 from .stats import CONFIDENCE, RESAMPLES, check_resamples
 
@@ -132,16 +131,6 @@ def _row_errors(data) -> list[dict] | None:
     ]
 
 
-def _changes_length(split: DataSplit, metadata: list[dict] | None) -> bool:
-    """Whether the references change lengths: a csc_bench config with missing or redundant errors, rows whose
-    errors have such a kind, or a pair of unequal lengths."""
-    if split.bench_config is not None and CONFIGS[split.bench_config].changes_length:
-        return True
-    if any(e.get("kind", SUBSTITUTION) != SUBSTITUTION for row in metadata or () for e in row["errors"]):
-        return True
-    return any(len(s) != len(t) for s, t in zip(split.sources, split.targets))
-
-
 def references_of(split: DataSplit, alignment_mode: str = "auto") -> References:
     """The references of one split of CSC data: its ids and typed errors where its rows have them, and whether they
     are scored by alignment (``alignment_mode``: one of :data:`ALIGNMENT_MODES`)."""
@@ -149,7 +138,9 @@ def references_of(split: DataSplit, alignment_mode: str = "auto") -> References:
     ids = [str(i) for i in rows["id"]] if rows is not None and "id" in rows.column_names else None
     metadata = _row_errors(rows) if rows is not None else None
     typed = metadata is not None
-    aligned = alignment_mode == "on" or (alignment_mode == "auto" and _changes_length(split, metadata))
+    aligned = alignment_mode == "on" or (
+        alignment_mode == "auto" and needs_alignment(split.sources, split.targets, metadata, split.bench_config)
+    )
     if typed and not aligned:  # the default scorer reads errors by position only
         metadata = [{"errors": [{k: v for k, v in e.items() if k != "kind"} for e in m["errors"]]} for m in metadata]
     return References(
@@ -352,9 +343,9 @@ def score_report(
 
 
 def _cell(scores: Mapping[str, Any], key: str) -> str:
-    """``71.2 (69.8-72.5)``: a score and its bootstrap interval, in %."""
-    text = percent(scores[key])
-    if f"{key}_ci_low" in scores:
+    """``71.2 (69.8-72.5)``: a score and its bootstrap interval, in % (``n/a`` where it is undefined)."""
+    text = score_text(scores[key])
+    if scores[key] is not None and f"{key}_ci_low" in scores:
         text += " " + percent_range(scores[f"{key}_ci_low"], scores[f"{key}_ci_high"])
     return text
 
@@ -431,6 +422,9 @@ def scores_markdown(report: Mapping[str, Any]) -> str:
                 if convention == "strict" or key.startswith("sent"):  # the others are the same under both
                     entry = base["paired"][convention][key]
                     label = score_name(key) + (f" ({convention})" if key.startswith("sent") else "")
+                    if entry["delta"] is None:  # undefined on these references
+                        paired.append([label, *[UNDEFINED] * 4])
+                        continue
                     interval = f"({signed_points(entry['ci_low'])} to {signed_points(entry['ci_high'])})"
                     paired.append(
                         [

@@ -478,10 +478,10 @@ CLI: list[BadCli] = [
     BadCli(
         "push: a record with a missing score",
         ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
-        "record 0 has no numeric scores ['fpr']",
+        "record 0 has no numeric scores ['char_cor_f1']",
         {
             "r.json": '[{"config": "test", "split": "test", "scores": '
-            + SCORES.replace('"fpr": 0.1', '"fpr": null')
+            + SCORES.replace('"char_cor_f1": 0.5', '"char_cor_f1": null')
             + "}]"
         },
     ),

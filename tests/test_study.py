@@ -29,10 +29,11 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert any(name.startswith("pretrain-") and seconds > 0 for name, seconds in timings.items())
     evaluations = [name for name in timings if name.startswith("eval-")]
     augmented = [name for name in evaluations if "-augmented-" in name]
-    edit_trained = [name for name in evaluations if "-edit_trained-" in name]
-    assert len(evaluations) - len(augmented) - len(edit_trained) == len(preset.variants) * len(preset.seeds)
+    of_sets = [name for name in evaluations if "-set-" in name]
+    sets = preset.training_sets_study
+    assert len(of_sets) == sum(len(sets.variants_of(name)) for name in sets.sets) * len(preset.seeds)
+    assert len(evaluations) - len(augmented) - len(of_sets) == len(preset.variants) * len(preset.seeds)
     assert len(augmented) == len(preset.augmentation_study.variants) * len(preset.seeds)
-    assert len(edit_trained) == len(preset.edit_training_stage.variants) * len(preset.seeds)
     models = {r["model"] for r in records}
     assert models == set(preset.variants)
     per_model = {(r["config"], r["split"]) for r in records if r["model"] == "bert"}
@@ -51,8 +52,7 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert len(paired) == 2 * (len(preset.variants) - 1) * len({(r["config"], r["split"]) for r in records})
     assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] and 0 < e["p_value"] <= 1 for e in paired)
     kept = [p.parent.name for p in (smoke_run / "stages").glob("eval-*/paired-eval-*.json")]
-    grid_kept = [name for name in kept if "-augmented-" not in name and "-edit_trained-" not in name]
-    assert len(grid_kept) == len(preset.variants) - 1  # kept
+    assert len([name for name in kept if "-augmented-" not in name and "-set-" not in name]) == len(preset.variants) - 1
     report = (smoke_run / "report.md").read_text()
     assert "## Paired comparisons" in report and "### Character-level correction F1 against bert" in report
     for conclusion in (
@@ -105,25 +105,25 @@ def test_smoke_run_tests_sighan_credibility(smoke_run):
 
 
 def test_smoke_run_trains_bart_with_missing_and_redundant_characters(smoke_run):
-    """The edit-training stage: bart trained once more, as many steps, on a train split with missing and redundant
-    characters, scored on every test set (keeping its insertions and deletions on the length-changing ones) and
-    compared (paired) with the grid's bart; the report says which model handles which edit kind."""
+    """The training set `edits` (bart only): bart trained once more, as many steps, on a train split with missing and
+    redundant characters, scored on every test set (keeping its insertions and deletions on the length-changing ones)
+    and compared (paired) with the grid's bart; the report says which model handles which edit kind."""
     preset = Preset.load("smoke")
-    stage = preset.edit_training_stage
+    sets = preset.training_sets_study
+    assert sets.variants_of("edits") == ("bart",) and sets.variants_of("pe20") == ("bert",)
     results = json.loads((smoke_run / "results.json").read_text())
-    edit = results["edit_training"]
-    assert edit["train_edit_shares"] == list(stage.train_edit_shares) == [0.5, 0.25, 0.25]
-    assert {(r["model"], r["seed"]) for r in edit["records"]} == {("bart", 0)}
-    assert {r["config"] for r in edit["records"]} == set(preset.tests)
-    assert all(r["train_edit_shares"] == [0.5, 0.25, 0.25] for r in edit["records"])
-    tests = {(r["config"], r["split"]) for r in edit["records"]}
-    assert {(e["config"], e["split"], e["metric"]) for e in edit["paired"]} == {
-        (*t, m) for t in tests for m in ("char_cor_f1", "sent_cor_f1")
-    }
+    stage = results["training_sets"]
+    assert stage["sets"]["edits"] == {"train_edit_shares": [0.5, 0.25, 0.25]}
+    assert stage["set_variants"] == {"edits": ["bart"]}
+    edits = [r for r in stage["records"] if r["training_set"] == "edits"]
+    assert {(r["model"], r["seed"]) for r in edits} == {("bart", 0)}
+    assert {r["config"] for r in edits} == set(preset.tests)
     grid = {(r["model"], r["config"], r["split"]): r for r in results["records"]}
-    for e in edit["paired"]:  # the plain model is the grid's bart
+    against_grid = [e for e in stage["paired"] if e["training_set"] == "edits" and e["against"] == "grid"]
+    assert {e["model"] for e in against_grid} == {"bart"} and {e["config"] for e in against_grid} >= {"mixed", "test"}
+    for e in against_grid:  # the plain model is the grid's bart
         assert e["b"] == pytest.approx(grid["bart", e["config"], e["split"]]["scores"][e["metric"]])
-    for r in edit["records"]:
+    for r in edits:
         aligned = r["config"] in ("missing", "redundant", "mixed")
         assert r["edit_kinds"] == (["substitution", "missing", "redundant"] if aligned else ["substitution"])
         assert ("missing_char_cor_r" in r["scores"]) == aligned
@@ -131,22 +131,22 @@ def test_smoke_run_trains_bart_with_missing_and_redundant_characters(smoke_run):
     assert grid["bart", "mixed", "test"]["edit_kinds"] == ["substitution", "missing", "redundant"]
     plain, trained = (
         next((smoke_run / "stages").glob(f"train-bart-seed0-{suffix}"))
-        for suffix in ("[0-9a-f]" * 12, "edit_trained-*")  # the key alone: the plain stage
+        for suffix in ("[0-9a-f]" * 12, "set-edits-*")  # the key alone: the plain stage
     )
     plain, trained = (yaml.safe_load((d / "train_config.yaml").read_text()) for d in (plain, trained))
     assert trained["bench_params"]["train_edit_shares"] == [0.5, 0.25, 0.25]
     assert "train_edit_shares" not in plain["bench_params"] and trained["max_steps"] == plain["max_steps"]
-    evaluation = next((smoke_run / "stages").glob("eval-train-bart-seed0-edit_trained-*"))
+    evaluation = next((smoke_run / "stages").glob("eval-train-bart-seed0-set-edits-*"))
     from csc_hf import load_dataset
 
     mixed = load_dataset("csc_bench", "mixed", split="test", **preset.bench_params)
     predictions = read_predictions(evaluation / "predictions" / "mixed.test.txt", mixed["source"])
     assert len(predictions) == len(mixed)  # insertions and deletions read back
     report = (smoke_run / "report.md").read_text()
-    section = report.split("## Missing and redundant characters")[1]
+    section = report.split("## Missing and redundant characters")[1].split("\n## ")[0]
     assert "| bert | no (tagging) |" in section and "| bart | yes |" in section
-    assert "| bart (edit-trained) | yes |" in section and "mixed: redundant recall" in section
-    assert "### Trained with missing and redundant characters" in section and "| bart | " in section.split("###")[1]
+    assert "| bart (set edits) | yes |" in section and "mixed: redundant recall" in section
+    assert "`edits` (bart only): train_edit_shares = [0.5, 0.25, 0.25]" in report
 
 
 def test_rerun_skips_finished_stages(smoke_run, caplog):
@@ -185,8 +185,6 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
                 "user/csc-smoke",
                 "--results",
                 str(smoke_run / "results.json"),
-                "--model-name",
-                "bert",
                 "--folder",
                 str(smoke_run / "hub"),
             ]
@@ -195,6 +193,9 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
     )
     card = (smoke_run / "hub" / "README.md").read_text()
     assert "| unseen_k/test |" in card and (smoke_run / "hub" / "config.json").is_file()
+    records = json.loads((smoke_run / "results.json").read_text())["records"]
+    own = [r for r in records if r["model"] == "bert" and r["seed"] == 0 and "augmentation" not in r]
+    assert len(own) < len(records) and f"({len(own)} scored test sets in its card)" in capsys.readouterr().out
 
 
 def test_part_of_the_grid_reuses_the_stages_and_keeps_every_result(smoke_run, capsys, caplog):
@@ -234,7 +235,7 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
     assert models == [(v, 0) for v in Preset.load("smoke").variants] + [("bert", 1), ("bart", 1)]
     assert {(e["model"], e["seed"]) for e in results["paired"]} >= {("bart", 0), ("bart", 1)}
     evaluations = [name for name in results["stage_seconds"] if name.startswith("eval-")]
-    assert len([name for name in evaluations if "-augmented-" not in name and "-edit_trained-" not in name]) == 6
+    assert len([name for name in evaluations if "-augmented-" not in name and "-set-" not in name]) == 6
     assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
 
@@ -303,17 +304,13 @@ def test_bad_presets_fail_before_training(tmp_path):
     bad.write_text("tests: [test, sighan15]\naugmentation: {confusion: s.json, variants: [bert]}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"augmentation: tests \['unseen_k', 'unseen_v', 'scontext'\] are not among"):
         Preset.load(str(bad))
-    for stage, message in (
-        ("{variants: [bert]}", r"edit_training: bench_params: train_edit_shares=\[0.5, 0.25, 0.25\] puts missing"),
-        (
-            "{train_edit_shares: [1, 0, 0]}",
-            r"bad.yaml: edit_training: train_edit_shares=\[1, 0, 0\] gives substitutions",
-        ),
-        ("{train_edit_shares: [0.5, 0.5]}", "edit_training: train_edit_shares=\\[0.5, 0.5\\]: give 3 non-negative"),
-        ("{shares: [0.5, 0.5, 0]}", r"edit_training: unknown keys \['shares'\]"),
-        ("[bart]", "edit_training must be a mapping such as"),
+    for sets, message in (
+        ("{edits: {train_edit_shares: [0.5, 0.25, 0.25]}}", r"training_sets: edits: bench_params: train_edit_shares="),
+        ("{edits: {train_edit_shares: [0.5, 0.5]}}", r"training_sets: edits: train_edit_shares=\[0.5, 0.5\]: give 3"),
+        ("{edits: {train_edit_shares: [0.5, 0.25, 0.25], variants: [bertt]}}", r"edits: unknown variants \['bertt'\]"),
+        ("{edits: {variants: [bart]}}", "training_sets: edits: give the parameters it changes"),
     ):
-        bad.write_text(f"edit_training: {stage}\n", encoding="utf-8")
+        bad.write_text(f"training_sets: {{variants: [bert], sets: {sets}}}\n", encoding="utf-8")
         with pytest.raises(ValueError, match=message):
             Preset.load(str(bad))
     with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
@@ -354,7 +351,8 @@ def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
     assert cpu.launcher is None and cpu.seeds == [0, 1] and cpu.finetune["max_steps"] > 0
     for preset in (paper, cpu):  # the SIGHAN-credibility stage, for BERT and BART (the paper's model for it)
         assert preset.augmentation_study.variants == ("bert", "bart")
-        assert preset.edit_training_stage.variants == ("bart",)  # missing and redundant characters in training
+        sets = preset.training_sets_study  # bart with missing and redundant characters in its training data
+        assert sets.variants_of("edits") == ("bart",) and sets.sets["edits"] == {"train_edit_shares": [0.5, 0.25, 0.25]}
         assert {"missing", "redundant", "mixed"} <= set(preset.tests)
     (tmp_path / "aug.json").write_text('{"天": {"夭": "graphic"}}', encoding="utf-8")
     (tmp_path / "p.yaml").write_text("augmentation: {confusion: aug.json}\n", encoding="utf-8")
@@ -392,3 +390,30 @@ def test_a_run_logs_its_progress_and_prints_only_results(smoke_run, tmp_path, ca
     ), caplog.text
     assert f"all {n} stages finished" in caplog.text
     assert all(r.name.startswith("csc_hf") for r in caplog.records if "stage" in r.getMessage())
+
+
+def test_smoke_run_trains_each_training_set_and_scores_the_domains(smoke_run):
+    """The training-distribution stage: bert trained once more on the P_e 20% training set, scored on every test
+    set, paired against the grid's bert except on the splits made from the training set; the domain config's errors
+    by group; the report's two sections."""
+    preset = Preset.load("smoke")
+    study = preset.training_sets_study
+    results = json.loads((smoke_run / "results.json").read_text())
+    stage = results["training_sets"]
+    assert stage["sets"] == study.sets and stage["variants"] == list(study.variants)
+    assert {(r["model"], r["training_set"]) for r in stage["records"]} == {("bert", "pe20")}
+    tested = {(r["config"], r["split"]) for r in stage["records"]}
+    assert tested == {(r["config"], r["split"]) for r in results["records"] if r["model"] == "bert"}
+    against_grid = {(e["config"], e["split"]) for e in stage["paired"] if e["against"] == "grid"}
+    assert against_grid and not {c for c, _ in against_grid} & {"seen", "scontext"}  # not the same sentences
+    assert against_grid == tested - {("seen", "test"), ("scontext", "test")}
+    assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] for e in stage["paired"])
+    domain = [e for e in results["domain_errors"] if e["config"] == "domain_hsk"]
+    assert {(e["model"], e["split"]) for e in domain} == {
+        (m, s) for m in preset.variants for s in ("test", "unseen_k", "unseen_v")
+    }
+    for e in results["domain_errors"]:
+        assert all(0 <= corrected <= n for n, corrected in e["groups"].values())
+    report = (smoke_run / "report.md").read_text()
+    assert "## Which training distribution" in report and "## Domain shift" in report
+    assert (smoke_run / "report_plots" / "train_x_test.png").is_file()

@@ -3,9 +3,7 @@ every test config → results (json, csv, markdown table, plots, report).
 
 A preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does; its
 ``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage: models trained once more with an
-augmentation confusion set, compared with the grid's on SIGHAN-15 and on the controlled test sets; its
-``edit_training`` (:class:`EditTraining`) trains models (bart) once more with missing and redundant characters in their
-training data, compared with the grid's on every test set. Each stage's output
+augmentation confusion set, compared with the grid's on SIGHAN-15 and on the controlled test sets. Each stage's output
 lives in ``RUN_DIR/stages/STAGE-KEY`` where KEY hashes the stage's inputs (its configuration and the keys of the
 stages it reads), and a ``done.json`` marks it finished: a re-run skips finished stages, a changed preset redoes only
 what it changes, and an interrupted training resumes from its last checkpoint. Each stage that runs logs a progress
@@ -18,7 +16,7 @@ only: training is :mod:`csc_hf.training`, evaluation :mod:`csc_hf.evaluation`) a
 the report: :mod:`csc_hf.results` analyses, :mod:`csc_hf.report` renders).
 """
 
-from .preset import AugmentationStudy, EditTraining, Preset
+from .preset import AugmentationStudy, Preset
 from .run import Study, Unfinished
 
-__all__ = ["AugmentationStudy", "EditTraining", "Preset", "Study", "Unfinished"]
+__all__ = ["AugmentationStudy", "Preset", "Study", "Unfinished"]

@@ -1,10 +1,11 @@
 """A study as data: a preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does;
-its ``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage, its ``edit_training``
-(:class:`EditTraining`) the stage of missing and redundant characters in training. All are checked when loaded,
-before any work."""
+its ``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage, its ``training_sets``
+(:class:`TrainingSetsStudy`) the training-distribution stage. ``base: NAME`` takes another preset's keys under its
+own. All of it is checked when loaded, before any work."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -14,24 +15,13 @@ import yaml
 
 from .. import resources
 from ..benchmark.configs import SIGHAN15, TEST_CONFIGS, check_configs
-from ..benchmark.plan import PACKAGED_CONFUSION, BenchParams, load_augmentation
+from ..benchmark.plan import PACKAGED_CONFUSION, TRAINING_FIELDS, BenchParams, load_augmentation
 from ..model_folder import check_decoding_grid
 from ..modeling import VARIANTS
 from ..results import CONTROLLED
 from ..stats import RESAMPLES, check_resamples
 from ..training.arguments import DataArguments, ModelArguments
 from ..training.config import check_train_edit_shares
-
-
-def stage_settings(cls: type, data: Any, origin: Path | str, key: str, example: str) -> Any:
-    """The stage dataclass ``cls`` that a preset's mapping ``key`` describes (unknown keys are errors; lists become
-    tuples)."""
-    known = [f.name for f in fields(cls)]
-    if not isinstance(data, dict):
-        raise ValueError(f"{origin}: {key} must be a mapping such as {example}, not {data!r}")
-    if unknown := sorted(set(data) - set(known)):
-        raise ValueError(f"{origin}: {key}: unknown keys {unknown}; it has {known}")
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 @dataclass(frozen=True)
@@ -51,27 +41,85 @@ class AugmentationStudy:
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> AugmentationStudy:
         """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
-        return stage_settings(cls, data, origin, "augmentation", "{confusion: sighan13, variants: [bert, bart]}")
+        known = [f.name for f in fields(cls)]
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
+                f"[bert, bart]}}, not {data!r}"
+            )
+        if unknown := sorted(set(data) - set(known)):
+            raise ValueError(f"{origin}: augmentation: unknown keys {unknown}; it has {known}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+SET_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")  # a training set's name: part of its stages' folder names
 
 
 @dataclass(frozen=True)
-class EditTraining:
-    """The stage of missing and redundant characters in training (a preset's ``edit_training``; empty: off): each of
-    ``variants`` (seq2seq ones: a tagging model cannot learn to insert or delete) is trained, with every seed, once
-    more on a train split whose errors are substitution, missing and redundant characters at the shares
-    ``train_edit_shares`` of ``P_e`` (the benchmark parameter), for the grid's number of steps (the same sentences);
-    it is evaluated on every test set of the preset and compared (paired) with the grid's model of the same variant
-    and seed."""
+class TrainingSetsStudy:
+    """The training-distribution stage (a preset's ``training_sets``; empty: off): each of ``variants`` is trained,
+    with every seed and from the same pretrained encoder, once more on each training set of ``sets`` (``{name:
+    {parameter: value}}``, each a change of the parameters in ``csc_hf.benchmark.plan.TRAINING_FIELDS``: the train
+    split's ``P_e`` or confusion set, or its missing and redundant characters), evaluated on the preset's tests, and
+    compared (paired, on the same sentences) with the grid's model of the same variant and seed, trained on the
+    preset's own training set. A set may name its own ``variants`` (``{edits: {train_edit_shares: [0.5, 0.25, 0.25],
+    variants: [bart]}}``: a tagging model cannot learn missing or redundant characters); ``set_variants`` holds them."""
 
-    variants: tuple[str, ...] = ("bart",)
-    train_edit_shares: tuple[float, ...] = (0.5, 0.25, 0.25)  # as the mixed test config
+    variants: tuple[str, ...] = ("bert", "plome")
+    sets: dict = field(default_factory=dict)
+    set_variants: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, data: Any, origin: Path | str) -> EditTraining:
-        """The stage a preset's ``edit_training`` mapping describes (unknown keys are errors)."""
-        return stage_settings(
-            cls, data, origin, "edit_training", "{variants: [bart], train_edit_shares: [0.5, 0.25, 0.25]}"
-        )
+    def of(cls, data: Any, origin: Path | str) -> TrainingSetsStudy:
+        """The stage a preset's ``training_sets`` mapping describes; every key, name and parameter is checked."""
+        known = ["variants", "sets"]
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{origin}: training_sets must be a mapping such as {{variants: [bert, plome], sets: {{pe10: "
+                f"{{train_error_prob: 0.1}}}}}}, not {data!r}"
+            )
+        if unknown := sorted(set(data) - set(known)):
+            raise ValueError(f"{origin}: training_sets: unknown keys {unknown}; it has {known}")
+        variants, sets = data.get("variants", cls.variants), data.get("sets", {})
+        if not isinstance(variants, (list, tuple)):
+            raise ValueError(f"{origin}: training_sets: variants={variants!r} must be a list of variant names")
+        check_variants(variants, f"{origin}: training_sets")
+        if not isinstance(sets, dict) or not sets:
+            raise ValueError(f"{origin}: training_sets: sets={sets!r} must map names to parameter changes")
+        checked, set_variants = {}, {}
+        for name, changes in sets.items():
+            where = f"{origin}: training_sets: {name}"
+            if not isinstance(name, str) or not SET_NAME.fullmatch(name):
+                raise ValueError(f"{where}: a set's name is lower-case letters, digits and _ (it names folders)")
+            if isinstance(changes, dict) and "variants" in changes:
+                own = changes["variants"]
+                if not isinstance(own, (list, tuple)) or not own:
+                    raise ValueError(f"{where}: variants={own!r} must be a non-empty list of variant names")
+                check_variants(own, where)
+                set_variants[name] = tuple(own)
+                changes = {k: v for k, v in changes.items() if k != "variants"}
+            if not isinstance(changes, dict) or not changes:
+                raise ValueError(f"{where}: give the parameters it changes, e.g. {{train_error_prob: 0.1}}")
+            if bad := sorted(set(changes) - set(TRAINING_FIELDS)):
+                raise ValueError(
+                    f"{where}: {bad} would change the test sets too; a training set changes only "
+                    f"{', '.join(TRAINING_FIELDS)}"
+                )
+            checked[name] = changes
+        return cls(tuple(variants), checked, set_variants)
+
+    def params(self, bench_params: dict, name: str) -> dict:
+        """The benchmark parameters of the training set ``name`` over a preset's ``bench_params``."""
+        return {**bench_params, **self.sets[name]}
+
+    def variants_of(self, name: str) -> tuple[str, ...]:
+        """The variants trained on the set ``name``: its own, else the stage's."""
+        return self.set_variants.get(name, self.variants)
+
+    @property
+    def all_variants(self) -> tuple[str, ...]:
+        """Every variant some set trains, in order."""
+        return tuple(dict.fromkeys(v for name in self.sets for v in self.variants_of(name)))
 
 
 @dataclass
@@ -94,7 +142,7 @@ class Preset:
     finetune: dict = field(default_factory=dict)  # training-config keys of every variant
     eval_batch_size: int = 64
     augmentation: dict = field(default_factory=dict)  # the SIGHAN-credibility stage (AugmentationStudy); {}: off
-    edit_training: dict = field(default_factory=dict)  # missing and redundant characters in training; {}: off
+    training_sets: dict = field(default_factory=dict)  # the training-distribution stage (TrainingSetsStudy); {}: off
 
     @property
     def augmentation_study(self) -> AugmentationStudy | None:
@@ -102,25 +150,17 @@ class Preset:
         return AugmentationStudy.of(self.augmentation, self.name) if self.augmentation else None
 
     @property
-    def edit_training_stage(self) -> EditTraining | None:
-        """The preset's :class:`EditTraining`, or ``None`` when it has none."""
-        return EditTraining.of(self.edit_training, self.name) if self.edit_training else None
+    def training_sets_study(self) -> TrainingSetsStudy | None:
+        """The preset's :class:`TrainingSetsStudy`, or ``None`` when it has none."""
+        return TrainingSetsStudy.of(self.training_sets, self.name) if self.training_sets else None
 
     @classmethod
     def load(cls, name_or_path: str) -> Preset:
-        """A preset by name (``smoke``, ``cpu``, ``paper``) or from a YAML file; unknown keys are errors."""
-        path = Path(name_or_path)
-        if not path.suffix:
-            path = resources.preset_path(name_or_path)
-        if not path.is_file():
-            known = ", ".join(resources.preset_names())
-            raise FileNotFoundError(f"preset {name_or_path!r} not found ({path}); presets: {known}")
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        keys = {f.name for f in fields(cls)} - {"name"}  # the name is the file's
-        unknown = sorted(set(data) - keys)
-        if unknown:
-            raise ValueError(f"{path}: unknown keys {unknown}; a preset has {sorted(keys)}")
-        preset = cls(name=path.stem, **data)
+        """A preset by name (``smoke``, ``cpu``, ``ablations``, ``paper``) or from a YAML file; unknown keys are
+        errors. ``base: NAME_OR_PATH`` takes that preset's keys under the file's own (a key given replaces the base's
+        whole; a relative path is read from the file's folder)."""
+        path = _preset_file(name_or_path)
+        preset = cls(name=path.stem, **_preset_data(path, ()))
         preset.validate(path)
         return preset
 
@@ -141,27 +181,24 @@ class Preset:
             self.launcher = str(found.resolve())
         if self.augmentation:
             self._validate_augmentation(origin)
-        if self.edit_training:
-            self._validate_edit_training(origin)
+        if self.training_sets:
+            self._validate_training_sets(origin)
 
-    def _validate_edit_training(self, origin: Path | str) -> None:
-        """Check the edit-training stage: its variants, its shares (which must put missing or redundant characters in
-        the training data), and that each variant can train on them (a tagging one cannot)."""
-        stage = EditTraining.of(self.edit_training, origin)
-        where = f"{origin}: edit_training"
-        check_variants(stage.variants, where)
-        params = {**self.bench_params, "train_edit_shares": list(stage.train_edit_shares)}
-        try:
-            BenchParams(**params).validate()
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{where}: {err}") from None
-        if not BenchParams(**params).train_changes_length:
-            raise ValueError(
-                f"{where}: train_edit_shares={list(stage.train_edit_shares)} gives substitutions only, the grid's "
-                "training data: give a share to missing or redundant characters"
-            )
-        for variant in stage.variants:
-            check_train_edit_shares(ModelArguments(variant=variant), DataArguments(bench_params=params), where)
+    def _validate_training_sets(self, origin: Path | str) -> None:
+        """Check the training-distribution stage: its keys and variants, and each set's parameters over the preset's."""
+        study = TrainingSetsStudy.of(self.training_sets, origin)
+        for name in study.sets:
+            params = study.params(self.bench_params, name)
+            try:
+                BenchParams(**params).validate()
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{origin}: training_sets: {name}: {err}") from None
+            for variant in study.variants_of(name):  # a tagging variant cannot train on missing or redundant characters
+                check_train_edit_shares(
+                    ModelArguments(variant=variant),
+                    DataArguments(bench_params=params),
+                    f"{origin}: training_sets: {name}",
+                )
 
     def _validate_augmentation(self, origin: Path | str) -> None:
         """Check the augmentation stage, and read its confusion set (a bad file fails here, before any training,
@@ -183,6 +220,37 @@ class Preset:
             load_augmentation(confusion)
         except (ValueError, FileNotFoundError) as err:
             raise type(err)(f"{origin}: augmentation: {err}") from None
+
+
+def _preset_file(name_or_path: str | Path) -> Path:
+    """The YAML file of a shipped preset's name, or the path given; a missing one names the shipped presets."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = resources.preset_path(str(name_or_path))
+    if not path.is_file():
+        known = ", ".join(resources.preset_names())
+        raise FileNotFoundError(f"preset {str(name_or_path)!r} not found ({path}); presets: {known}")
+    return path
+
+
+def _preset_data(path: Path, chain: tuple[Path, ...]) -> dict:
+    """The keys of the preset file ``path`` over those of its ``base`` (followed to the end; a circle is an error)."""
+    if path.resolve() in chain:
+        raise ValueError(f"{path}: base: the presets take each other as base ({' -> '.join(map(str, chain))})")
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a preset is a mapping of keys, not {type(data).__name__}")
+    keys = {f.name for f in fields(Preset)} - {"name"}  # the name is the file's
+    if unknown := sorted(set(data) - keys - {"base"}):
+        raise ValueError(f"{path}: unknown keys {unknown}; a preset has {sorted(keys | {'base'})}")
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"{path}: base={base!r} must name a preset (smoke, cpu, ...) or a YAML file")
+    relative = Path(base).suffix and not Path(base).is_absolute()
+    base_path = _preset_file(path.parent / base if relative else base)
+    return {**_preset_data(base_path, (*chain, path.resolve())), **data}
 
 
 def check_variants(variants: Sequence[str], origin: Path | str) -> None:

@@ -16,19 +16,24 @@ from typing import Any
 import yaml
 
 from ..benchmark.builder import load_dataset
+from ..benchmark.configs import DOMAINS
 from ..benchmark.plan import AUGMENTED_COPIES, BenchParams, input_files, plan_for
-from ..evaluation import EvaluationOptions, evaluate_model, paired_comparisons, same_model_comparisons
+from ..evaluation import (
+    EvaluationOptions,
+    augmentation_comparisons,
+    evaluate_model,
+    paired_comparisons,
+    training_set_comparisons,
+)
 from ..logging import get_logger, plain_transformers_output
 from ..model_folder import copy_decoding
-from ..modeling import VARIANTS, is_seq2seq
+from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq
 from ..precision import resolved
 from ..run_layout import (
     AUGMENTATION,
-    AUGMENTED,
     CHECKPOINT,
     DECODING_COPY,
     DONE,
-    EDIT_TRAINED,
     PREDICTIONS,
     RECORDS,
     STAGES,
@@ -39,7 +44,7 @@ from ..run_layout import (
 )
 from ..training import check_config, train
 from ..training.config import precision_keys
-from .outputs import augmentation_coverage, write_results
+from .outputs import augmentation_coverage, domain_error_groups, write_results
 from .preset import Preset, check_variants
 from .progress import Progress, Stage, Step, clock, model_label
 
@@ -126,45 +131,47 @@ class Study:
             {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
         )
 
-    def _training_params(self, data: str | None = None) -> dict:
-        """The benchmark parameters of a model's training data: the grid's, or (``data``) the augmentation stage's
-        (``AUGMENTED``) or the edit-training stage's (``EDIT_TRAINED``)."""
-        p = self.preset
-        if data == AUGMENTED:
-            return {**p.bench_params, "augmentation": p.augmentation_study.confusion}
-        if data == EDIT_TRAINED:
-            return {**p.bench_params, "train_edit_shares": list(p.edit_training_stage.train_edit_shares)}
-        return p.bench_params
+    def _augmented_params(self) -> dict:
+        """The benchmark parameters of the augmentation stage's training data."""
+        return {**self.preset.bench_params, "augmentation": self.preset.augmentation_study.confusion}
 
-    def _tests(self, data: str | None = None) -> list[str]:
-        """The test configs a model trained on ``data`` is evaluated on: the augmentation stage's, else the preset's."""
-        return list(self.preset.augmentation_study.tests) if data == AUGMENTED else self.preset.tests
+    def _training_params(self, augmented: bool = False, training_set: str | None = None) -> dict:
+        """The benchmark parameters of a model's training data: the preset's, the augmentation stage's, or those of a
+        training set of the training-distribution stage."""
+        if training_set:
+            return self.preset.training_sets_study.params(self.preset.bench_params, training_set)
+        return self._augmented_params() if augmented else self.preset.bench_params
 
     def _finetune_inputs(
-        self, variant: str, seed: int, pretrained: Path, data: str | None = None
+        self, variant: str, seed: int, pretrained: Path, augmented: bool = False, training_set: str | None = None
     ) -> tuple[str, dict, str]:
         """The name and inputs of a fine-tuning stage: its training config, and the pretrained stage's name (not its
-        path, so that a run folder can move); ``data``: a stage's other training data (see :meth:`_training_params`)."""
+        path, so that a run folder can move); ``augmented``: the augmentation stage's training; ``training_set``: a
+        training set of the training-distribution stage."""
         p = self.preset
-        bench_params = self._training_params(data)
+        bench_params = self._training_params(augmented, training_set)
         config = {"task": "correction", "variant": variant, "bench_params": bench_params, "seed": seed, **p.finetune}
-        if data == AUGMENTED:  # as many epochs over a data set AUGMENTED_COPIES times as large
+        if augmented:  # as many epochs over a data set AUGMENTED_COPIES times as large
             config.update(
                 {k: config[k] * AUGMENTED_COPIES for k in ("max_steps", "warmup_steps") if config.get(k, 0) > 0}
             )
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
-        return train_stage(variant, seed, data), _resolved(config), pretrained.name
+        return train_stage(variant, seed, augmented, training_set), _resolved(config), pretrained.name
 
-    def _evaluate_inputs(self, model_dir: Path, build: Path, data: str | None = None) -> tuple:
-        """The name and inputs of the evaluation stage of the model trained in ``model_dir`` (on ``data``)."""
+    def _evaluate_inputs(
+        self, model_dir: Path, build: Path, augmented: bool = False, training_set: str | None = None
+    ) -> tuple:
+        """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""
         p = self.preset
         decoding = {"precision": self._inference_precision()}
         if p.similarity_prior_grid != [0.0]:  # the default stays out of the key: runs before the option keep theirs
             decoding["similarity_prior_grid"] = p.similarity_prior_grid
         common = (p.bootstrap, p.keep_bias_grid, build.name, decoding)
-        if data:
-            return evaluation_stage(model_dir), self._tests(data), *common, self._training_params(data)
+        if augmented:
+            return evaluation_stage(model_dir), list(p.augmentation_study.tests), *common, self._augmented_params()
+        if training_set:
+            return evaluation_stage(model_dir), p.tests, *common, self._training_params(training_set=training_set)
         return evaluation_stage(model_dir), p.tests, *common
 
     def _inference_precision(self) -> str:
@@ -172,12 +179,14 @@ class Study:
         resolved for the CPU (bf16 or fp32), so that an fp32 evaluation is never taken for a bf16 one."""
         return resolved(self.preset.finetune.get("precision", "auto"))
 
-    def finetune(self, variant: str, seed: int, pretrained: Stage, data: str | None = None) -> Stage:
+    def finetune(
+        self, variant: str, seed: int, pretrained: Stage, augmented: bool = False, training_set: str | None = None
+    ) -> Stage:
         """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it);
-        ``data``: on a stage's other training data (``AUGMENTED``, ``EDIT_TRAINED``)."""
-        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory, data)
+        ``augmented``: on the augmentation stage's training data; ``training_set``: on that set's."""
+        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory, augmented, training_set)
         stage = self.stage(name, config, start_name)
-        if self.pending(stage, model_label("train", variant, seed, data)):
+        if self.pending(stage, model_label("train", variant, seed, augmented, training_set)):
             start = str(pretrained.directory)
             self._train(stage, {**config, "tokenizer_path": start, "init_from": start})
         return stage
@@ -207,23 +216,32 @@ class Study:
             shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
         stage.finish({"config": config})
 
-    def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage, data: str | None = None) -> Stage:
+    def evaluate(
+        self,
+        model_stage: Stage,
+        variant: str,
+        seed: int,
+        build: Stage,
+        augmented: bool = False,
+        training_set: str | None = None,
+    ) -> Stage:
         """Score one model on every test split (keep_bias and similarity_prior tuned on validation) into the stage's
         ``records.json``, save its predictions (``predictions/``), and save the tuned decoding with the model (its
-        ``csc_decoding.json``); ``data``: a model of a stage trained on other data, on the stage's tests, its seen
-        pairs those of its own training data, its records naming the data."""
+        ``csc_decoding.json``); ``augmented``: a model of the augmentation stage, on its tests, its seen pairs those of
+        its own training data; ``training_set``: a model of the training-distribution stage, its validation split,
+        ``seen`` and ``scontext`` and seen pairs those of its training set."""
         p = self.preset
-        stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, data))
-        tests = self._tests(data)
-        if self.pending(stage, f"{model_label('evaluate', variant, seed, data)} on {len(tests)} test configs"):
-            records = evaluate_model(model_stage.directory, tests, self._evaluation_options(stage, data))
-            trained_on = {}
-            if data == AUGMENTED:
-                trained_on = {"augmentation": p.augmentation_study.confusion}
-            elif data == EDIT_TRAINED:
-                trained_on = {"train_edit_shares": list(p.edit_training_stage.train_edit_shares)}
+        stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented, training_set))
+        tests = p.augmentation_study.tests if augmented else p.tests
+        label = model_label("evaluate", variant, seed, augmented, training_set)
+        if self.pending(stage, f"{label} on {len(tests)} test configs"):
+            options = self._evaluation_options(stage, augmented, training_set)
+            records = evaluate_model(model_stage.directory, tests, options)
+            origin = {"augmentation": p.augmentation_study.confusion} if augmented else {}
+            if training_set:
+                origin = {"training_set": training_set}
             for r in records:
-                r.update(model=variant, seed=seed, **trained_on)
+                r.update(model=variant, seed=seed, **origin)
             (stage.directory / RECORDS).write_text(
                 json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
             )
@@ -239,19 +257,21 @@ class Study:
             )
         return stage
 
-    def _evaluation_options(self, stage: Stage, data: str | None) -> EvaluationOptions:
+    def _evaluation_options(self, stage: Stage, augmented: bool, training_set: str | None = None) -> EvaluationOptions:
         """How the study evaluates a model into ``stage``: the preset's bootstrap, decoding grids and batch size, the
         fine-tuning's sample limits, the predictions kept in the stage, and the tuned decoding saved with the model
-        (its default from then on); ``data``: seen pairs are those of that stage's training data."""
+        (its default from then on); ``augmented``: seen pairs are those of the augmentation stage's training data;
+        ``training_set``: the test sets are built with that set's parameters (only its validation split, ``seen``
+        and ``scontext`` differ from the grid's)."""
         p = self.preset
         grids = {"keep_bias_grid": p.keep_bias_grid, "similarity_prior_grid": p.similarity_prior_grid}
         limits = {
             "max_train_samples": p.finetune.get("max_train_samples"),
             "max_validation": p.finetune.get("max_eval_samples"),
         }
-        training_params = self._training_params(data) if data else None
+        training_params = self._augmented_params() if augmented else None
         return EvaluationOptions(
-            p.bench_params,
+            self._training_params(training_set=training_set) if training_set else p.bench_params,
             p.bootstrap,
             **grids,
             batch_size=p.eval_batch_size,
@@ -278,13 +298,15 @@ class Study:
         variant_rank = (0, p.variants.index(variant)) if variant in p.variants else (1, list(VARIANTS).index(variant))
         return seed_rank, variant_rank
 
-    def folders(self, variant: str, seed: int, data: str | None = None) -> tuple[Path, Path]:
+    def folders(
+        self, variant: str, seed: int, augmented: bool = False, training_set: str | None = None
+    ) -> tuple[Path, Path]:
         """The training and the evaluation stage folder of one variant and seed (whether or not they have run);
-        ``data``: of the stage that trains on that data."""
+        ``augmented``: of the augmentation stage; ``training_set``: of that set's model."""
         pretrained = self.directory(*self._pretrain_inputs())
-        model_dir = self.directory(*self._finetune_inputs(variant, seed, pretrained, data))
+        model_dir = self.directory(*self._finetune_inputs(variant, seed, pretrained, augmented, training_set))
         build = self.directory(*self._build_inputs())
-        return model_dir, self.directory(*self._evaluate_inputs(model_dir, build, data))
+        return model_dir, self.directory(*self._evaluate_inputs(model_dir, build, augmented, training_set))
 
     def augment(self) -> Stage:
         """The augmentation set's leak filter (how many pairs were removed) and the coverage of each of the stage's
@@ -313,79 +335,105 @@ class Study:
     def _augment_inputs(self) -> tuple:
         """The name and inputs of the augment stage: the set's name and its file's content (or package version)."""
         p, study = self.preset, self.preset.augmentation_study
-        files = input_files(BenchParams(**self._training_params(AUGMENTED)))["augmentation"]
+        files = input_files(BenchParams(**self._augmented_params()))["augmentation"]
         return "augment", p.bench_params, study.confusion, files, study.tests
 
-    def _stage_variants(self, data: str) -> tuple[str, ...]:
-        """The variants the stage that trains on ``data`` trains again."""
-        stage = self.preset.augmentation_study if data == AUGMENTED else self.preset.edit_training_stage
-        return stage.variants
-
-    def _stage_grid(self, data: str, grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
-        """The (variant, seed) pairs of the stage that trains on ``data`` for a run of ``grid``: its variants (only
-        those ``grid`` names when it is a part of the preset's) with the seeds of ``grid``, seed by seed."""
-        requested = {v for v, _ in grid}
-        variants = [v for v in self._stage_variants(data) if v in requested or requested >= set(self.preset.variants)]
-        return [(v, s) for s in dict.fromkeys(s for _, s in grid) for v in variants]
-
-    def _trained_again(
-        self, data: str, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]
-    ) -> dict | None:
-        """Train and evaluate the models of the stage that trains on ``data`` for a run of ``grid`` (with the grid's
-        plain models they are compared with), then collect every finished one of the preset: its records, the paired
-        comparisons (this data − plain) and the stage times (``None`` before its first finished evaluation). The
-        plain model is the grid's (the same stage: trained once)."""
-        p = self.preset
-        for variant, seed in self._stage_grid(data, grid):
-            try:
-                self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
-                self.evaluate(self.finetune(variant, seed, pretrained, data), variant, seed, build, data)
-            except Unfinished as missing:
-                logger.info("skipping %s (seed %s, %s): %s", variant, seed, data, missing)
-        variants = self._stage_variants(data)
-        pairs = {}
-        for variant, seed in sorted({*((v, s) for v in variants for s in p.seeds), *grid}, key=self._order):
-            other, plain = self.folders(variant, seed, data)[1], self.folders(variant, seed)[1]
-            if variant in variants and Stage(other).done and Stage(plain).done:
-                pairs[variant, seed] = other, plain
-        if not pairs:
-            return None
-        records = [
-            r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
-        ]
-        return {
-            "records": records,
-            "paired": same_model_comparisons(p.bench_params, pairs, n_resamples=p.bootstrap),
-            "stage_seconds": {f.name: Stage(f).seconds for model in pairs for f in self.folders(*model, data)},
-        }
+    def _augmentation_grid(self, grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The (variant, seed) pairs of the augmentation stage for a run of ``grid`` (see :meth:`_stage_grid`)."""
+        return self._stage_grid(self.preset.augmentation_study.variants, grid)
 
     def augmentation_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
-        """Run the augmentation stage for its variants with the seeds of ``grid`` (:meth:`_trained_again`), then
-        collect every finished one: the leak filter, coverage, records and paired comparisons (augmented − plain) for
-        ``results.json`` (``None`` without an augmentation stage or before its first finished evaluation)."""
-        if self.preset.augmentation_study is None:
+        """Run the augmentation stage for its variants with the seeds of ``grid`` (only the variants ``grid`` names
+        when it is a part of the preset's), then collect every finished one: the leak filter, coverage, records and
+        paired comparisons (augmented − plain) for ``results.json`` (``None`` without an augmentation stage or
+        before its first finished evaluation). The plain model is the grid's (the same stage: trained once)."""
+        p, study = self.preset, self.preset.augmentation_study
+        if study is None:
             return None
         try:
             summary = json.loads((self.augment().directory / AUGMENTATION).read_text(encoding="utf-8"))
         except Unfinished as missing:
             logger.info("skipping the augmentation stage: %s", missing)
             return None
-        found = self._trained_again(AUGMENTED, pretrained, build, grid)
-        if found is None:
+        for variant, seed in self._augmentation_grid(grid):
+            try:
+                self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                model = self.finetune(variant, seed, pretrained, augmented=True)
+                self.evaluate(model, variant, seed, build, augmented=True)
+            except Unfinished as missing:
+                logger.info("skipping %s (seed %s, augmented): %s", variant, seed, missing)
+        pairs = {}
+        for variant, seed in sorted({*((v, s) for v in study.variants for s in p.seeds), *grid}, key=self._order):
+            augmented, plain = self.folders(variant, seed, augmented=True)[1], self.folders(variant, seed)[1]
+            if variant in study.variants and Stage(augmented).done and Stage(plain).done:
+                pairs[variant, seed] = augmented, plain
+        if not pairs:
             return None
-        augment = self.directory(*self._augment_inputs())
-        found["stage_seconds"] = {augment.name: Stage(augment).seconds, **found["stage_seconds"]}
-        return {**summary, **found}
+        records = [
+            r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
+        paired = augmentation_comparisons(p.bench_params, pairs, n_resamples=p.bootstrap)
+        stages = [
+            self.directory(*self._augment_inputs()),
+            *(f for model in pairs for f in self.folders(*model, augmented=True)),
+        ]
+        return {
+            **summary,
+            "records": records,
+            "paired": paired,
+            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
+        }
 
-    def edit_training_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
-        """Run the edit-training stage for its variants with the seeds of ``grid`` (:meth:`_trained_again`), then
-        collect every finished one: its shares, records and paired comparisons (edit-trained − plain) for
+    def _stage_grid(self, variants: Sequence[str], grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The (variant, seed) pairs of a stage that trains ``variants`` again, for a run of ``grid``: those variants
+        (only those ``grid`` names when it is a part of the preset's) with the seeds of ``grid``, seed by seed."""
+        requested = {v for v, _ in grid}
+        chosen = [v for v in variants if v in requested or requested >= set(self.preset.variants)]
+        return [(v, s) for s in dict.fromkeys(s for _, s in grid) for v in chosen]
+
+    def training_sets_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
+        """Run the training-distribution stage for its variants with the seeds of ``grid`` (the grid's model of each
+        first: every set's model is compared with it), then collect every finished one: the sets, records, paired
+        comparisons (set − grid's model, and within each set each variant − bert) and stage times for
         ``results.json`` (``None`` without the stage or before its first finished evaluation)."""
-        stage = self.preset.edit_training_stage
-        if stage is None:
+        p, study = self.preset, self.preset.training_sets_study
+        if study is None:
             return None
-        found = self._trained_again(EDIT_TRAINED, pretrained, build, grid)
-        return None if found is None else {"train_edit_shares": list(stage.train_edit_shares), **found}
+        for name in study.sets:
+            for variant, seed in self._stage_grid(study.variants_of(name), grid):
+                try:
+                    self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                    model = self.finetune(variant, seed, pretrained, training_set=name)
+                    self.evaluate(model, variant, seed, build, training_set=name)
+                except Unfinished as missing:
+                    logger.info("skipping %s (seed %s, training set %s): %s", variant, seed, name, missing)
+        models = sorted({*((v, s) for v in study.all_variants for s in p.seeds), *grid}, key=self._order)
+        evaluations = {
+            (variant, seed, name): self.folders(variant, seed, training_set=name)[1]
+            for variant, seed in models
+            for name in (None, *study.sets)
+            if variant in (study.all_variants if name is None else study.variants_of(name))
+            and Stage(self.folders(variant, seed, training_set=name)[1]).done
+        }
+        if not any(name for _, _, name in evaluations):
+            return None
+        records = [
+            r
+            for (_, _, name), folder in evaluations.items()
+            if name
+            for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
+        params = {name: self._training_params(training_set=name) for name in (None, *study.sets)}
+        paired = training_set_comparisons(params, evaluations, n_resamples=p.bootstrap)
+        stages = [f for (v, s, name) in evaluations if name for f in self.folders(v, s, training_set=name)]
+        return {
+            "sets": study.sets,
+            "variants": list(study.all_variants),
+            **({"set_variants": {k: list(v) for k, v in study.set_variants.items()}} if study.set_variants else {}),
+            "records": records,
+            "paired": paired,
+            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
+        }
 
     def finished(self, grid: Sequence[tuple[str, int]] = ()) -> dict[tuple[str, int], Path]:
         """Every finished evaluation of this preset's stages in the run folder, whichever process ran it (of
@@ -405,19 +453,19 @@ class Study:
     def plan(self, grid: Sequence[tuple[str, int]]) -> list[Step]:
         """Every stage a run of ``grid`` goes through, in order (each once), whether or not it has finished."""
 
-        def model(variant: str, seed: int, data: str | None = None) -> list[Step]:
-            train, evaluation = self.folders(variant, seed, data)  # augmented: more steps, fewer tests
+        def model(variant: str, seed: int, augmented: bool = False, training_set: str | None = None) -> list[Step]:
+            train, evaluation = self.folders(variant, seed, augmented, training_set)  # augmented: more steps
             return [
                 Step(
-                    model_label("train", variant, seed, data),
+                    model_label("train", variant, seed, augmented, training_set),
                     train,
                     (f"train {variant}", "train"),
-                    AUGMENTED_COPIES if data == AUGMENTED else 1,
+                    AUGMENTED_COPIES if augmented else 1,
                 ),
                 Step(
-                    model_label("evaluate", variant, seed, data),
+                    model_label("evaluate", variant, seed, augmented, training_set),
                     evaluation,
-                    (model_label("evaluate", variant, None, data), "evaluate"),
+                    (model_label("evaluate", variant, None, augmented), "evaluate"),
                 ),
             ]
 
@@ -428,14 +476,13 @@ class Study:
         ]
         if self.preset.augmentation_study is not None:
             steps.append(Step("augment", self.directory(*self._augment_inputs()), ("augment",)))
-            steps += [
-                step for v, s in self._stage_grid(AUGMENTED, grid) for step in model(v, s) + model(v, s, AUGMENTED)
-            ]
-        if self.preset.edit_training_stage is not None:
+            steps += [step for v, s in self._augmentation_grid(grid) for step in model(v, s) + model(v, s, True)]
+        if (sets := self.preset.training_sets_study) is not None:
             steps += [
                 step
-                for v, s in self._stage_grid(EDIT_TRAINED, grid)
-                for step in model(v, s) + model(v, s, EDIT_TRAINED)
+                for name in sets.sets
+                for v, s in self._stage_grid(sets.variants_of(name), grid)
+                for step in model(v, s) + model(v, s, training_set=name)
             ]
         return list(dict.fromkeys(steps))
 
@@ -476,7 +523,7 @@ class Study:
             except Unfinished as missing:
                 logger.info("skipping %s (seed %s): %s", variant, seed, missing)
         augmentation = self.augmentation_results(pretrained, build, grid)
-        edit_training = self.edit_training_results(pretrained, build, grid)
+        training_sets = self.training_sets_results(pretrained, build, grid)
         evaluations = self.finished(grid)
         if not evaluations:
             raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
@@ -486,7 +533,11 @@ class Study:
         stages = [build.directory, pretrained.directory, *(f for model in evaluations for f in self.folders(*model))]
         timings = {folder.name: Stage(folder).seconds for folder in stages}
         paired = paired_comparisons(p.bench_params, evaluations, n_resamples=p.bootstrap)
-        for stage in (augmentation, edit_training):
-            if stage:
-                timings.update(stage.pop("stage_seconds"))
-        return write_results(self.run_dir, p, records, timings, paired, augmentation, edit_training)
+        for stage_results in (augmentation, training_sets):
+            if stage_results:
+                timings.update(stage_results.pop("stage_seconds"))
+        domains = None
+        if any(config in DOMAINS for config in p.tests):
+            known = CSCTokenizer.from_pretrained(str(pretrained.directory)).get_vocab()
+            domains = domain_error_groups(p.bench_params, evaluations, known)
+        return write_results(self.run_dir, p, records, timings, paired, augmentation, training_sets, domains)
