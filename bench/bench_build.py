@@ -19,7 +19,9 @@ from csc_hf.benchmark.plan import BenchParams
 from csc_hf.corruption import pack, substitute
 
 
-def literal_substitution(sentences: list[str], candidates: dict[str, list[str]], error_prob: float, seed: int) -> list[str]:
+def literal_substitution(
+    sentences: list[str], candidates: dict[str, list[str]], error_prob: float, seed: int
+) -> list[str]:
     """The paper's procedure written as the obvious loop: for each character, maybe replace it by a random candidate."""
     rng = random.Random(seed)
     out = []
@@ -54,8 +56,12 @@ def main() -> None:
         start = time.perf_counter()
         plan = plan_for(BenchParams(**params))
         stages = {}
-        for name, step in [("read + clean corpus", lambda: plan.sentences), ("pack + split", lambda: plan.pools),
-                           ("build S", lambda: plan.confusion), ("divide S", lambda: plan.division)]:
+        for name, step in [
+            ("read + clean corpus", lambda: plan.sentences),
+            ("pack + split", lambda: plan.pools),
+            ("build S", lambda: plan.confusion),
+            ("divide S", lambda: plan.division),
+        ]:
             t = time.perf_counter()
             step()
             stages[name] = time.perf_counter() - t
@@ -68,8 +74,10 @@ def main() -> None:
         print(f"corpus: {len(plan.sentences):,} sentences ({len(plan.packed.codes):,} characters)")
         for name, seconds in stages.items():
             print(f"  {name:<24} {seconds:7.2f} s")
-        print(f"all {len(configs)} configs: {total:.1f} s, {len(plan.sentences) / total:,.0f} sentences/s, "
-              f"peak RSS {peak_rss_gb():.2f} GB")
+        print(
+            f"all {len(configs)} configs: {total:.1f} s, {len(plan.sentences) / total:,.0f} sentences/s, "
+            f"peak RSS {peak_rss_gb():.2f} GB"
+        )
 
         # The substitution step alone against the literal loop, on the same sentences and confusion set.
         sample = plan.sentences[: args.loop_sentences]
@@ -82,8 +90,10 @@ def main() -> None:
         packed = pack(sample)
         substitute(packed, table.table, 0.05, seed=0)
         vectorised = time.perf_counter() - t
-        print(f"substitution of {len(sample):,} sentences: literal loop {loop:.2f} s, vectorised (pack included) "
-              f"{vectorised:.3f} s: {loop / vectorised:.1f}x faster")
+        print(
+            f"substitution of {len(sample):,} sentences: literal loop {loop:.2f} s, vectorised (pack included) "
+            f"{vectorised:.3f} s: {loop / vectorised:.1f}x faster"
+        )
 
 
 if __name__ == "__main__":

@@ -96,8 +96,10 @@ def corrector_speed(tokenizer: CSCTokenizer, n: int, rounds: int = 3) -> None:
     checker = pipeline(TASK, model=model, tokenizer=tokenizer, batch_size=BATCH, keep_bias=corrector.keep_bias)
     edits = sum(len(result["edits"]) for result in corrector(sentences))
     chars = sum(map(len, sentences))
-    print(f"\ncorrector: {n} sentences, mean {chars / n:.1f} characters (max {max(map(len, sentences))}), `bert`, "
-          f"batch {BATCH}, keep_bias {corrector.keep_bias}: {edits / n:.2f} edits per sentence")  # fmt: skip
+    print(
+        f"\ncorrector: {n} sentences, mean {chars / n:.1f} characters (max {max(map(len, sentences))}), `bert`, "
+        f"batch {BATCH}, keep_bias {corrector.keep_bias}: {edits / n:.2f} edits per sentence"
+    )
 
     def forward(texts: list[str]) -> Callable[[], None]:
         batches = [tokenizer(texts[i : i + BATCH], padding=True, return_tensors="pt") for i in range(0, n, BATCH)]
@@ -148,15 +150,24 @@ def main() -> None:
     distinct = statistics.mean(len(b["input_ids"].unique()) for b in data)
     start = time.perf_counter()
     knowledge = build_char_knowledge(tokenizer.get_vocab())  # pinyin, strokes and glyphs
-    print(f"vocab {len(tokenizer)}, batch {BATCH}x{LENGTH + 2} tokens, {distinct:.0f} distinct ids per batch, "
-          f"knowledge built in {time.perf_counter() - start:.1f}s, torch {torch.__version__}, 2 threads")  # fmt: skip
+    print(
+        f"vocab {len(tokenizer)}, batch {BATCH}x{LENGTH + 2} tokens, {distinct:.0f} distinct ids per batch, "
+        f"knowledge built in {time.perf_counter() - start:.1f}s, torch {torch.__version__}, 2 threads"
+    )
 
     models = {"BertForMaskedLM": BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **BACKBONE))}
     for name in args.variants:
         fields = {**VARIANTS.get(name, {}), **EXTRA.get(name, {})}
         if fields.get("model_type") == "bart":
-            sizes = dict(d_model=256, encoder_layers=4, decoder_layers=4, encoder_attention_heads=4,
-                         decoder_attention_heads=4, encoder_ffn_dim=1024, decoder_ffn_dim=1024)  # fmt: skip
+            sizes = dict(
+                d_model=256,
+                encoder_layers=4,
+                decoder_layers=4,
+                encoder_attention_heads=4,
+                decoder_attention_heads=4,
+                encoder_ffn_dim=1024,
+                decoder_ffn_dim=1024,
+            )
             models[name] = build_model(name, tokenizer, **sizes)
         else:
             models[name] = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **BACKBONE, **fields), knowledge)

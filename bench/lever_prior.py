@@ -58,12 +58,16 @@ def main(argv: list[str] | None = None) -> None:
         grid = {}
         for cell, predictions in zip(cells, each):
             scores = score(sources, predictions, targets, bootstrap=0)
-            grid[decoding_cell(*cell)] = {k: round(scores[k], 4) for k in
-                                          ("char_cor_f1", "char_cor_p", "char_cor_r", "char_det_f1", "fpr")}
+            grid[decoding_cell(*cell)] = {
+                k: round(scores[k], 4) for k in ("char_cor_f1", "char_cor_p", "char_cor_r", "char_det_f1", "fpr")
+            }
         results[spec] = {"sentences": len(sources), "decode_s": seconds, "grid": grid}
         best = max(grid, key=lambda cell: grid[cell]["char_cor_f1"])
-        print(f"{spec}: keep_bias/similarity_prior 0/0 {grid[decoding_cell(0, 0)]}; best {best} {grid[best]}",
-              file=sys.stderr, flush=True)
+        print(
+            f"{spec}: keep_bias/similarity_prior 0/0 {grid[decoding_cell(0, 0)]}; best {best} {grid[best]}",
+            file=sys.stderr,
+            flush=True,
+        )
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump({"model": args.model, "cells": "keep_bias/similarity_prior", "splits": results}, f, indent=1)
 

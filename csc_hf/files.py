@@ -1,14 +1,21 @@
 """How csc_hf reads and writes files: UTF-8 text whose errors name the file, lines split at ``\\n`` only, jsonl rows
-whose errors name the line, and outputs written whole or not at all (checked before any long work)."""
+whose errors name the line, and outputs written whole or not at all (checked before any long work); and the file
+formats of CSC data: sentence pairs as a ``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, texts
+to correct (:func:`check_texts`), and a model's predictions as edits (``position:character``, ``position+character``,
+``position-character`` per line) or, for an LLM, as jsonl records (``id``, ``prediction``, its raw output)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from .edits import MISSING, REDUNDANT, SUBSTITUTION, Edit, alignment, apply, positional
 
 
 def read_text(path: str | Path, what: str = "") -> str:
@@ -56,14 +63,36 @@ def check_output(path: str | Path | None, option: str = "--output") -> None:
         raise FileNotFoundError(f"{option} {target}: folder {target.parent} does not exist")
 
 
+def new_file_mode() -> int:
+    """The permission bits a new file gets from the process's umask (``0o666`` less it), as ``open`` gives them."""
+    mask = os.umask(0o022)  # reading the umask sets it: set it back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def honour_umask(paths: Iterable[str | Path]) -> None:
+    """Give each file the mode of a new file (:func:`new_file_mode`): for files written by a library that makes
+    them private whatever the umask (safetensors writes its weights with mode 0600), so that a shared model folder
+    is as readable as any other file its owner writes."""
+    mode = new_file_mode()
+    for path in paths:
+        os.chmod(path, mode)
+
+
 def write_atomic(path: str | Path, text: str, make_parents: bool = False) -> Path:
     """Write a UTF-8 file whole or not at all: a temporary file next to it, then renamed over it (a reader never sees
-    a half-written file, and a killed writer leaves the old file or none). Returns the path."""
+    a half-written file, and a killed writer leaves the old file or none). The file keeps the mode of the file it
+    replaces, and a new one gets the umask's (:func:`new_file_mode`), as a plain write gives. Returns the path."""
     target = Path(path)
     if make_parents:
         target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = new_file_mode()
     handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(handle, mode)  # mkstemp makes it 0600
         with os.fdopen(handle, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(partial, target)
@@ -71,3 +100,151 @@ def write_atomic(path: str | Path, text: str, make_parents: bool = False) -> Pat
         Path(partial).unlink(missing_ok=True)
         raise
     return target
+
+
+# ---- sentence pairs ------------------------------------------------------------------------------------------------
+
+Sentences = tuple[list[str], list[str]]
+"""Aligned sentence lists ``(sources, targets)``: the wrong sentences and their corrections."""
+
+
+def check_sentence_pair(source: object, target: object, where: str, equal_lengths: bool = True) -> None:
+    """Raise a ValueError naming ``where`` unless ``source`` and ``target`` are strings, the target non-empty and (with
+    ``equal_lengths``) as long as its source."""
+    if not isinstance(source, str) or not isinstance(target, str):
+        raise ValueError(f"{where}: source and target must be strings")
+    if not target or (equal_lengths and len(source) != len(target)):
+        raise ValueError(f"{where}: source has {len(source)} characters, target {len(target)}")
+
+
+def check_texts(texts: Iterable[str]) -> list[str]:
+    """`texts` as a list, or a TypeError naming the first item that is not a str."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise TypeError(f"texts must be a str or an iterable of str, got {type(texts).__name__}")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
+    return texts
+
+
+def check_sentences(sources: Sequence[str], targets: Sequence[str], equal_lengths: bool = True) -> None:
+    """Check that ``sources`` and ``targets`` are as many sentence pairs, at least one (see
+    :func:`check_sentence_pair`)."""
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    if not targets:
+        raise ValueError("no sentence")
+    for i, (source, target) in enumerate(zip(sources, targets)):
+        check_sentence_pair(source, target, f"sentence {i}", equal_lengths)
+
+
+def read_sentence_tsv(path: str | Path, equal_lengths: bool = True) -> Sentences:
+    """Read a ``wrong<TAB>correct`` file (blank lines skipped); errors name the file and line. Each target must be
+    non-empty and, with ``equal_lengths``, as long as its source."""
+    sources, targets = [], []
+    for number, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise ValueError(f"{path}, line {number}: expected 'wrong<TAB>correct', got {len(fields)} fields")
+        check_sentence_pair(*fields, f"{path}, line {number}", equal_lengths)
+        sources.append(fields[0])
+        targets.append(fields[1])
+    return _nonempty(path, sources, targets)
+
+
+def read_sentence_jsonl(path: str | Path, equal_lengths: bool = True) -> Sentences:
+    """Read a jsonl file of objects with ``source`` and ``target``; errors name the file and line. Each target must
+    be non-empty and, with ``equal_lengths``, as long as its source."""
+    sources, targets = [], []
+    for number, row in iter_jsonl(path):
+        source, target = (row.get("source"), row.get("target")) if isinstance(row, dict) else (None, None)
+        if not isinstance(source, str) or not isinstance(target, str):
+            raise ValueError(f"{path}, line {number}: expected an object with string 'source' and 'target'")
+        check_sentence_pair(source, target, f"{path}, line {number}", equal_lengths)
+        sources.append(source)
+        targets.append(target)
+    return _nonempty(path, sources, targets)
+
+
+def read_sentence_file(path: str | Path, equal_lengths: bool = True) -> Sentences:
+    """A sentence-pair file: a ``.jsonl`` (or ``.json``) of objects, any other a ``wrong<TAB>correct`` TSV."""
+    if Path(path).suffix in (".jsonl", ".json"):
+        return read_sentence_jsonl(path, equal_lengths)
+    return read_sentence_tsv(path, equal_lengths)
+
+
+def _nonempty(path: str | Path, sources: list[str], targets: list[str]) -> Sentences:
+    if not targets:
+        raise ValueError(f"{path}: no sentence pair")
+    return sources, targets
+
+
+# ---- predictions as edits ------------------------------------------------------------------------------------------
+
+EDITS_LINE = re.compile(r"(\d+[:+-]\S( \d+[:+-]\S)*)?")
+"""A line of :func:`write_predictions`: edits separated by spaces, ``position:character`` (a substitution),
+``position+character`` (a character inserted before that source position: a missing one) or ``position-character``
+(the source's character there removed: a redundant one)."""
+_EDIT_MARKS = {":": SUBSTITUTION, "+": MISSING, "-": REDUNDANT}
+
+
+def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[str]) -> None:
+    """One line per sentence: the prediction's edits to its source (:data:`EDITS_LINE`; an empty line when it changes
+    nothing). A prediction of its source's length is written position by position (substitutions only); one of
+    another length as the edits of their minimum alignment (:func:`csc_hf.edits.alignment`)."""
+    marks = {kind: mark for mark, kind in _EDIT_MARKS.items()}
+    lines = []
+    for i, (source, prediction) in enumerate(zip(sources, predictions, strict=True)):
+        edits = positional(source, prediction) if len(source) == len(prediction) else alignment(source, prediction)
+        lines.append(
+            line := " ".join(f"{e.position}{marks[e.kind]}{e.wrong if e.kind == REDUNDANT else e.right}" for e in edits)
+        )
+        if not EDITS_LINE.fullmatch(line):
+            raise ValueError(f"{path}: prediction {i} puts in or removes whitespace, which edits cannot hold")
+    write_atomic(path, "".join(line + "\n" for line in lines), make_parents=True)
+
+
+def write_prediction_records(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    """One JSON object per line (``id`` and ``prediction`` first: what ``csc-bench score`` reads as jsonl, whatever
+    the predictions' lengths), written whole."""
+    lines = []
+    for i, record in enumerate(records):
+        if "id" not in record or not isinstance(record.get("prediction"), str):
+            raise ValueError(f"{path}: record {i} needs an id and a str prediction, got {sorted(record)}")
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    write_atomic(path, "".join(lines), make_parents=True)
+
+
+def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
+    """The predictions that :func:`write_predictions` saved for ``sources``; an edit outside its sentence, out of
+    source order, or removing a character the source does not hold there is an error naming the line."""
+    lines = read_lines(path)
+    if len(lines) != len(sources):
+        raise ValueError(f"{path}: {len(lines)} lines for {len(sources)} sentences")
+    predictions = []
+    for number, (line, source) in enumerate(zip(lines, sources), 1):
+        if not EDITS_LINE.fullmatch(line):
+            raise ValueError(
+                f"{path}, line {number}: expected position:character edits separated by spaces, got {line!r}"
+            )
+        edits, previous = [], (0, 0)
+        for item in line.split():
+            position, mark, char = int(item[:-2]), item[-2], item[-1]
+            kind = _EDIT_MARKS[mark]
+            inside = position <= len(source) if kind == MISSING else position < len(source)
+            if not inside:
+                raise ValueError(f"{path}, line {number}: bad edit {item!r}: its sentence has {len(source)} characters")
+            order = (position, kind != MISSING)  # insertions before a position come before its other edit
+            if order < previous or (order == previous and kind != MISSING):
+                raise ValueError(f"{path}, line {number}: edit {item!r} is out of source order")
+            if kind == REDUNDANT and source[position] != char:
+                raise ValueError(
+                    f"{path}, line {number}: edit {item!r} removes {char!r}, but the source has {source[position]!r}"
+                )
+            previous = order
+            edits.append(Edit(kind, position, source[position] if kind != MISSING else None, char))
+        predictions.append("".join(apply(source, edits)))
+    return predictions

@@ -1,6 +1,6 @@
 """Hub model repositories from saved model folders (:func:`prepare`: the weights, configs, the model's and the
 tokenizer's remote code, no pickles or machine-local fields, and a card whose YAML holds the licence, base model,
-datasets and a model-index of the scores per test set), and what tells a local model folder from a Hub id."""
+datasets and a model-index of the scores per test set), and their upload (:func:`push`)."""
 
 from __future__ import annotations
 
@@ -9,117 +9,124 @@ import re
 import shutil
 from pathlib import Path
 
-CARD_KEYS = ("char_cor_f1", "char_det_f1", "sent_cor_f1", "sent_det_f1", "fpr")
-RUNS_DIR = "runs"  # where csc_hf writes its runs and models by default
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt")  # a CSCTokenizer saves the first; a BERT checkpoint has the second
-
-
-def is_local(name: str | Path) -> bool:
-    """Whether a model name must be a local folder rather than a Hub id, so that a missing one is an error at once
-    (the Hub is never tried for it). It is local when it exists; when it starts with ``/``, ``.`` or ``~``; when it
-    has more than one ``/`` or cannot be a Hub id at all (a Hub id is ``name`` or ``owner/name``); and when it is
-    ``FOLDER/NAME`` with ``FOLDER`` an existing folder or ``runs`` (where csc_hf writes its models)."""
-    text = str(name)
-    if Path(text).exists() or text.startswith(("/", ".", "~")) or not HUB_ID.fullmatch(text):
-        return True
-    first, slash, _ = text.partition("/")
-    return bool(slash) and (first == RUNS_DIR or Path(first).is_dir())
-
-
-def model_file(path: str | Path, name: str) -> Path | None:
-    """File ``name`` of a model: in a local folder (:func:`is_local`), or of a Hub id (downloaded, or from the cache
-    offline); None when the model has none, its folder is gone or the Hub cannot be reached."""
-    if is_local(path):
-        file = Path(path).expanduser() / name
-        return file if file.is_file() else None
-    from transformers.utils import cached_file
-
-    found = cached_file(str(path), name, _raise_exceptions_for_missing_entries=False,
-                        _raise_exceptions_for_connection_errors=False)  # fmt: skip
-    return Path(found) if found else None
-
-
-def check_model_folder(path: str | Path, what: str = "model folder", tokenizer: bool = True) -> None:
-    """Raise a FileNotFoundError that names what a local model folder lacks: the folder, its ``config.json``, or
-    (with ``tokenizer``) its tokenizer files."""
-    folder = Path(path)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{what} {folder} does not exist" if not folder.exists() else f"{what} {folder} is a file, not a folder")
-    if not (folder / "config.json").is_file():
-        raise FileNotFoundError(f"{what} {folder} holds no saved model (config.json)")
-    if tokenizer and not any((folder / name).is_file() for name in TOKENIZER_FILES):
-        raise FileNotFoundError(f"{what} {folder} holds no tokenizer files ({' or '.join(TOKENIZER_FILES)}); "
-                                "save the tokenizer there too (tokenizer.save_pretrained)")
-
+from .files import read_text
+from .markdown import score_text, table
+from .model_folder import (
+    DECODING_DEFAULTS,
+    DECODING_KEYS,
+    HUB_ID,
+    check_model_folder,
+    is_local,
+    load_decoding,
+    read_json_object,
+    training_record,
+)
+from .run_layout import DONE, RECORDS, TRAINER_STATE
+from .scoring import HEADLINE, UNDEFINABLE, score_name
 
 LICENSES = (  # the licence ids the Hub's model card metadata accepts (huggingface.co/docs/hub/repositories-licenses)
-    "apache-2.0", "mit", "openrail", "bigscience-openrail-m", "creativeml-openrail-m", "bigscience-bloom-rail-1.0",
-    "bigcode-openrail-m", "afl-3.0", "artistic-2.0", "bsl-1.0", "bsd", "bsd-2-clause", "bsd-3-clause",
-    "bsd-3-clause-clear", "c-uda", "cc", "cc0-1.0", "cc-by-2.0", "cc-by-2.5", "cc-by-3.0", "cc-by-4.0", "cc-by-sa-3.0",
-    "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nd-4.0", "cc-by-nc-nd-3.0",
-    "cc-by-nc-nd-4.0", "cc-by-nc-sa-2.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0", "cdla-sharing-1.0",
-    "cdla-permissive-1.0", "cdla-permissive-2.0", "wtfpl", "ecl-2.0", "epl-1.0", "epl-2.0", "etalab-2.0", "eupl-1.1",
-    "eupl-1.2", "agpl-3.0", "gfdl", "gpl", "gpl-2.0", "gpl-3.0", "lgpl", "lgpl-2.1", "lgpl-3.0", "isc",
-    "lppl-1.3c", "ms-pl", "mpl-2.0", "odc-by", "odbl", "openrail++", "osl-3.0", "postgresql", "ofl-1.1", "ncsa",
-    "unlicense", "zlib", "pddl", "lgpl-lr", "unknown", "other",
+    "apache-2.0",
+    "mit",
+    "openrail",
+    "bigscience-openrail-m",
+    "creativeml-openrail-m",
+    "bigscience-bloom-rail-1.0",
+    "bigcode-openrail-m",
+    "afl-3.0",
+    "artistic-2.0",
+    "bsl-1.0",
+    "bsd",
+    "bsd-2-clause",
+    "bsd-3-clause",
+    "bsd-3-clause-clear",
+    "c-uda",
+    "cc",
+    "cc0-1.0",
+    "cc-by-2.0",
+    "cc-by-2.5",
+    "cc-by-3.0",
+    "cc-by-4.0",
+    "cc-by-sa-3.0",
+    "cc-by-sa-4.0",
+    "cc-by-nc-2.0",
+    "cc-by-nc-3.0",
+    "cc-by-nc-4.0",
+    "cc-by-nd-4.0",
+    "cc-by-nc-nd-3.0",
+    "cc-by-nc-nd-4.0",
+    "cc-by-nc-sa-2.0",
+    "cc-by-nc-sa-3.0",
+    "cc-by-nc-sa-4.0",
+    "cdla-sharing-1.0",
+    "cdla-permissive-1.0",
+    "cdla-permissive-2.0",
+    "wtfpl",
+    "ecl-2.0",
+    "epl-1.0",
+    "epl-2.0",
+    "etalab-2.0",
+    "eupl-1.1",
+    "eupl-1.2",
+    "agpl-3.0",
+    "gfdl",
+    "gpl",
+    "gpl-2.0",
+    "gpl-3.0",
+    "lgpl",
+    "lgpl-2.1",
+    "lgpl-3.0",
+    "isc",
+    "lppl-1.3c",
+    "ms-pl",
+    "mpl-2.0",
+    "odc-by",
+    "odbl",
+    "openrail++",
+    "osl-3.0",
+    "postgresql",
+    "ofl-1.1",
+    "ncsa",
+    "unlicense",
+    "zlib",
+    "pddl",
+    "lgpl-lr",
+    "unknown",
+    "other",
 )
-METRIC_NAMES = {  # CARD_KEYS in words (csc_hf.scoring)
-    "char_cor_f1": "character-level correction F1", "char_det_f1": "character-level detection F1",
-    "sent_cor_f1": "sentence-level correction F1", "sent_det_f1": "sentence-level detection F1",
-    "fpr": "false positive rate",
-}
 TASK = {"type": "chinese-spelling-check", "name": "Chinese Spelling Check"}
 BENCHMARK = "csc_bench"  # the dataset name of the generated benchmark (csc_hf.load_dataset("csc_bench", CONFIG))
-TRAINING_RECORD = "csc_training.json"  # in a model folder: how `csc-bench train` trained it (csc_hf.training)
-TRAIN_CONFIG = "train_config.yaml"  # in a study's training stage: the config it trained with (csc_hf.study)
-DONE = "done.json"  # in a study's stage folder: the marker that it finished
-RECORDS = "records.json"  # in a study's evaluation folder: its result records
-DROPPED_FILES = (DONE, RECORDS, "trainer_state.json")  # run bookkeeping, not part of a model
+DROPPED_FILES = (DONE, RECORDS, TRAINER_STATE)  # run bookkeeping, not part of a model
 COPIED_SUFFIXES = (".json", ".safetensors", ".py", ".txt", ".model")  # weights, configs, remote code, vocabularies
 VERBATIM = ("tokenizer.json",)  # serialized tokenizers: tokens, no paths; copied as they are
 LOCAL_KEYS = ("is_local", "local_files_only", "_name_or_path", "name_or_path", "cache_dir", "_commit_hash")
 REMOTE_TOKENIZER = Path(__file__).resolve().parent / "modeling" / "tokenization_csc.py"
 
 
+def check_repo_id(repo_id: str, folder: str | Path | None = None) -> str:
+    """``repo_id`` if it is a Hub repository id ``OWNER/NAME``, else a ValueError saying so, and (a path given where
+    the id goes) that ``--folder`` chooses the local folder, written to ``folder`` by default, nothing uploaded
+    without a token."""
+    if not HUB_ID.fullmatch(repo_id) or "/" not in repo_id:
+        path = is_local(repo_id) and not HUB_ID.fullmatch(repo_id)
+        raise ValueError(
+            f"repo {repo_id!r}"
+            + (" is a path, not a Hub repository id" if path else "")
+            + ": give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate (the card names the model so, and "
+            "--token uploads there); the Hub-ready folder is written locally"
+            + (f" to {folder}" if folder else "")
+            + " (--folder DIR chooses another), and nothing is uploaded without --token"
+        )
+    return repo_id
+
+
 def check_license(license: str) -> str:
     """``license`` if the Hub accepts it as a model card licence id, else a ValueError naming some."""
     if license not in LICENSES:
-        raise ValueError(f"--license {license!r} is not a Hub licence id; use one of apache-2.0, mit, cc-by-4.0, "
-                         "cc-by-nc-4.0, gpl-3.0, ... or other (huggingface.co/docs/hub/repositories-licenses)")
+        raise ValueError(
+            f"--license {license!r} is not a Hub licence id; use one of apache-2.0, mit, cc-by-4.0, "
+            "cc-by-nc-4.0, gpl-3.0, ... or other (huggingface.co/docs/hub/repositories-licenses)"
+        )
     return license
-
-
-def read_json_object(path: Path) -> dict:
-    """A json object file, or {} when it is missing, does not parse or is no object (a card is written anyway; a
-    folder's optional metadata is read so)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def training_record(model_dir: str | Path) -> dict:
-    """What a model folder says about its training: ``csc_training.json`` (``csc-bench train``) under the study's
-    ``train_config.yaml``; {} when neither is there or readable."""
-    import yaml
-
-    folder = Path(model_dir)
-    try:
-        config = yaml.safe_load((folder / TRAIN_CONFIG).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        config = None
-    record = read_json_object(folder / TRAINING_RECORD)
-    return {**(config if isinstance(config, dict) else {}), **{k: v for k, v in record.items() if k != "log_history"}}
-
-
-def decoding_settings(model_dir: str | Path) -> dict:
-    """The decoding saved with the model (``csc_hf.pipeline.load_decoding``: its ``csc_decoding.json``, checked); {}
-    when it has none."""
-    from .pipeline import load_decoding  # pipeline imports this module
-
-    return load_decoding(model_dir)
 
 
 def is_machine_local(text: str) -> bool:
@@ -140,36 +147,56 @@ def scrub(value):
     return value
 
 
-def scored_with(record: dict, training: dict) -> dict | None:
+def scored_with(record: dict) -> dict | None:
     """The benchmark parameters a record was scored with (those that differ from the defaults): its own
-    ``bench_params``, else the model's training parameters when it trained on the benchmark (the study scores with
-    them); None when unknown."""
-    if isinstance(record.get("bench_params"), dict):
-        return record["bench_params"]
-    if training and training.get("use_benchmark", True):
-        params = training.get("bench_params", {})
-        return params if isinstance(params, dict) else None
-    return None
+    ``bench_params`` (``csc-bench evaluate`` and a run's results say them); None when unknown (never guessed from the
+    model's training: a test set may have been built with other parameters)."""
+    params = record.get("bench_params")
+    return params if isinstance(params, dict) else None
 
 
-def card_metadata(name: str, records: list[dict], training: dict, license: str = "apache-2.0",
-                  model_type: str | None = None) -> dict:
+def _dataset(record: dict) -> dict:
+    """A record's model-index dataset: the csc_bench config and split with the parameters it was built with, or a
+    data file (its name, without its folder)."""
+    if "data" in record:
+        name = scrub(str(record["config"]))
+        return {"type": name, "name": name}
+    dataset = {
+        "type": BENCHMARK,
+        "name": f"{BENCHMARK} {record['config']}/{record['split']}",
+        "config": record["config"],
+        "split": record["split"],
+    }
+    if params := scored_with(record):
+        dataset["args"] = scrub(dict(params))
+    return dataset
+
+
+def card_metadata(
+    name: str, records: list[dict], training: dict, license: str = "apache-2.0", seq2seq: bool = False
+) -> dict:
     """The card's YAML front matter: licence, base model (a Hub ``init_from``), datasets, pipeline tag, tags, and a
     ``model-index`` with one result per scored test split (the csc_bench config and its parameters, the metrics
     under their names and convention)."""
-    from .pipeline import DECODING_KEYS  # pipeline imports this module
-
     init_from = training.get("init_from")
     dataset_ids = [BENCHMARK] if training.get("use_benchmark", True) else []
-    dataset_ids += [spec.removeprefix("datasets:") for spec in training.get("train_files") or []
-                    if isinstance(spec, str) and spec.startswith("datasets:") and not is_local(spec.removeprefix("datasets:"))]
+    dataset_ids += [
+        spec.removeprefix("datasets:")
+        for spec in training.get("train_files") or []
+        if isinstance(spec, str) and spec.startswith("datasets:") and not is_local(spec.removeprefix("datasets:"))
+    ]
     variant = training.get("variant")
     meta = {
         "language": ["zh"],
         "license": check_license(license),
         "library_name": "transformers",
-        "pipeline_tag": "text2text-generation" if model_type == "bart" else "fill-mask",
-        "tags": ["chinese-spelling-check", "spelling-correction", "csc_hf", *([variant] if isinstance(variant, str) else [])],
+        "pipeline_tag": "text2text-generation" if seq2seq else "fill-mask",
+        "tags": [
+            "chinese-spelling-check",
+            "spelling-correction",
+            "csc_hf",
+            *([variant] if isinstance(variant, str) else []),
+        ],
     }
     if isinstance(init_from, str) and not is_local(init_from):
         meta["base_model"] = init_from
@@ -177,33 +204,39 @@ def card_metadata(name: str, records: list[dict], training: dict, license: str =
         meta["datasets"] = list(dict.fromkeys(dataset_ids))
     results = []
     for r in records:
-        params = scored_with(r, training)
-        dataset = {"type": BENCHMARK, "name": f"{BENCHMARK} {r['config']}/{r['split']}", "config": r["config"],
-                   "split": r["split"]}
-        if params:
-            dataset["args"] = scrub(dict(params))
+        dataset = _dataset(r)
         convention = r["scores"].get("convention", "strict")
-        metrics = [{"type": key, "name": f"{METRIC_NAMES[key]} ({convention} convention)",
-                    "value": round(float(r["scores"][key]), 4),
-                    "args": {"convention": convention, **{k: r[k] for k in DECODING_KEYS if k in r}}}
-                   for key in CARD_KEYS]
+        metrics = [
+            {
+                "type": key,
+                "name": f"{score_name(key)} ({convention} convention)",
+                "value": round(float(r["scores"][key]), 4),
+                "args": {"convention": convention, **{k: r[k] for k in DECODING_KEYS if k in r}},
+            }
+            for key in HEADLINE
+            if r["scores"][key] is not None  # undefined on this set (no error-free sentence): no value to state
+        ]
         results.append({"task": dict(TASK), "dataset": dataset, "metrics": metrics})
     if results:
         meta["model-index"] = [{"name": name.rsplit("/", 1)[-1], "results": results}]
     return meta
 
 
-def model_card(name: str, records: list[dict], training: dict | None = None, decoding: dict | None = None,
-               license: str = "apache-2.0", model_type: str | None = None) -> str:
+def model_card(
+    name: str,
+    records: list[dict],
+    training: dict | None = None,
+    decoding: dict | None = None,
+    license: str = "apache-2.0",
+    seq2seq: bool = False,
+) -> str:
     """A model card: YAML front matter (:func:`card_metadata`) and markdown with how to load the model, its decoding
     settings, what it was trained on, and each test split's scores with intervals where present (or a line saying it
     has no scores yet)."""
     import yaml
 
-    from .pipeline import DECODING_KEYS, decoding_defaults  # pipeline imports this module
-
     training, decoding = training or {}, decoding or {}
-    meta = card_metadata(name, records, training, license, model_type)
+    meta = card_metadata(name, records, training, license, seq2seq)
     parts = [
         f"# {name}\n\nA Chinese Spelling Check model"
         + (f" (variant `{training['variant']}`)" if isinstance(training.get("variant"), str) else "")
@@ -213,9 +246,13 @@ def model_card(name: str, records: list[dict], training: dict | None = None, dec
         f"tokenizer = AutoTokenizer.from_pretrained({name!r}, trust_remote_code=True)  # a CSCTokenizer\n```\n\n"
         f"or, with csc_hf installed, `csc_hf.pipeline.Corrector.from_pretrained({name!r})` "
         f"(`csc-bench correct {name} TEXT`), which applies the decoding settings below.",
-        "## Decoding\n\n" + (", ".join(f"`{k}` = {v}" for k, v in decoding.items()) + " (saved with the model)."
-                              if decoding else "No decoding settings are saved with the model: the corrector's "
-                              f"defaults apply ({', '.join(f'`{k}` {v:g}' for k, v in decoding_defaults().items())})."),
+        "## Decoding\n\n"
+        + (
+            ", ".join(f"`{k}` = {v}" for k, v in decoding.items()) + " (saved with the model)."
+            if decoding
+            else "No decoding settings are saved with the model: the corrector's "
+            f"defaults apply ({', '.join(f'`{k}` {v:g}' for k, v in DECODING_DEFAULTS.items())})."
+        ),
         "## Training data\n\n" + _training_data(training),
     ]
     if records:
@@ -223,24 +260,55 @@ def model_card(name: str, records: list[dict], training: dict | None = None, dec
         for r in records:
             s = r["scores"]
             cells = []
-            for key in CARD_KEYS:
+            for key in HEADLINE:
                 low, high = s.get(f"{key}_ci_low"), s.get(f"{key}_ci_high")
-                cells.append(f"{s[key]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else ""))
+                cells.append(
+                    score_text(s[key], "{:.3f}".format) + (f" [{low:.3f}, {high:.3f}]" if low is not None else "")
+                )
             decoding = ", ".join(f"{k} {r[k]:g}" for k in DECODING_KEYS if k in r) or "-"
-            rows.append(f"| {r['config']}/{r['split']} | {decoding} | " + " | ".join(cells) + " |")
-        header = f"| test set | decoding | {' | '.join(CARD_KEYS)} |"
-        table = "\n".join([header, "|---" * (len(CARD_KEYS) + 2) + "|", *rows])
-        params = {json.dumps(scrub(p), ensure_ascii=False, sort_keys=True) if p is not None else None
-                  for p in (scored_with(r, training) for r in records)}
-        said = ("not recorded (push with --results of a run, or with the benchmark options the scores were computed "
-                "with)" if None in params else "the defaults" if params == {"{}"} else " / ".join(sorted(params)))
-        parts.append("## Scores on the csc_bench test sets\n\nBootstrap 95% intervals in brackets (csc_hf.scoring, "
-                     f"{records[0]['scores'].get('convention', 'strict')} convention); csc_bench parameters: {said}."
-                     f"\n\n{table}")
+            name = scrub(str(r["config"])) if "data" in r else f"{r['config']}/{r['split']}"
+            rows.append([name, decoding, *cells])
+        scores = table(["test set", "decoding", *HEADLINE], rows)
+        bench = [r for r in records if "data" not in r]
+        params = {
+            json.dumps(scrub(p), ensure_ascii=False, sort_keys=True) if p is not None else None
+            for p in (scored_with(r) for r in bench)
+        }
+        said = (
+            "not recorded (push with --results of a run or of csc-bench evaluate, or with the benchmark options the "
+            "scores were computed with)"
+            if None in params
+            else "the defaults"
+            if params == {"{}"}
+            else " / ".join(sorted(params))
+        )
+        sources = sorted({r["bench_params_from"] for r in bench if isinstance(r.get("bench_params_from"), str)})
+        said += f" ({'; '.join(sources)})" if sources and None not in params else ""
+        overlap = [f"{row[0]} ({r['train_overlap']})" for row, r in zip(rows, records) if r.get("train_overlap")]
+        parts.append(
+            "## Scores\n\nBootstrap 95% intervals in brackets (csc_hf.scoring, "
+            f"{records[0]['scores'].get('convention', 'strict')} convention)"
+            + (
+                f"; csc_bench parameters: {said}. The csc_bench test sets are generated by csc_hf: "
+                '`csc_hf.load_dataset("csc_bench", CONFIG, **args)` builds one with the parameters above, and '
+                "`datasets.load_dataset` reads it from the folder that `csc-bench export` writes"
+                if bench
+                else ""
+            )
+            + "."
+            + (
+                f" **Some scores count sentences the model trained on** (how many): {', '.join(overlap)}."
+                if overlap
+                else ""
+            )
+            + f"\n\n{scores}"
+        )
     else:
-        parts.append("## Scores\n\nNo scores yet. Score the model with `csc-bench evaluate MODEL --configs test "
-                     "unseen_k --output results.json` and prepare the card again with `csc-bench push MODEL "
-                     f"{name} --results results.json`.")
+        parts.append(
+            "## Scores\n\nNo scores yet. Score the model with `csc-bench evaluate MODEL --configs test "
+            "unseen_k --output results.json` and prepare the card again with `csc-bench push MODEL "
+            f"{name} --results results.json`."
+        )
     front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False)
     return f"---\n{front}---\n" + "\n\n".join(parts) + "\n"
 
@@ -252,8 +320,10 @@ def _training_data(training: dict) -> str:
     lines = []
     if training.get("use_benchmark", True):
         params = scrub(dict(training.get("bench_params") or {}))
-        lines.append(f"- the `{BENCHMARK}` `train` config" + (f" with {json.dumps(params, ensure_ascii=False)}" if params
-                                                               else " with the default parameters"))
+        lines.append(
+            f"- the `{BENCHMARK}` `train` config"
+            + (f" with {json.dumps(params, ensure_ascii=False)}" if params else " with the default parameters")
+        )
     for key in ("train_files", "validation_files"):
         specs = [scrub(s) for s in training.get(key) or [] if isinstance(s, str)]
         if specs:
@@ -263,8 +333,9 @@ def _training_data(training: dict) -> str:
     return "\n".join(lines) or "Not recorded with the model."
 
 
-def prepare(model_dir: str | Path, repo_id: str, folder: str | Path, records: list[dict],
-            license: str = "apache-2.0") -> Path:
+def prepare(
+    model_dir: str | Path, repo_id: str, folder: str | Path, records: list[dict], license: str = "apache-2.0"
+) -> Path:
     """Write a complete Hub model repository for the model in ``model_dir`` to ``folder``: its weights
     (safetensors), configs, remote code and tokenizer; no pickles (``training_args.bin``, optimizer, scheduler and
     random states), checkpoints or run bookkeeping; every json without machine-local fields (:func:`scrub`); the
@@ -274,8 +345,10 @@ def prepare(model_dir: str | Path, repo_id: str, folder: str | Path, records: li
     check_model_folder(source)
     check_license(license)
     if not any(source.glob("*.safetensors")):
-        raise FileNotFoundError(f"model folder {source} has no safetensors weights (a pickled pytorch_model.bin is not "
-                                "pushed); save the model again with save_pretrained (safetensors is its default)")
+        raise FileNotFoundError(
+            f"model folder {source} has no safetensors weights (a pickled pytorch_model.bin is not "
+            "pushed); save the model again with save_pretrained (safetensors is its default)"
+        )
     if target.resolve() == source.resolve():
         raise ValueError(f"--folder {target} is the model folder itself; give another folder")
     if target.exists():
@@ -289,17 +362,20 @@ def prepare(model_dir: str | Path, repo_id: str, folder: str | Path, records: li
                 data = json.loads(path.read_text(encoding="utf-8"))
             except ValueError as err:
                 raise ValueError(f"{path}: not JSON ({err}); repair or remove it before pushing") from None
-            (target / path.name).write_text(json.dumps(scrub(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            (target / path.name).write_text(
+                json.dumps(scrub(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
         else:
-            shutil.copy2(path, target / path.name)
+            shutil.copyfile(path, target / path.name)  # a new file: the umask's mode
     tokenizer_config = read_json_object(target / "tokenizer_config.json")
     if tokenizer_config.get("tokenizer_class") == "CSCTokenizer":
-        shutil.copy2(REMOTE_TOKENIZER, target / REMOTE_TOKENIZER.name)
+        shutil.copyfile(REMOTE_TOKENIZER, target / REMOTE_TOKENIZER.name)
         tokenizer_config["auto_map"] = {"AutoTokenizer": [None, f"{REMOTE_TOKENIZER.stem}.CSCTokenizer"]}
-        (target / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n",
-                                                      encoding="utf-8")
-    model_type = read_json_object(source / "config.json").get("model_type")
-    card = model_card(repo_id, records, training_record(source), decoding_settings(source), license, model_type)
+        (target / "tokenizer_config.json").write_text(
+            json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    seq2seq = read_json_object(source / "config.json").get("is_encoder_decoder") is True
+    card = model_card(repo_id, records, training_record(source), load_decoding(source), license, seq2seq)
     (target / "README.md").write_text(card, encoding="utf-8")
     return target
 
@@ -313,20 +389,20 @@ def push(folder: str | Path, repo_id: str, token: str) -> str:
     return str(api.upload_folder(folder_path=str(folder), repo_id=repo_id))
 
 
-def load_records(path: str | Path, model: str | None = None) -> list[dict]:
-    """Result records from an evaluation json (a list) or a run's results.json (filtered by ``model``; each record
-    gets the run's ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the
-    file and what is wrong."""
-    from .files import read_text
-
+def load_records(path: str | Path) -> list[dict]:
+    """Result records from an evaluation json (a list) or a run's results.json (each record gets the run's
+    ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the file and what is
+    wrong."""
     try:
         data = json.loads(read_text(path, "results file"))
     except json.JSONDecodeError as err:
         raise ValueError(f"results file {path}: not JSON ({err})") from None
     records = data.get("records") if isinstance(data, dict) else data
     if not isinstance(records, list):
-        raise ValueError(f"results file {path}: expected a list of records or a run's results.json with a "
-                         f"'records' list, got {type(records).__name__}")
+        raise ValueError(
+            f"results file {path}: expected a list of records or a run's results.json with a "
+            f"'records' list, got {type(records).__name__}"
+        )
     for i, r in enumerate(records):
         problem = _record_problem(r)
         if problem:
@@ -335,7 +411,60 @@ def load_records(path: str | Path, model: str | None = None) -> list[dict]:
     bench_params = params.get("bench_params") if isinstance(params, dict) else None
     if isinstance(bench_params, dict):
         records = [{"bench_params": bench_params, **r} for r in records]
-    return [r for r in records if model is None or r.get("model") == model]
+    return records
+
+
+MODEL_KEYS = ("model", "seed", "augmentation")
+"""What tells the models of a run's records apart: the variant, the seed and the augmentation it trained with."""
+
+
+def model_label(key: tuple) -> str:
+    """A model of a run's records in words: ``bert (seed 0)``, ``bert (seed 1, augmentation sighan13)``."""
+    model, seed, augmentation = key
+    details = [f"seed {seed}"] if seed is not None else []
+    details += [f"augmentation {augmentation}"] if augmentation is not None else []
+    return f"{model}" + (f" ({', '.join(details)})" if details else "")
+
+
+def model_records(
+    records: list[dict],
+    training: dict,
+    model_name: str | None = None,
+    model_seed: int | None = None,
+    where: str = "the results file",
+) -> list[dict]:
+    """The records of one model among ``records`` (a run's results hold every model's): those whose variant, seed
+    and augmentation (:data:`MODEL_KEYS`, where the records carry them) are the model's, as ``model_name`` /
+    ``model_seed`` or else its ``training`` record (variant, seed, ``bench_params``' augmentation) say. Records of
+    one model (an evaluation json) are all its own. A choice that leaves no model, or several, is a ValueError that
+    lists the models ``where`` holds; so is a ``model_name`` that is not the trained variant."""
+    variant = training.get("variant")
+    if model_name is not None and isinstance(variant, str) and model_name != variant:
+        raise ValueError(f"--model-name {model_name}: the model folder holds a {variant} model")
+    bench = training.get("bench_params") if isinstance(training.get("bench_params"), dict) else {}
+    wanted = {
+        "model": model_name if model_name is not None else variant,
+        "seed": model_seed if model_seed is not None else training.get("seed"),
+    }
+    carried = {key for r in records for key in MODEL_KEYS if key in r}
+    chosen = [
+        r
+        for r in records
+        if all(r.get(key) == value for key, value in wanted.items() if key in carried and value is not None)
+        and ("augmentation" not in carried or not training or r.get("augmentation") == bench.get("augmentation"))
+    ]
+    found = {tuple(r.get(key) for key in MODEL_KEYS) for r in chosen}
+    if len(found) == 1:
+        return chosen
+    models = ", ".join(model_label(key) for key in dict.fromkeys(tuple(r.get(k) for k in MODEL_KEYS) for r in records))
+    if not found:
+        said = ", ".join(f"{key} {value}" for key, value in wanted.items() if value is not None) or "its choice"
+        raise ValueError(f"{where} holds no records of this model ({said}); it holds {models}")
+    fitting = ", ".join(model_label(key) for key in sorted(found, key=str))
+    raise ValueError(
+        f"{where} holds the records of {len(found)} models ({fitting}) and the model folder does not say which it "
+        "is: give --model-name VARIANT and --model-seed SEED"
+    )
 
 
 def _record_problem(record: object) -> str | None:
@@ -348,5 +477,10 @@ def _record_problem(record: object) -> str | None:
     scores = record["scores"]
     if not isinstance(scores, dict):
         return f"has scores of type {type(scores).__name__}, not a mapping"
-    bad = [key for key in CARD_KEYS if not isinstance(scores.get(key), (int, float)) or isinstance(scores.get(key), bool)]
+    bad = [
+        key
+        for key in HEADLINE
+        if not isinstance(value := scores.get(key, False), (int, float)) or isinstance(value, bool)
+        if not (value is None and key in UNDEFINABLE)  # undefined on its set: None
+    ]
     return f"has no numeric scores {bad}" if bad else None

@@ -23,8 +23,13 @@ from contextlib import contextmanager
 from tqdm.auto import tqdm
 
 ENV = "CSC_HF_VERBOSITY"
-LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR,
-          "critical": logging.CRITICAL}
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
 DEFAULT_LEVEL = logging.WARNING
 LIBRARY = __name__.split(".")[0]  # "csc_hf"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -1,65 +1,41 @@
 """Inference: the `Corrector` and the `chinese-spelling-check` transformers pipeline task, for csc_hf's models and any
-other Hugging Face checkpoint.
+other Hugging Face checkpoint (the README's "Decoding, and models from elsewhere" shows how to use them).
 
-    corrector = Corrector.from_pretrained("path/to/model", protected_terms=["微软"])   # or a Hub id
-    corrector("我门去北京。")
-    # {"source": "我门去北京。", "prediction": "我们去北京。",
-    #  "edits": [{"position": 1, "wrong": "门", "right": "们", "probability": 0.93}]}
-    corrector.correct(texts)                      # predictions only: the fast path for evaluation
-    corrector.correct_each(texts, [{"keep_bias": 0}, {"keep_bias": 2, "similarity_prior": 3}])  # one forward pass
-
-    import csc_hf.pipeline                        # registers the task with transformers
-    checker = pipeline("chinese-spelling-check", model="path/to/model")
-    checker(["我门去北京。", "..."], threshold=0.5)
-
-Models (`Corrector.from_pretrained` picks the route from the config; `trust_remote_code=True` for models whose code
-ships in their folder and is not installed; csc_hf's own models load without it):
-- Tagging models: `CSCForCorrection` or any masked LM (a plain `BertForMaskedLM` such as the public CSC checkpoints,
-  with bert-base-chinese's WordPiece vocabulary) whose logits are aligned with its input. The text is never given to
-  the tokenizer: each character is looked up in the tokenizer's vocabulary as its own token (or, failing that, as
-  the tokenizer's normalizer writes it: `A` as `a` for an uncased BERT), and characters it lacks become `[UNK]`, so
-  `[CLS]`, one id per character and `[SEP]` go in and one prediction per character comes out, whatever WordPiece
-  would have merged ("720", "iPhone"). A `CSCTokenizer` gives the same ids itself.
-- csc_hf's BART baseline (`BartForConditionalGeneration` + `CSCTokenizer`) generates with
-  `csc_hf.modeling.bart_correct` and is read position by position.
-- Any other seq2seq model (`AutoModelForSeq2SeqLM`: BART, T5, ... with any tokenizer) generates with the model's own
-  generation settings; its output is aligned to the source (`aligned_substitutions`: shared characters matched
-  first, the rest by `csc_hf.scoring.align`, whitespace ignored on both sides) and only substitutions at a source
-  position are kept. Its windows are sized in characters from each text's tokens per character.
-Seq2seq models give no probabilities (`probability` is None), so `threshold`, `keep_bias` and `similarity_prior`
-must stay 0.
+Routes, picked from the model's config:
+- a tagging model (`CSCForCorrection`, or any masked LM whose logits are aligned with its input) reads `[CLS]`, one
+  token per character and `[SEP]`: each character is looked up in the vocabulary as its own token (else as the
+  tokenizer's normalizer writes it, else `[UNK]`), never given to the tokenizer as text;
+- csc_hf's BART (`CSCTokenizer`) generates with `csc_hf.modeling.bart_generate` and is read position by position, or,
+  when `edit_kinds` allows missing or redundant characters, generates freely and is aligned to the source's tokens;
+- any other seq2seq model generates; its output is aligned to the source (`csc_hf.edits.aligned_edits`) and the
+  substitutions at a source position are kept, and its insertions and deletions when `edit_kinds` allows them. It
+  gives no probabilities: `threshold`, `keep_bias` and `similarity_prior` must stay 0.
 
 Rules, for every model:
-- Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters; everything else (Latin, digits,
-  spaces, emoji, characters outside the BMP or the vocabulary) is kept, so a prediction always has its source's length.
-- `protected_chars` never change, nor any character inside an occurrence of one of `protected_terms`.
-- Tagging models: `keep_bias` is added to the source character's logit before the argmax; an edit is kept when the
-  predicted character's probability (the model's softmax, without the biases) is at least `threshold`.
-  `similarity_prior` (default 0: off) adds that much to the logits of the characters that sound or look like the
-  source by character knowledge alone (`csc_hf.confusion.similar_characters` over the vocabulary, built once per
-  Corrector, or the model folder's `csc_similar.json`), a prior for errors the model never saw corrected.
+- Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters; a seq2seq model may also insert
+  (a missing character) or delete (a redundant one) a Han character when `edit_kinds` names that kind (default:
+  substitutions only, so a prediction has its source's length). A tagging model keeps its source's length by
+  construction: its `edit_kinds` is substitution only (`can_change_length` is False).
+- `protected_chars` never change or go, nor does any character inside an occurrence of one of `protected_terms`, and
+  nothing is inserted inside such an occurrence.
+- A tagging model adds `keep_bias` to the source character's logit before the argmax, and `similarity_prior` to the
+  logits of the characters similar to the source (`csc_hf.confusion.similar_characters`, or the model folder's
+  `csc_similar.json`); an edit is kept when its probability (the softmax without either bias) reaches `threshold`
+  (`decode_edits`).
 - Texts longer than the model's maximum length run in overlapping windows of characters; each character is predicted
-  once, by the window where it is most central (`plan_windows`).
+  by the window where it is most central (`plan_windows`).
 - Texts are corrected in batches of similar length; results come back in input order.
-
-The decoding a model was evaluated with (`keep_bias`, `threshold`, `similarity_prior`) is saved next to it in
-`csc_decoding.json` (`save_decoding`; `csc-bench evaluate` with a `--keep-bias` or `--similarity-prior` grid and the
-study write it, with the prior's characters in `csc_similar.json` when the prior is on) and is the default of
-`Corrector.from_pretrained`, the pipeline task, `csc-bench correct` and `csc-bench evaluate`; an explicit argument
-wins.
+- The decoding saved with the model (`csc_hf.model_folder`: `csc_decoding.json`, `csc_similar.json`) is the default;
+  an explicit argument wins.
 """
 
 import copy
-import inspect
 import json
-import math
-import numbers
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from difflib import SequenceMatcher
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import (
@@ -73,24 +49,32 @@ from transformers import (
 )
 from transformers.pipelines import PIPELINE_REGISTRY
 
-from csc_hf import hub
 from csc_hf.chars.pinyin import is_han
-from csc_hf.files import write_atomic
+from csc_hf.edits import EDIT_KINDS, MISSING, REDUNDANT, SUBSTITUTION, aligned_edits, alignment, apply
+from csc_hf.edits import Edit as SourceEdit
+from csc_hf.files import check_texts, write_atomic
 from csc_hf.logging import get_logger
-from csc_hf.modeling import CSCTokenizer, bart_correct
+from csc_hf.model_folder import DECODING_DEFAULTS, check_decoding, check_model_folder, is_local, saved_options
+from csc_hf.modeling import CSCTokenizer, bart_generate
 from csc_hf.precision import check_precision, inference_bf16
-from csc_hf.scoring import align
+from csc_hf.run_layout import SIMILAR_FILE
+
+if TYPE_CHECKING:
+    from csc_hf.llm.corrector import LLMCorrector
 
 logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
-DECODING_FILE = "csc_decoding.json"  # in a model folder: the decoding it was evaluated with (`save_decoding`)
-SIMILAR_FILE = "csc_similar.json"  # in a model folder: the similarity prior's characters it was evaluated with
-DECODING_KEYS = ("keep_bias", "threshold", "similarity_prior")  # the Corrector options it holds ("tuning": how chosen)
 UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no limit" (transformers' huge default)
 DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
-Edit = tuple[int, str, float | None]
-"""A kept correction: position in the text, the right character, its probability (None for BART)."""
-Candidate = tuple[int, int, str, float | None]  # an edit of a batch: (row, column, right character, probability)
+Edit = tuple[int, str, float | None, str]
+"""A kept correction: position in the text, the right character ("" for a deletion), its probability (None for a
+seq2seq model), its kind (`csc_hf.edits.EDIT_KINDS`: substitution, missing: inserted before the position, redundant:
+the character at the position deleted)."""
+OPTIONS = ("threshold", "keep_bias", "protected_chars", "protected_terms", "similarity_prior", "edit_kinds")
+"""The Corrector's options that a copy may change (`Corrector.with_options`)."""
+TAGGING_OPTIONS = (*OPTIONS, "similar_characters", "overlap")
+"""The options of a tagging or seq2seq model's Corrector that an LLM corrector does not take."""
+Candidate = tuple[int, int, str, float | None, str]  # an edit of a batch: (row, column, right, probability, kind)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded; they stand in as U+FFFD (unknown)
 
 
@@ -107,17 +91,6 @@ def plan_windows(length: int, size: int, overlap: int) -> list[tuple[int, int, i
     return [(start, start + size, low, high) for start, low, high in zip(starts, bounds, bounds[1:])]
 
 
-def check_texts(texts: Iterable[str]) -> list[str]:
-    """`texts` as a list, or a TypeError naming the first item that is not a str."""
-    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
-        raise TypeError(f"texts must be a str or an iterable of str, got {type(texts).__name__}")
-    texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
-    return texts
-
-
 def protected_positions(text: str, terms: Iterable[str]) -> set[int]:
     """Positions of `text` covered by an occurrence (overlapping ones included) of one of `terms`."""
     positions = set()
@@ -127,33 +100,6 @@ def protected_positions(text: str, terms: Iterable[str]) -> set[int]:
             positions.update(range(start, start + len(term)))
             start = text.find(term, start + 1)
     return positions
-
-
-def check_decoding(name: str, value: Any, label: str | None = None) -> float:
-    """`value` of the decoding setting `name` (one of `DECODING_KEYS`) as a float, or an error naming `label` (default
-    `name`): `keep_bias` any finite number, `threshold` in [0, 1], `similarity_prior` at least 0 (0: off)."""
-    label = label or name
-    value = check_number(label, value)
-    if name == "threshold" and not 0.0 <= value <= 1.0:
-        raise ValueError(f"{label} must be in [0, 1], got {value}")
-    if name == "similarity_prior" and value < 0:
-        raise ValueError(f"{label} must be at least 0 (0: off), got {value}")
-    return value
-
-
-def decoding_defaults() -> dict[str, float]:
-    """The Corrector's default of each decoding setting (`DECODING_KEYS`)."""
-    parameters = inspect.signature(Corrector.__init__).parameters
-    return {name: parameters[name].default for name in DECODING_KEYS}
-
-
-def check_number(name: str, value: Any) -> float:
-    """`value` as a float, or an error naming the parameter `name` if it is not a finite real number."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
 
 
 def decode_edits(
@@ -197,31 +143,25 @@ def decode_edits(
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
-    """`text` with each edit's character at its position."""
+    """`text` with its edits (sorted by position, insertions at a position first) applied."""
     if not edits:
         return text
-    chars = list(text)
-    for position, right, _ in edits:
-        chars[position] = right
-    return "".join(chars)
+    if all(kind == SUBSTITUTION for *_, kind in edits):
+        chars = list(text)
+        for position, right, _, _ in edits:
+            chars[position] = right
+        return "".join(chars)
+    return "".join(apply(text, (SourceEdit(kind, position, None, right) for position, right, _, kind in edits)))
 
 
-def aligned_substitutions(source: str, prediction: str) -> list[tuple[int, str]]:
-    """The characters of `prediction` that replace one of `source` at the same position, as `(position, character)`.
-
-    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
-    hide a substitution. The characters both texts share are matched first (`difflib`'s matching blocks), so a
-    character that moved is never read as a chain of substitutions ("，去" -> "去了" is a deletion, a match and an
-    insertion); what lies between matches is aligned by minimum edits (`csc_hf.scoring.align`). Insertions and
-    deletions are dropped."""
-    kept = [i for i, char in enumerate(source) if not char.isspace()]
-    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
-    found = []
-    for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "replace":
-            substitutions, _ = align(a[a_start:a_end], b[b_start:b_end])
-            found += [(kept[a_start + i], char) for i, char in substitutions]
-    return found
+def check_edit_kinds(edit_kinds: Iterable[str]) -> tuple[str, ...]:
+    """`edit_kinds` as a tuple in the order of `csc_hf.edits.EDIT_KINDS`, or a ValueError naming what is not a kind."""
+    if isinstance(edit_kinds, str):
+        raise TypeError(f"edit_kinds must be a list of edit kinds, not the str {edit_kinds!r}")
+    given = list(edit_kinds)
+    if bad := [kind for kind in given if kind not in EDIT_KINDS]:
+        raise ValueError(f"edit_kinds: {bad} are not edit kinds; choose from {', '.join(EDIT_KINDS)}")
+    return tuple(kind for kind in EDIT_KINDS if kind in given)
 
 
 @torch.no_grad()
@@ -231,65 +171,42 @@ def generate_corrections(
     """Each text as a seq2seq model rewrites it (`generate` with the model's generation settings, at most twice the
     input's tokens), decoded without special tokens; inputs longer than `max_length` tokens are cut."""
     if tokenizer.pad_token is None and len(texts) > 1:  # nothing to pad with: one text at a time
-        return [prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)]
-    inputs = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt",
-                       return_token_type_ids=False).to(model.device)  # fmt: skip
+        return [
+            prediction for text in texts for prediction in generate_corrections(model, tokenizer, [text], max_length)
+        ]
+    inputs = tokenizer(
+        list(texts),
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
+        return_token_type_ids=False,
+    ).to(model.device)
     outputs = model.generate(**inputs, max_new_tokens=2 * inputs["input_ids"].shape[1] + 8)
     return tokenizer.batch_decode(outputs, skip_special_tokens=True)
 
 
-def _model_json(path: str | os.PathLike, name: str) -> tuple[Path, Any] | None:
-    """The json file `name` of the model at `path` (a folder or a Hub id) as `(its path, its data)`, or None when
-    the model has none; a file that is not JSON is a ValueError naming it."""
-    found = hub.model_file(path, name)  # None for a model built in memory too, or when its folder is gone
-    if found is None:
-        return None
-    try:
-        return found, json.loads(found.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{found}: not a JSON file ({err}); delete it or write it again with csc-bench evaluate") from None
+def _model_config(path: str | os.PathLike, trust_remote_code: bool) -> tuple[str, Any]:
+    """The path (a local folder's expanded) and the config of a model, read before anything else of it: a local folder
+    must exist and hold a config.json (its tokenizer files are checked once the kind of model is known: an LLM's come
+    in other files, tokenizer.model, ...)."""
+    path = str(path)
+    if is_local(path):
+        path = os.path.expanduser(path)
+        check_model_folder(path, tokenizer=False)
+    return path, AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
 
 
-def load_similar(path: str | os.PathLike) -> dict[str, str] | None:
-    """The similar characters saved with the model at `path` (`csc_similar.json`: each character mapped to a string
-    of its similar characters, written by `Corrector.save_similar`), or None when it has none. A malformed file is a
-    ValueError naming it."""
-    if (saved := _model_json(path, SIMILAR_FILE)) is None:
-        return None
-    found, data = saved
-    if not isinstance(data, dict) or not all(isinstance(k, str) and len(k) == 1 and isinstance(v, str)
-                                             for k, v in data.items()):
-        raise ValueError(f"{found}: expected a JSON object mapping single characters to strings of characters")
-    return data
+def _is_llm(config: Any, options: Iterable[str]) -> bool:
+    from csc_hf.llm.corrector import LLM_OPTIONS, is_causal_lm
+
+    return is_causal_lm(config) or bool(set(options) & set(LLM_OPTIONS))
 
 
-def load_decoding(path: str | os.PathLike) -> dict[str, float]:
-    """The decoding saved with the model at `path` (a folder or a Hub id): `{"keep_bias": ..., "threshold": ...}`
-    (and `similarity_prior` when it was saved) from its `csc_decoding.json`, or `{}` when it has none. A malformed
-    file is a ValueError naming it."""
-    if (saved := _model_json(path, DECODING_FILE)) is None:
-        return {}
-    found, data = saved
-    if not isinstance(data, dict) or (unknown := sorted(set(data) - {*DECODING_KEYS, "tuning"})):
-        raise ValueError(f"{found}: expected a JSON object with {', '.join(DECODING_KEYS)}"
-                         + (f", got the unknown keys {unknown}" if isinstance(data, dict) else ""))
-    return {name: check_decoding(name, data[name], f"{found}: {name}") for name in DECODING_KEYS if name in data}
-
-
-def _saved_options(path: str | os.PathLike) -> dict[str, Any]:
-    """The Corrector options saved with the model at `path`: its decoding and the prior's characters."""
-    return {**load_decoding(path), "similar_characters": load_similar(path)}
-
-
-def save_decoding(folder: str | os.PathLike, decoding: Mapping[str, float], tuning: Mapping[str, Any] | None = None) -> Path:
-    """Write `decoding` (`keep_bias`, `threshold`, `similarity_prior`) and how it was chosen (`tuning`: split, metric,
-    grid, scores) to the model folder's `csc_decoding.json`, whole or not at all; returns its path."""
-    if unknown := sorted(set(decoding) - set(DECODING_KEYS)):
-        raise ValueError(f"unknown decoding settings {unknown}; choose from {list(DECODING_KEYS)}")
-    data = {name: check_decoding(name, value) for name, value in decoding.items()}
-    if tuning:
-        data["tuning"] = dict(tuning)
-    return write_atomic(Path(folder) / DECODING_FILE, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+def loads_as_llm(path: str | os.PathLike, options: Iterable[str] = (), trust_remote_code: bool = False) -> bool:
+    """Whether ``Corrector.from_pretrained(path, **options)`` gives an LLM corrector (a causal LM, or an option only
+    an LLM corrector takes), from the model's config alone: no weights load."""
+    return _is_llm(_model_config(path, trust_remote_code)[1], options)
 
 
 class Corrector:
@@ -306,13 +223,15 @@ class Corrector:
             finite, at least 0; 0 (the default) turns the prior off.
         similar_characters: the prior's candidates, each character mapped to a string of its similar characters
             (default: `csc_hf.confusion.similar_characters` over the vocabulary, built on first use).
-        protected_chars: characters never changed.
+        protected_chars: characters never changed or deleted.
         protected_terms: strings whose every occurrence is left as is.
+        edit_kinds: the kinds of edit kept (`csc_hf.edits.EDIT_KINDS`): substitution (the default), and for a seq2seq
+            model also missing (an inserted character) and redundant (a deleted one); a tagging model cannot change
+            the length (`can_change_length`).
         overlap: characters shared by consecutive windows of a long text (default: a quarter of the window).
         device: where to move the model (default: where it is).
         precision: `auto` (bf16 autocast on a CPU with bf16 in hardware or a CUDA device that supports it, else
-            fp32), `bf16` or `fp32` (`csc_hf.precision`); weights are not converted. On this project's AMX CPU bf16
-            corrected the `cpu` preset's bert 1.7-2.0x faster and changed 57 of 5,000 predictions (BENCHMARKS.md).
+            fp32), `bf16` or `fp32` (`csc_hf.precision`); weights are not converted.
 
     `threshold`, `keep_bias` and `similarity_prior` are read on every call, so they may be reassigned between calls
     (e.g. to tune keep_bias on a validation set); the protected sets change through `with_options`.
@@ -324,12 +243,13 @@ class Corrector:
         tokenizer: PreTrainedTokenizerBase,
         *,
         batch_size: int = 32,
-        threshold: float = 0.0,
-        keep_bias: float = 0.0,
+        threshold: float = DECODING_DEFAULTS["threshold"],
+        keep_bias: float = DECODING_DEFAULTS["keep_bias"],
         protected_chars: Iterable[str] = (),
         protected_terms: Iterable[str] = (),
-        similarity_prior: float = 0.0,
+        similarity_prior: float = DECODING_DEFAULTS["similarity_prior"],
         similar_characters: Mapping[str, str] | None = None,
+        edit_kinds: Iterable[str] = (SUBSTITUTION,),
         overlap: int | None = None,
         device: str | torch.device | None = None,
         precision: str = "auto",
@@ -356,13 +276,15 @@ class Corrector:
         self._han[: len(self._tokens)] = torch.tensor([is_han(token) for token in self._tokens])
         self._special = {name: getattr(tokenizer, f"{name}_token_id") for name in ("cls", "sep", "unk", "pad")}
         if not self.seq2seq and (missing := [name for name in ("cls", "sep", "unk") if self._special[name] is None]):
-            raise ValueError(f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
-                             "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]")
+            raise ValueError(
+                f"the tokenizer has no {' / '.join(t + '_token' for t in missing)}: a masked LM reads "
+                "[CLS], one token per character ([UNK] for characters outside the vocabulary) and [SEP]"
+            )
         self._char_ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1}
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self._normalizer = getattr(backend, "normalizer", None)
         self._similar: dict[str, Any] = {"characters": similar_characters, "tables": {}}  # the prior; copies share it
-        self._set_options(threshold, keep_bias, protected_chars, protected_terms, similarity_prior)
+        self._set_options(threshold, keep_bias, protected_chars, protected_terms, similarity_prior, edit_kinds)
 
     def _set_options(
         self,
@@ -371,12 +293,21 @@ class Corrector:
         protected_chars: Iterable[str],
         protected_terms: Iterable[str],
         similarity_prior: float = 0.0,
+        edit_kinds: Iterable[str] = (SUBSTITUTION,),
     ) -> None:
         threshold, keep_bias = check_decoding("threshold", threshold), check_decoding("keep_bias", keep_bias)
         similarity_prior = check_decoding("similarity_prior", similarity_prior)
         if self.seq2seq and (threshold or keep_bias or similarity_prior):
-            raise ValueError("a seq2seq (BART) model gives no probabilities or logits per character: "
-                             "threshold, keep_bias and similarity_prior must be 0")  # fmt: skip
+            raise ValueError(
+                "a seq2seq (BART) model gives no probabilities or logits per character: "
+                "threshold, keep_bias and similarity_prior must be 0"
+            )
+        edit_kinds = check_edit_kinds(edit_kinds)
+        if not self.can_change_length and edit_kinds not in ((), (SUBSTITUTION,)):
+            raise ValueError(
+                f"edit_kinds={list(edit_kinds)}: a tagging model predicts one character per source character and "
+                "cannot insert or delete; only a seq2seq model (bart) takes missing or redundant"
+            )
         if isinstance(protected_terms, str):
             raise TypeError(f"protected_terms must be a list of str, not the str {protected_terms!r}")
         protected_chars, protected_terms = frozenset(protected_chars), list(protected_terms)
@@ -385,17 +316,23 @@ class Corrector:
         if bad := [term for term in protected_terms if not isinstance(term, str)]:
             raise TypeError(f"protected_terms must be str, got {bad}")
         self.threshold, self.keep_bias, self.similarity_prior = threshold, keep_bias, similarity_prior
+        self.edit_kinds = edit_kinds
         self.protected_chars = protected_chars
         self.protected_terms = tuple(term for term in protected_terms if term)
         self._editable = self._han.clone()  # source ids that may change: Han, not protected ([UNK] never is)
         protected_ids = [self._char_id(char) for char in sorted(protected_chars)]
         self._editable[[i for i in protected_ids if i is not None]] = False  # None: a tokenizer without [UNK]
 
+    @property
+    def can_change_length(self) -> bool:
+        """Whether the model can insert and delete characters (a seq2seq model) or keeps its source's length by
+        construction (a tagging model)."""
+        return self.seq2seq
+
     def with_options(self, **options: Any) -> "Corrector":
-        """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms` or `similarity_prior`;
-        shares the model."""
-        current = dict(threshold=self.threshold, keep_bias=self.keep_bias, protected_chars=self.protected_chars,
-                       protected_terms=self.protected_terms, similarity_prior=self.similarity_prior)  # fmt: skip
+        """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms`, `similarity_prior` or
+        `edit_kinds`; shares the model."""
+        current = {name: getattr(self, name) for name in OPTIONS}
         if unknown := set(options) - set(current):
             raise TypeError(f"unknown options {sorted(unknown)}; choose from {sorted(current)}")
         corrector = copy.copy(self)
@@ -403,35 +340,59 @@ class Corrector:
         return corrector
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any) -> "Corrector":
-        """A corrector for the model and tokenizer saved at `path`: a local folder (`csc_hf.hub.is_local`: one that
-        exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never tried)
-        or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as `AutoModelForMaskedLM`;
-        `trust_remote_code` runs the model's own code from its folder. The decoding saved with the model
-        (`load_decoding`, `load_similar`) gives the defaults of `keep_bias`, `threshold`, `similarity_prior` and
-        `similar_characters`; `kwargs` go to `Corrector` and win."""
-        path = str(path)
+    def from_pretrained(
+        cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any
+    ) -> "Corrector | LLMCorrector":
+        """A corrector for the model and tokenizer saved at `path`: a local folder (`csc_hf.model_folder.is_local`: one
+        that exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never
+        tried) or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as
+        `AutoModelForMaskedLM`; `trust_remote_code` runs the model's own code from its folder. The decoding saved with
+        the model (`csc_hf.model_folder.saved_options`) gives the defaults of `keep_bias`, `threshold`,
+        `similarity_prior` and `similar_characters`; `kwargs` go to `Corrector` and win.
+
+        A causal language model, or a call with an option only an LLM corrector takes
+        (`csc_hf.llm.corrector.LLM_OPTIONS`: `template`, `length_policy`, ...), returns
+        `csc_hf.llm.LLMCorrector.from_pretrained(path, ...)` instead: `precision` sets the dtype its weights load in
+        (`csc_hf.llm.weights_dtype`), no decoding is read from the folder, and a tagging option (`TAGGING_OPTIONS`)
+        is a ValueError."""
+        from csc_hf.llm.corrector import LLM_OPTIONS, LLMCorrector, weights_dtype
+
         check_precision(kwargs.get("precision", "auto"))  # before any loading
-        if hub.is_local(path):
-            path = os.path.expanduser(path)
-            hub.check_model_folder(path)
-        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+        path, config = _model_config(path, trust_remote_code)
+        if _is_llm(config, kwargs):
+            if tagging := [name for name in TAGGING_OPTIONS if name in kwargs]:
+                raise ValueError(
+                    f"{path} loads as an LLM corrector: {', '.join(tagging)} belong to a tagging or seq2seq model's "
+                    f"Corrector; an LLM corrector takes {', '.join(LLM_OPTIONS)}, batch_size, device and precision"
+                )
+            precision = kwargs.pop("precision", "auto")
+            kwargs.setdefault("dtype", weights_dtype(precision))
+            return LLMCorrector.from_pretrained(path, trust_remote_code=trust_remote_code, **kwargs)
+        if is_local(path):
+            check_model_folder(path)
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
         model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-        return cls(model, tokenizer, **{**_saved_options(path), **kwargs})
+        return cls(model, tokenizer, **{**saved_options(path), **kwargs})
 
     def __call__(self, texts: str | Iterable[str]) -> dict[str, Any] | list[dict[str, Any]]:
-        """`{"source", "prediction", "edits": [{"position", "wrong", "right", "probability"}]}` for a str, a list
-        of them for several texts."""
+        """`{"source", "prediction", "edits": [{"position", "wrong", "right", "probability", "kind"}]}` for a str, a
+        list of them for several texts. A missing character's edit has `wrong` "" (`right` goes in before
+        `position`), a redundant one's `right` "" (the character at `position` goes)."""
         batch = [texts] if isinstance(texts, str) else check_texts(texts)
         results = [
             {
                 "source": text,
                 "prediction": apply_edits(text, edits),
                 "edits": [
-                    {"position": position, "wrong": text[position], "right": right, "probability": probability}
-                    for position, right, probability in edits
+                    {
+                        "position": position,
+                        "wrong": "" if kind == MISSING else text[position],
+                        "right": right,
+                        "probability": probability,
+                        "kind": kind,
+                    }
+                    for position, right, probability, kind in edits
                 ],
             }
             for text, edits in zip(batch, self._edits(batch))
@@ -461,9 +422,7 @@ class Corrector:
         """The kept edits of each text, by position, for each of ``decoders`` (this corrector or copies with other
         options), from one forward pass. Windows run longest first, in batches of `batch_size`."""
         plan = [
-            (i, *window)
-            for i, text in enumerate(texts)
-            for window in plan_windows(len(text), *self._window_of(text))
+            (i, *window) for i, text in enumerate(texts) for window in plan_windows(len(text), *self._window_of(text))
         ]
         plan.sort(key=lambda window: window[2] - window[1], reverse=True)
         self.model.eval()
@@ -472,16 +431,21 @@ class Corrector:
             batch = plan[b : b + self.batch_size]
             chunks = [texts[i][start:end] for i, start, end, _, _ in batch]
             for edits, candidates in zip(each, self._predict(chunks, decoders)):
-                for row, column, right, probability in candidates:
+                for row, column, right, probability, kind in candidates:
                     i, start, _, keep_start, keep_end = batch[row]
-                    if keep_start <= start + column < keep_end:
-                        edits[i].append((start + column, right, probability))
+                    at_end = kind == MISSING and start + column == keep_end == len(texts[i])  # appended at the end
+                    if keep_start <= start + column < keep_end or at_end:
+                        edits[i].append((start + column, right, probability, kind))
         for decoder, edits in zip(decoders, each):
             for i, text in enumerate(texts):
                 if decoder.protected_terms and edits[i]:
                     protected = protected_positions(text, decoder.protected_terms)
-                    edits[i] = [edit for edit in edits[i] if edit[0] not in protected]
-                edits[i].sort()
+                    edits[i] = [
+                        edit
+                        for edit in edits[i]
+                        if not (edit[0] in protected and (edit[3] != MISSING or edit[0] - 1 in protected))
+                    ]
+                edits[i].sort(key=lambda edit: (edit[0], edit[3] != MISSING))  # stable: insertions keep their order
         return each
 
     def _window_of(self, text: str) -> tuple[int, int]:
@@ -519,8 +483,11 @@ class Corrector:
             ids = {token: i for i, token in enumerate(self._tokens) if len(token) == 1 and self._han[i]}
             if self._similar["characters"] is None:
                 self._similar["characters"] = {c: "".join(o) for c, o in similar_characters(list(ids)).items()}
-            similar = {c: list(dict.fromkeys(o for o in others if o in ids and o != c))
-                       for c, others in self._similar["characters"].items() if c in ids}  # fmt: skip
+            similar = {
+                c: list(dict.fromkeys(o for o in others if o in ids and o != c))
+                for c, others in self._similar["characters"].items()
+                if c in ids
+            }
             width = max(map(len, similar.values()), default=0) or 1
             table = torch.arange(self.model.config.vocab_size).unsqueeze(1).repeat(1, width)
             for char, others in similar.items():
@@ -558,19 +525,17 @@ class Corrector:
 
     def _predict_in_precision(self, chunks: list[str], decoders: Sequence["Corrector"]) -> list[list[Candidate]]:
         if self.seq2seq:
-            if self.per_character:  # csc_hf's BART: its output is read position by position
-                predictions = bart_correct(self.model, self.tokenizer, chunks, batch_size=len(chunks))
-                changes = [list(enumerate(prediction)) for prediction in predictions]
-            else:
-                predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
-                changes = [aligned_substitutions(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
-            return [[
-                (row, column, right, None)
-                for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
-                for column, right in substitutions
-                if (wrong := chunk[column]) != right and is_han(wrong) and is_han(right)
-                and wrong not in decoder.protected_chars
-            ] for decoder in decoders]
+            free = [decoder.edit_kinds not in ((), (SUBSTITUTION,)) or not self.per_character for decoder in decoders]
+            changes = {way: self._seq2seq_edits(chunks, way) for way in set(free)}  # one generation per way of reading
+            return [
+                [
+                    (row, e.position, e.right or "", None, e.kind)
+                    for row, (chunk, edits) in enumerate(zip(chunks, changes[way]))
+                    for e in edits
+                    if e.kind in decoder.edit_kinds and _keeps(e, chunk, decoder.protected_chars)
+                ]
+                for decoder, way in zip(decoders, free)
+            ]
         device = self.model.device
         encoding = self._encode(chunks)
         logits = self.model(**encoding).logits.float()
@@ -581,12 +546,64 @@ class Corrector:
             editable = decoder._editable.to(device)[input_ids]
             similar = decoder.similar_tokens(device) if decoder.similarity_prior else None
             rows, columns, ids, probabilities = decode_edits(
-                input_ids, logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
-                han, editable, decoder.keep_bias, decoder.threshold, similar, decoder.similarity_prior,
+                input_ids,
+                logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
+                han,
+                editable,
+                decoder.keep_bias,
+                decoder.threshold,
+                similar,
+                decoder.similarity_prior,
             )
             rights = [self._tokens[i] for i in ids.tolist()]
-            each.append(list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())))  # 0: [CLS]
+            found = zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())  # column 0: [CLS]
+            each.append([(*candidate, SUBSTITUTION) for candidate in found])
         return each
+
+    def _seq2seq_edits(self, chunks: list[str], free: bool) -> list[list[SourceEdit]]:
+        """A seq2seq model's edits of each chunk at its positions, before any rule: csc_hf's BART read position by
+        position, or (``free``: insertions and deletions wanted) generated freely and aligned to the chunk's tokens;
+        any other model generated and aligned (`csc_hf.edits.aligned_edits`)."""
+        if not self.per_character:
+            predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
+            return [aligned_edits(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
+        generated = bart_generate(self.model, self.tokenizer, chunks, batch_size=len(chunks), free=free)
+        found = []
+        for chunk, ids in zip(chunks, generated):
+            source = [self._char_id(char) for char in chunk]
+            pairs = (
+                alignment(source, ids)
+                if free
+                else [SourceEdit(SUBSTITUTION, j, s, t) for j, (s, t) in enumerate(zip(source, ids)) if s != t]
+            )
+            unknown = self._special["unk"]  # the model never saw such a character: it stays
+            found.append(
+                [
+                    SourceEdit(
+                        e.kind, e.position, None if e.kind == MISSING else chunk[e.position], self._character(e.right)
+                    )
+                    for e in pairs
+                    if e.kind == MISSING or e.wrong != unknown
+                ]
+            )
+        return found
+
+    def _character(self, token_id: int | None) -> str | None:
+        """The character a generated token stands for, or None (a deletion, or a token that is no single character:
+        special, [UNK], a word piece)."""
+        token = self._tokens[token_id] if token_id is not None and token_id < len(self._tokens) else None
+        return token if token is not None and len(token) == 1 and token_id != self._special["unk"] else None
+
+
+def _keeps(edit: SourceEdit, chunk: str, protected_chars: frozenset[str]) -> bool:
+    """Whether a seq2seq model's edit passes the rules: Han characters only, never a protected one, never into
+    nothing (an unknown or special token)."""
+    if edit.kind == MISSING:
+        return edit.right is not None and is_han(edit.right)
+    wrong = chunk[edit.position]
+    if not is_han(wrong) or wrong in protected_chars:
+        return False
+    return edit.kind == REDUNDANT or (edit.right is not None and edit.right != wrong and is_han(edit.right))
 
 
 class ChineseSpellingCheckPipeline(Pipeline):
@@ -594,9 +611,9 @@ class ChineseSpellingCheckPipeline(Pipeline):
     objects, a saved folder or a Hub id. Each text gives the `Corrector`'s dict.
 
     Options, at construction or per call: `threshold`, `keep_bias`, `protected_chars`, `protected_terms`,
-    `similarity_prior`. The defaults of `threshold`, `keep_bias` and `similarity_prior` (and the prior's characters)
-    are the decoding saved with the model (`load_decoding` and `load_similar` of its `name_or_path`: the folder or
-    Hub id it was loaded from), else 0.
+    `similarity_prior`, `edit_kinds`. The defaults of `threshold`, `keep_bias` and `similarity_prior` (and the prior's
+    characters) are the decoding saved with the model (`csc_hf.model_folder.saved_options` of its `name_or_path`: the
+    folder or Hub id it was loaded from), else 0.
     `batch_size` (default 32) is the number of texts per forward step; a list is corrected in length-sorted batches
     and returned in input order; a dataset or generator streams.
     """
@@ -610,9 +627,10 @@ class ChineseSpellingCheckPipeline(Pipeline):
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("batch_size", 32)
         super().__init__(*args, **kwargs)
-        saved = _saved_options(self.model.name_or_path) if self.model.name_or_path else {}
-        self.corrector = Corrector(self.model, self.tokenizer, batch_size=self._batch_size,
-                                   **{**saved, **self._forward_params})  # fmt: skip
+        saved = saved_options(self.model.name_or_path) if self.model.name_or_path else {}
+        self.corrector = Corrector(
+            self.model, self.tokenizer, batch_size=self._batch_size, **{**saved, **self._forward_params}
+        )
 
     def _sanitize_parameters(
         self,
@@ -621,10 +639,10 @@ class ChineseSpellingCheckPipeline(Pipeline):
         protected_chars: Iterable[str] | None = None,
         protected_terms: Iterable[str] | None = None,
         similarity_prior: float | None = None,
+        edit_kinds: Iterable[str] | None = None,
     ) -> tuple[dict, dict, dict]:
-        options = dict(threshold=threshold, keep_bias=keep_bias, protected_chars=protected_chars,
-                       protected_terms=protected_terms, similarity_prior=similarity_prior)  # fmt: skip
-        return {}, {name: value for name, value in options.items() if value is not None}, {}
+        values = (threshold, keep_bias, protected_chars, protected_terms, similarity_prior, edit_kinds)  # as OPTIONS
+        return {}, {name: value for name, value in zip(OPTIONS, values) if value is not None}, {}
 
     def __call__(self, inputs: str | Iterable[str], **kwargs: Any) -> Any:
         """A dict for a str, a list of dicts for a list or tuple, an iterator of dicts for a dataset or generator."""
@@ -653,7 +671,12 @@ PIPELINE_REGISTRY.register_pipeline(
 )
 
 __all__ = [
-    "DECODING_FILE", "SIMILAR_FILE", "TASK", "ChineseSpellingCheckPipeline", "Corrector", "Edit",
-    "aligned_substitutions", "check_decoding", "check_number", "check_texts", "decode_edits", "decoding_defaults",
-    "generate_corrections", "load_decoding", "load_similar", "plan_windows", "save_decoding",
-]  # fmt: skip
+    "TASK",
+    "ChineseSpellingCheckPipeline",
+    "Corrector",
+    "Edit",
+    "check_edit_kinds",
+    "decode_edits",
+    "generate_corrections",
+    "plan_windows",
+]

@@ -13,8 +13,7 @@ PRECISIONS = ("auto", "bf16", "fp32")
 
 def cpu_has_bf16() -> bool:
     """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX), as torch's own probe of the instruction sets
-    (cpuinfo, on every OS) reads it: there bf16 autocast trains the cpu preset's model about 1.6x faster than fp32
-    (``bench/bench_train.py``) and corrects 1.7-2.0x faster (BENCHMARKS.md); elsewhere torch emulates bf16, slower
+    (cpuinfo, on every OS) reads it: there bf16 autocast is faster than fp32; elsewhere torch emulates bf16, slower
     than fp32. A torch without the probe says no."""
     import torch
 

@@ -29,8 +29,10 @@ def shipped_dir(name: str) -> Path:
     for folder in (package / name, package.parent / name):  # installed (inside the package), or a source checkout
         if folder.is_dir():
             return folder
-    raise FileNotFoundError(f"csc_hf's {name}/ is missing (neither {package / name} nor {package.parent / name} "
-                            "exists); reinstall csc_hf (pip install csc_hf, or pip install -e . in a checkout)")
+    raise FileNotFoundError(
+        f"csc_hf's {name}/ is missing (neither {package / name} nor {package.parent / name} "
+        "exists); reinstall csc_hf (pip install csc_hf, or pip install -e . in a checkout)"
+    )
 
 
 def trainer_config(path: str | Path) -> Path:
@@ -57,8 +59,10 @@ def preset_names() -> list[str]:
 
 def preset_descriptions() -> dict[str, str]:
     """Each shipped preset's ``description``, by name (sorted)."""
-    return {name: (yaml.safe_load(preset_path(name).read_text(encoding="utf-8")) or {}).get("description", "")
-            for name in preset_names()}
+    return {
+        name: (yaml.safe_load(preset_path(name).read_text(encoding="utf-8")) or {}).get("description", "")
+        for name in preset_names()
+    }
 
 
 def dataset_card() -> Path:

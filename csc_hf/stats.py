@@ -49,8 +49,7 @@ def bootstrap_ci(
     names, matrix = _table(counts)
     rng = np.random.default_rng(seed)
     samples = _collect(
-        statistic(_totals(names, weights @ matrix))
-        for weights in _bootstrap_weights(rng, matrix.shape[0], n_resamples)
+        statistic(_totals(names, weights @ matrix)) for weights in _bootstrap_weights(rng, matrix.shape[0], n_resamples)
     )
     return {key: _interval(values, confidence) for key, values in samples.items()}
 
@@ -178,7 +177,7 @@ def _swap_masks(rng: np.random.Generator, n: int, n_resamples: int) -> Iterator[
         yield rng.integers(0, 2, size=(k, n)).astype(np.float64)
 
 
-def _collect(batches: Iterable[Mapping[str, "np.ndarray | float"]]) -> dict[str, np.ndarray]:
+def _collect(batches: Iterable[Mapping[str, np.ndarray | float]]) -> dict[str, np.ndarray]:
     collected: dict[str, list[np.ndarray]] = {}
     for batch in batches:
         for key, values in batch.items():
@@ -192,5 +191,5 @@ def _interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _as_floats(scores: Mapping[str, "np.ndarray | float"]) -> dict[str, float]:
+def _as_floats(scores: Mapping[str, np.ndarray | float]) -> dict[str, float]:
     return {key: float(value) for key, value in scores.items()}

@@ -25,8 +25,14 @@ def small_corpus(tmp_path_factory):
 def small_params(small_corpus):
     """Benchmark parameters sized for the small corpus (seconds to build)."""
     return dict(
-        corpus=str(small_corpus), n_validation=60, n_test=80, n_scontext=40, n_chars=400,
-        n_unseen_keys=10, n_unseen_v_keys=20, unseen_key_pool=None,
+        corpus=str(small_corpus),
+        n_validation=60,
+        n_test=80,
+        n_scontext=40,
+        n_chars=400,
+        n_unseen_keys=10,
+        n_unseen_v_keys=20,
+        unseen_key_pool=None,
     )
 
 
@@ -54,9 +60,41 @@ def run_without_csc_hf(code: str, *args: str, cwd: Path):
     import sysconfig
 
     site = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
-    prelude = (f"import sys; sys.path += {site!r}; sys.argv[1:] = sys.argv[2:]\n"
-               "import importlib.util\n"
-               "if importlib.util.find_spec('csc_hf'): raise SystemExit('csc_hf is importable')\n")
+    prelude = (
+        f"import sys; sys.path += {site!r}; sys.argv[1:] = sys.argv[2:]\n"
+        "import importlib.util\n"
+        "if importlib.util.find_spec('csc_hf'): raise SystemExit('csc_hf is importable')\n"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(cwd) / "modules")}
-    return subprocess.run([sys.executable, "-I", "-S", "-c", prelude + code, "-", *args], cwd=cwd, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "-c", prelude + code, "-", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+BART_TINY = {
+    "d_model": 32,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "encoder_attention_heads": 2,
+    "decoder_attention_heads": 2,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+}
+"""BartConfig fields of a tiny BART for training tests."""
+
+
+def levenshtein(a, b) -> int:
+    """The edit distance of two sequences, by the textbook table (the reference the alignment tests check against)."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j - 1] + (x != y), previous[j] + 1, current[j - 1] + 1))
+        previous = current
+    return previous[-1]

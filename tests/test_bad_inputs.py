@@ -65,13 +65,21 @@ LIBRARY_DATA: list[Bad] = [
     Bad("bench negative seed", _bench_params(seed=-1), "seed=-1 must not be negative"),
     Bad("bench probs naming one split", _bench_params(probs=(0.104, 0.0104)), "P_e=0.104 and P_e=0.0104 both name"),
     Bad("bench min_len above max_len", _bench_params(min_len=50, max_len=20), "need 1 <= min_len <= max_len"),
-    Bad("confusion json: emoji key", _load_confusion("s.json", '{"😀": {"添": "phonetic"}}'), "key '😀' is not a Chinese"),
-    Bad("confusion json: only non-Han candidates", _load_confusion("s.json", '{"天": {"a": "phonetic", "1": "graphic"}}'),
-        "no candidate is a Chinese character"),
+    Bad(
+        "confusion json: emoji key",
+        _load_confusion("s.json", '{"😀": {"添": "phonetic"}}'),
+        "key '😀' is not a Chinese",
+    ),
+    Bad(
+        "confusion json: only non-Han candidates",
+        _load_confusion("s.json", '{"天": {"a": "phonetic", "1": "graphic"}}'),
+        "no candidate is a Chinese character",
+    ),
 ]
 
 
 # ---- the library: models, tokenizers, the corrector ------------------------------------------------------------------
+
 
 def _corrector(call: str = "", **options):
     """A Corrector over a tiny random model built with `options`; `call`: then `with_options` or the pipeline task
@@ -84,8 +92,9 @@ def _corrector(call: str = "", **options):
         from csc_hf.pipeline import TASK, Corrector
 
         tokenizer = CSCTokenizer.from_texts(["我们去北京"])
-        sizes = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
-                     max_position_embeddings=16)  # fmt: skip
+        sizes = dict(
+            hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8, max_position_embeddings=16
+        )
         model = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **sizes))
         if call == "with_options":
             return Corrector(model, tokenizer).with_options(**options)
@@ -102,11 +111,13 @@ def _saved_corrector(tokenizer: bool = True, decoding: str | None = None, simila
 
     def run(tmp):
         from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
-        from csc_hf.pipeline import DECODING_FILE, Corrector
+        from csc_hf.pipeline import Corrector
+        from csc_hf.run_layout import DECODING_FILE
 
         characters = CSCTokenizer.from_texts(["我们去北京"])
-        sizes = dict(hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8,
-                     max_position_embeddings=16)  # fmt: skip
+        sizes = dict(
+            hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8, max_position_embeddings=16
+        )
         CSCForCorrection(CSCConfig(vocab_size=len(characters), **sizes)).save_pretrained(tmp / "m")
         if tokenizer:
             characters.save_pretrained(tmp / "m")
@@ -121,7 +132,7 @@ def _saved_corrector(tokenizer: bool = True, decoding: str | None = None, simila
 
 def _save_decoding(**decoding):
     def run(tmp):
-        from csc_hf.pipeline import save_decoding
+        from csc_hf.model_folder import save_decoding
 
         return save_decoding(tmp, decoding)
 
@@ -135,16 +146,30 @@ def _missing_runs_model(tmp):
 
 
 LIBRARY_MODELS: list[Bad] = [
-    Bad("Corrector.from_pretrained: a missing runs/ folder, never the Hub", _missing_runs_model,
-        "model folder runs/no-such-model-of-csc-hf does not exist"),
+    Bad(
+        "Corrector.from_pretrained: a missing runs/ folder, never the Hub",
+        _missing_runs_model,
+        "model folder runs/no-such-model-of-csc-hf does not exist",
+    ),
     Bad("Corrector.from_pretrained: no tokenizer files", _saved_corrector(tokenizer=False), "no tokenizer files"),
     Bad("csc_decoding.json not JSON", _saved_corrector(decoding="keep_bias: 2"), "csc_decoding.json: not a JSON file"),
     Bad("csc_decoding.json a list", _saved_corrector(decoding="[2.0]"), "expected a JSON object with keep_bias"),
     Bad("csc_decoding.json unknown key", _saved_corrector(decoding='{"keep-bias": 2}'), "unknown keys ['keep-bias']"),
-    Bad("csc_decoding.json keep_bias NaN", _saved_corrector(decoding='{"keep_bias": NaN}'),
-        "keep_bias must be a finite number"),
-    Bad("csc_decoding.json keep_bias a str", _saved_corrector(decoding='{"keep_bias": "2"}'), "keep_bias must be a number"),
-    Bad("csc_decoding.json threshold above 1", _saved_corrector(decoding='{"threshold": 2}'), "threshold must be in [0, 1]"),
+    Bad(
+        "csc_decoding.json keep_bias NaN",
+        _saved_corrector(decoding='{"keep_bias": NaN}'),
+        "keep_bias must be a finite number",
+    ),
+    Bad(
+        "csc_decoding.json keep_bias a str",
+        _saved_corrector(decoding='{"keep_bias": "2"}'),
+        "keep_bias must be a number",
+    ),
+    Bad(
+        "csc_decoding.json threshold above 1",
+        _saved_corrector(decoding='{"threshold": 2}'),
+        "threshold must be in [0, 1]",
+    ),
     Bad("save_decoding: an unknown setting", _save_decoding(keepbias=1.0), "unknown decoding settings ['keepbias']"),
     Bad("Corrector keep_bias nan", _corrector(keep_bias=float("nan")), "keep_bias must be a finite number"),
     Bad("Corrector keep_bias inf", _corrector(keep_bias=float("inf")), "keep_bias must be a finite number"),
@@ -153,22 +178,35 @@ LIBRARY_MODELS: list[Bad] = [
     Bad("Corrector threshold a str", _corrector(threshold="0.5"), "threshold must be a number"),
     Bad("with_options -inf", _corrector("with_options", keep_bias=-float("inf")), "keep_bias must be a finite"),
     Bad("pipeline keep_bias nan", _corrector("pipeline", keep_bias=float("nan")), "keep_bias must be a finite number"),
-    Bad("Corrector similarity_prior negative", _corrector(similarity_prior=-1.0), "similarity_prior must be at least 0"),
+    Bad(
+        "Corrector similarity_prior negative", _corrector(similarity_prior=-1.0), "similarity_prior must be at least 0"
+    ),
     Bad("Corrector similarity_prior a str", _corrector(similarity_prior="2"), "similarity_prior must be a number"),
-    Bad("pipeline similarity_prior inf", _corrector("pipeline", similarity_prior=float("inf")),
-        "similarity_prior must be a finite number"),
-    Bad("csc_similar.json not a mapping of characters", _saved_corrector(similar='{"们": ["门"]}'),
-        "csc_similar.json: expected a JSON object mapping single characters to strings"),
+    Bad(
+        "pipeline similarity_prior inf",
+        _corrector("pipeline", similarity_prior=float("inf")),
+        "similarity_prior must be a finite number",
+    ),
+    Bad(
+        "csc_similar.json not a mapping of characters",
+        _saved_corrector(similar='{"们": ["门"]}'),
+        "csc_similar.json: expected a JSON object mapping single characters to strings",
+    ),
     Bad("csc_similar.json not JSON", _saved_corrector(similar="们: 门"), "csc_similar.json: not a JSON file"),
-    Bad("csc_decoding.json similarity_prior negative", _saved_corrector(decoding='{"similarity_prior": -2}'),
-        "similarity_prior must be at least 0"),
+    Bad(
+        "csc_decoding.json similarity_prior negative",
+        _saved_corrector(decoding='{"similarity_prior": -2}'),
+        "similarity_prior must be at least 0",
+    ),
 ]
 
 
 # ---- the library: training, the study, analysis and reports ---------------------------------------------------------
 
+
 def _write(name: str, text: str, then: Callable[[Path], object]) -> Callable[[Path], object]:
     """A call that first writes ``text`` to ``tmp/name``, then calls ``then(tmp)``."""
+
     def call(tmp: Path):
         (tmp / name).write_text(text, encoding="utf-8")
         return then(tmp)
@@ -178,6 +216,7 @@ def _write(name: str, text: str, then: Callable[[Path], object]) -> Callable[[Pa
 
 def _study(finished_only: bool = False, **run):
     """``Study.run`` of the smoke preset in an empty run folder (``run``: a part of the grid)."""
+
     def call(tmp: Path):
         from csc_hf.study import Preset, Study
 
@@ -193,7 +232,7 @@ def _load_results(tmp: Path):
 
 
 def _read_predictions(tmp: Path):
-    from csc_hf.evaluation import read_predictions
+    from csc_hf.files import read_predictions
 
     return read_predictions(tmp / "p.txt", ["我门去"])
 
@@ -206,6 +245,7 @@ def _preset(tmp: Path):
 
 def _augmentation_preset(name: str, text: str):
     """A preset whose augmentation set is the file ``name`` holding ``text``."""
+
     def call(tmp: Path):
         (tmp / name).write_text(text, encoding="utf-8")
         (tmp / "p.yaml").write_text(f"augmentation: {{confusion: {tmp / name}, variants: [bert]}}\n", encoding="utf-8")
@@ -215,35 +255,81 @@ def _augmentation_preset(name: str, text: str):
 
 
 LIBRARY_STUDY: list[Bad] = [
-    Bad("preset: augmentation file with a bad line", _augmentation_preset("x_shape.txt", "天,夭\nabc\n"),
-        "x_shape.txt, line 2: expected a character"),
-    Bad("preset: augmentation file of an unknown layout", _augmentation_preset("aug.txt", "天,夭\n"),
-        "cannot tell the confusion set format from the name"),
-    Bad("preset: augmentation json with an emoji key", _augmentation_preset("s.json", '{"😀": {"添": "phonetic"}}'),
-        "key '😀' is not a Chinese"),
-    Bad("preset: augmentation file missing", _write("p.yaml", "augmentation: {confusion: /nowhere/s.json}\n", _preset),
-        "s.json does not exist"),
-    Bad("preset: bootstrap negative", _write("p.yaml", "bootstrap: -5\n", _preset),
-        "p.yaml: bootstrap must be a whole number >= 0 (0: no intervals), got -5"),
-    Bad("preset: similarity_prior_grid negative", _write("p.yaml", "similarity_prior_grid: [0, -1]\n", _preset),
-        "similarity_prior_grid must be at least 0 (0: off), got -1.0"),
-    Bad("preset: keep_bias_grid not a list", _write("p.yaml", "keep_bias_grid: 2\n", _preset),
-        "keep_bias_grid=2 must be a non-empty list of numbers"),
-    Bad("preset: keep_bias_grid with a str", _write("p.yaml", "keep_bias_grid: [0, two]\n", _preset),
-        "keep_bias_grid must be a number, got str 'two'"),
-    Bad("preset: augmentation unknown key", _write("p.yaml", "augmentation: {set: sighan13}\n", _preset),
-        "augmentation: unknown keys ['set']"),
-    Bad("run: unknown variant in a part of the grid", _study(variants=["bertt"]), "--variants: unknown variants ['bertt']"),
+    Bad(
+        "preset: augmentation file with a bad line",
+        _augmentation_preset("x_shape.txt", "天,夭\nabc\n"),
+        "x_shape.txt, line 2: expected a character",
+    ),
+    Bad(
+        "preset: augmentation file of an unknown layout",
+        _augmentation_preset("aug.txt", "天,夭\n"),
+        "cannot tell the confusion set format from the name",
+    ),
+    Bad(
+        "preset: augmentation json with an emoji key",
+        _augmentation_preset("s.json", '{"😀": {"添": "phonetic"}}'),
+        "key '😀' is not a Chinese",
+    ),
+    Bad(
+        "preset: augmentation file missing",
+        _write("p.yaml", "augmentation: {confusion: /nowhere/s.json}\n", _preset),
+        "s.json does not exist",
+    ),
+    Bad(
+        "preset: bootstrap negative",
+        _write("p.yaml", "bootstrap: -5\n", _preset),
+        "p.yaml: bootstrap must be a whole number >= 0 (0: no intervals), got -5",
+    ),
+    Bad(
+        "preset: similarity_prior_grid negative",
+        _write("p.yaml", "similarity_prior_grid: [0, -1]\n", _preset),
+        "similarity_prior_grid must be at least 0 (0: off), got -1.0",
+    ),
+    Bad(
+        "preset: keep_bias_grid not a list",
+        _write("p.yaml", "keep_bias_grid: 2\n", _preset),
+        "keep_bias_grid=2 must be a non-empty list of numbers",
+    ),
+    Bad(
+        "preset: keep_bias_grid with a str",
+        _write("p.yaml", "keep_bias_grid: [0, two]\n", _preset),
+        "keep_bias_grid must be a number, got str 'two'",
+    ),
+    Bad(
+        "preset: augmentation unknown key",
+        _write("p.yaml", "augmentation: {set: sighan13}\n", _preset),
+        "augmentation: unknown keys ['set']",
+    ),
+    Bad(
+        "run: unknown variant in a part of the grid",
+        _study(variants=["bertt"]),
+        "--variants: unknown variants ['bertt']",
+    ),
     Bad("run: finished only, nothing finished", _study(finished_only=True), "has not finished"),
     Bad("preset: unknown key", _write("p.yaml", "variant: [bert]\n", _preset), "unknown keys ['variant']"),
     Bad("results.json missing", _load_results, "results.json does not exist"),
-    Bad("results.json without records", _write("results.json", '{"records": []}', _load_results),
-        "non-empty 'records' list"),
-    Bad("results.json record without its F1", _write("results.json", json.dumps(
-        {"records": [{"model": "bert", "seed": 0, "config": "test", "split": "test", "scores": {}}]}), _load_results),
-        "record 0 has no score char_cor_f1"),
-    Bad("predictions: an edit past the sentence", _write("p.txt", "7:们\n", _read_predictions), "line 1: bad edit '7:们'"),
-    Bad("predictions: more lines than sentences", _write("p.txt", "\n\n", _read_predictions), "2 lines for 1 sentences"),
+    Bad(
+        "results.json without records",
+        _write("results.json", '{"records": []}', _load_results),
+        "non-empty 'records' list",
+    ),
+    Bad(
+        "results.json record without its F1",
+        _write(
+            "results.json",
+            json.dumps({"records": [{"model": "bert", "seed": 0, "config": "test", "split": "test", "scores": {}}]}),
+            _load_results,
+        ),
+        "record 0 has no score char_cor_f1",
+    ),
+    Bad(
+        "predictions: an edit past the sentence",
+        _write("p.txt", "7:们\n", _read_predictions),
+        "line 1: bad edit '7:们'",
+    ),
+    Bad(
+        "predictions: more lines than sentences", _write("p.txt", "\n\n", _read_predictions), "2 lines for 1 sentences"
+    ),
 ]
 
 
@@ -254,92 +340,234 @@ TRAIN_YAML = "task: mlm\nmax_steps: 5\nuse_cpu: true\nreport_to: none\noutput_di
 SCORES = '{"char_cor_f1": 0.5, "char_det_f1": 0.5, "sent_cor_f1": 0.5, "sent_det_f1": 0.5, "fpr": 0.1}'
 
 CLI: list[BadCli] = [
-    BadCli("correct: TEXT and --file", ("correct", "{tmp}/model", "我门", "--file", "{tmp}/in.txt"), "not both",
-           {"in.txt": "我门\n"}),
-    BadCli("score: fewer predictions than references",
-           ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv", "--output", "{tmp}/r.json"),
-           "p.txt has 1 lines but the references",
-           {"p.txt": "我们\n", "ref.tsv": "我门\t我们\n他门\t他们\n"}),
-    BadCli("score: unknown predictions format",
-           ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv", "--format", "xml"),
-           "--format 'xml' is not a predictions format; choose text, jsonl, edits",
-           {"p.txt": "我们\n", "ref.tsv": "我门\t我们\n"}),
-    BadCli("score: REF with several splits", ("score", "--predictions", "{tmp}/p.txt", "--references", "train"),
-           "references train must be one split; it has 2: train/train, train/validation", {"p.txt": "我们\n"}),
-    BadCli("score: missing predictions file",
-           ("score", "--predictions", "{tmp}/none.txt", "--references", "{tmp}/ref.tsv"),
-           "none.txt does not exist", {"ref.tsv": "我门\t我们\n"}),
-    BadCli("score: predictions not UTF-8", ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv"),
-           "p.txt: not UTF-8", {"p.txt": "我们\n".encode("gb18030"), "ref.tsv": "我门\t我们\n"}),
-    BadCli("score: jsonl id not in the references",
-           ("score", "--predictions", "{tmp}/p.jsonl", "--references", "{tmp}/ref.tsv"),
-           "p.jsonl, line 1: id 5 is not in the row numbers", {"p.jsonl": '{"id": 5, "prediction": "我们"}\n',
-                                                              "ref.tsv": "我门\t我们\n"}),
-    BadCli("build: negative --seed", ("build", "test", "--seed", "-1", "--cache-dir", "{tmp}/c"), "seed=-1 must not be negative"),
-    BadCli("build: --probs naming one split twice", ("build", "probs", "--probs", "0.104", "0.0104", "--cache-dir", "{tmp}/c"),
-           "P_e=0.104 and P_e=0.0104 both name the split pe104"),
+    BadCli(
+        "correct: TEXT and --file",
+        ("correct", "{tmp}/model", "我门", "--file", "{tmp}/in.txt"),
+        "not both",
+        {"in.txt": "我门\n"},
+    ),
+    BadCli(
+        "score: fewer predictions than references",
+        ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv", "--output", "{tmp}/r.json"),
+        "p.txt has 1 lines but the references",
+        {"p.txt": "我们\n", "ref.tsv": "我门\t我们\n他门\t他们\n"},
+    ),
+    BadCli(
+        "score: unknown predictions format",
+        ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv", "--format", "xml"),
+        "--format 'xml' is not a predictions format; choose text, jsonl, edits",
+        {"p.txt": "我们\n", "ref.tsv": "我门\t我们\n"},
+    ),
+    BadCli(
+        "score: REF with several splits",
+        ("score", "--predictions", "{tmp}/p.txt", "--references", "train"),
+        "references train must be one split; it has 2: train/train, train/validation",
+        {"p.txt": "我们\n"},
+    ),
+    BadCli(
+        "score: missing predictions file",
+        ("score", "--predictions", "{tmp}/none.txt", "--references", "{tmp}/ref.tsv"),
+        "none.txt does not exist",
+        {"ref.tsv": "我门\t我们\n"},
+    ),
+    BadCli(
+        "score: predictions not UTF-8",
+        ("score", "--predictions", "{tmp}/p.txt", "--references", "{tmp}/ref.tsv"),
+        "p.txt: not UTF-8",
+        {"p.txt": "我们\n".encode("gb18030"), "ref.tsv": "我门\t我们\n"},
+    ),
+    BadCli(
+        "score: jsonl id not in the references",
+        ("score", "--predictions", "{tmp}/p.jsonl", "--references", "{tmp}/ref.tsv"),
+        "p.jsonl, line 1: id 5 is not in the row numbers",
+        {"p.jsonl": '{"id": 5, "prediction": "我们"}\n', "ref.tsv": "我门\t我们\n"},
+    ),
+    BadCli(
+        "build: negative --seed",
+        ("build", "test", "--seed", "-1", "--cache-dir", "{tmp}/c"),
+        "seed=-1 must not be negative",
+    ),
+    BadCli(
+        "build: --probs naming one split twice",
+        ("build", "probs", "--probs", "0.104", "0.0104", "--cache-dir", "{tmp}/c"),
+        "P_e=0.104 and P_e=0.0104 both name the split pe104",
+    ),
     BadCli("confusion inspect without --input", ("confusion", "inspect"), "give --input FILE"),
-    BadCli("build: a non-UTF-8 file in a datasets: corpus", ("build", "test", "--corpus", "datasets:{tmp}/corpus"),
-           "can't decode byte", {"corpus/a.txt": GBK}),
-    BadCli("correct: a GBK --file", ("correct", "{tmp}/model", "--file", "{tmp}/in.txt"), "--file {tmp}/in.txt: not UTF-8",
-           {"in.txt": GBK}),
+    BadCli(
+        "build: a non-UTF-8 file in a datasets: corpus",
+        ("build", "test", "--corpus", "datasets:{tmp}/corpus"),
+        "can't decode byte",
+        {"corpus/a.txt": GBK},
+    ),
+    BadCli(
+        "correct: a GBK --file",
+        ("correct", "{tmp}/model", "--file", "{tmp}/in.txt"),
+        "--file {tmp}/in.txt: not UTF-8",
+        {"in.txt": GBK},
+    ),
     BadCli("correct: --output a folder", ("correct", "{tmp}/model", "我门", "--output", "{tmp}"), "is a folder"),
     BadCli("correct: --keep-bias nan", ("correct", "{tmp}/model", "我门", "--keep-bias", "nan"), "finite"),
-    BadCli("correct: a model folder without tokenizer files", ("correct", "{tmp}/model", "我门"), "no tokenizer files",
-           {"model/config.json": "{}"}),
-    BadCli("evaluate: --bootstrap -1", ("evaluate", "{tmp}/model", "--bootstrap", "-1"),
-           "--bootstrap must be a whole number >= 0 (0: no intervals), got -1"),
-    BadCli("evaluate: --keep-bias nan", ("evaluate", "{tmp}/model", "--keep-bias", "0", "nan"),
-           "--keep-bias must be a finite number, got nan"),
-    BadCli("evaluate: --similarity-prior negative", ("evaluate", "{tmp}/model", "--similarity-prior", "0", "-1"),
-           "--similarity-prior must be at least 0 (0: off), got -1.0"),
-    BadCli("correct: --similarity-prior negative", ("correct", "{tmp}/model", "我门", "--similarity-prior", "-1"),
-           "--similarity-prior must be at least 0 (0: off), got -1.0"),
+    BadCli(
+        "correct: a model folder without tokenizer files",
+        ("correct", "{tmp}/model", "我门"),
+        "no tokenizer files",
+        {"model/config.json": '{"model_type": "bert"}'},  # read first: an LLM's tokenizer files are others
+    ),
+    BadCli(
+        "correct: an LLM template without {text}",
+        ("correct", "{tmp}/model", "我门", "--template", "{tmp}/t.txt"),
+        "t.txt: the user message has no {text} placeholder",
+        {"model/config.json": '{"model_type": "bert"}', "t.txt": "请改正错别字。"},
+    ),
+    BadCli(
+        "correct: an LLM option for a masked LM",
+        ("correct", "{tmp}/model", "我门", "--length-policy", "strict"),
+        "is a BertForMaskedLM model, not a causal language model",
+        {"model/config.json": '{"model_type": "bert", "architectures": ["BertForMaskedLM"]}'},
+    ),
+    BadCli(
+        "correct: an unknown LLM backend",
+        ("correct", "{tmp}/model", "我门", "--backend", "tgi"),
+        "backend 'tgi': choose transformers, vllm",
+        {"model/config.json": '{"model_type": "bert"}'},
+    ),
+    BadCli(
+        "evaluate: --bootstrap -1",
+        ("evaluate", "{tmp}/model", "--bootstrap", "-1"),
+        "--bootstrap must be a whole number >= 0 (0: no intervals), got -1",
+    ),
+    BadCli(
+        "evaluate: --keep-bias nan",
+        ("evaluate", "{tmp}/model", "--keep-bias", "0", "nan"),
+        "--keep-bias must be a finite number, got nan",
+    ),
+    BadCli(
+        "evaluate: --similarity-prior negative",
+        ("evaluate", "{tmp}/model", "--similarity-prior", "0", "-1"),
+        "--similarity-prior must be at least 0 (0: off), got -1.0",
+    ),
+    BadCli(
+        "correct: --similarity-prior negative",
+        ("correct", "{tmp}/model", "我门", "--similarity-prior", "-1"),
+        "--similarity-prior must be at least 0 (0: off), got -1.0",
+    ),
     BadCli("evaluate: --output a folder", ("evaluate", "{tmp}/model", "--output", "{tmp}"), "is a folder"),
-    BadCli("evaluate: --output in a missing folder", ("evaluate", "{tmp}/model", "--output", "{tmp}/no/e.json"),
-           "folder {tmp}/no does not exist"),
-    BadCli("evaluate: an unknown config", ("evaluate", "{tmp}/model", "--configs", "tset"),
-           "--configs: unknown test config 'tset'; choose from test, "),
+    BadCli(
+        "evaluate: --output in a missing folder",
+        ("evaluate", "{tmp}/model", "--output", "{tmp}/no/e.json"),
+        "folder {tmp}/no does not exist",
+    ),
+    BadCli(
+        "evaluate: an unknown config",
+        ("evaluate", "{tmp}/model", "--configs", "tset"),
+        "--configs: unknown test config 'tset'; choose from test, ",
+    ),
     BadCli("evaluate: a missing model folder", ("evaluate", "{tmp}/model"), "model folder {tmp}/model does not exist"),
-    BadCli("push: results with records not a list", ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
-           "r.json: expected a list of records", {"r.json": '{"records": 5}'}),
-    BadCli("push: a record without scores", ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
-           "record 0 lacks ['config', 'split', 'scores']", {"r.json": '[{"foo": 1}]'}),
-    BadCli("push: a record with a missing score", ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
-           "record 0 has no numeric scores ['fpr']",
-           {"r.json": '[{"config": "test", "split": "test", "scores": ' + SCORES.replace('"fpr": 0.1', '"fpr": null') + "}]"}),
-    BadCli("push: results not JSON", ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"), "r.json: not JSON",
-           {"r.json": "records: 5"}),
-    BadCli("push: a model folder without tokenizer files", ("push", "{tmp}/model", "user/x", "--folder", "{tmp}/hub"),
-           "no tokenizer files", {"model/config.json": "{}"}),
-    BadCli("train: max_steps not a number", ("train", "{tmp}/c.yaml"), "c.yaml: max_steps='abc' must be int",
-           {"c.yaml": TRAIN_YAML.replace("max_steps: 5", "max_steps: abc")}),
-    BadCli("train: an override of the wrong type", ("train", "{tmp}/c.yaml", "learning_rate=fast"),
-           "override learning_rate=fast: learning_rate='fast' must be float", {"c.yaml": TRAIN_YAML}),
-    BadCli("train: a missing local init_from", ("train", "{tmp}/c.yaml", "init_from={tmp}/enc"),
-           "init_from={tmp}/enc: the folder does not exist", {"c.yaml": TRAIN_YAML}),
-    BadCli("train: a tokenizer_path without tokenizer files", ("train", "{tmp}/c.yaml", "tokenizer_path={tmp}/enc"),
-           "no tokenizer files", {"c.yaml": TRAIN_YAML, "enc/config.json": "{}"}),
-    BadCli("train: mlm replacement shares over 1", ("train", "{tmp}/c.yaml", "mask_replace_prob=0.7",
-                                                    "random_replace_prob=0.4"),
-           "mask_replace_prob=0.7, random_replace_prob=0.4: each must be in [0, 1] and their sum at most 1",
-           {"c.yaml": TRAIN_YAML}),
-    BadCli("train: a missing base", ("train", "{tmp}/c.yaml"), "base.yaml does not exist (base of {tmp}/c.yaml)",
-           {"c.yaml": "base: base.yaml\n" + TRAIN_YAML}),
-    BadCli("train: a bad bench_params value", ("train", "{tmp}/c.yaml", "bench_params={error_prob: 2}"),
-           "bench_params: error_prob=2", {"c.yaml": TRAIN_YAML}),
-    BadCli("train: use_benchmark=false without train_files", ("train", "{tmp}/c.yaml", "use_benchmark=false"),
-           "use_benchmark=false needs train_files", {"c.yaml": TRAIN_YAML}),
-    BadCli("train: train_files with unequal lengths for bert",
-           ("train", "{tmp}/c.yaml", "task=correction", "train_files=[{tmp}/pairs.tsv]"),
-           "train_files: {tmp}/pairs.tsv, line 2: source has 3 characters, target 2; the bert variant",
-           {"c.yaml": TRAIN_YAML, "pairs.tsv": "我门\t我们\n我门了\t我们\n"}),
-    BadCli("train: a pair file as the corpus", ("train", "{tmp}/c.yaml", "bench_params={corpus: {tmp}/pairs.tsv}"),
-           "holds wrong<TAB>correct sentence pairs", {"c.yaml": TRAIN_YAML, "pairs.tsv": "我门去学校\t我们去学校\n"}),
-    BadCli("build: a pair file as --corpus", ("build", "test", "--corpus", "{tmp}/pairs.tsv"),
-           "train_files=[{tmp}/pairs.tsv]", {"pairs.tsv": "我门去学校\t我们去学校\n他门在家\t他们在家\n"}),
-    BadCli("push: an unknown --license", ("push", "{tmp}/model", "user/x", "--license", "apache"),
-           "--license 'apache' is not a Hub licence id"),
+    BadCli(
+        "push: results with records not a list",
+        ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
+        "r.json: expected a list of records",
+        {"r.json": '{"records": 5}'},
+    ),
+    BadCli(
+        "push: a record without scores",
+        ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
+        "record 0 lacks ['config', 'split', 'scores']",
+        {"r.json": '[{"foo": 1}]'},
+    ),
+    BadCli(
+        "push: a record with a missing score",
+        ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
+        "record 0 has no numeric scores ['char_cor_f1']",
+        {
+            "r.json": '[{"config": "test", "split": "test", "scores": '
+            + SCORES.replace('"char_cor_f1": 0.5', '"char_cor_f1": null')
+            + "}]"
+        },
+    ),
+    BadCli(
+        "push: results not JSON",
+        ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
+        "r.json: not JSON",
+        {"r.json": "records: 5"},
+    ),
+    BadCli(
+        "push: a model folder without tokenizer files",
+        ("push", "{tmp}/model", "user/x", "--folder", "{tmp}/hub"),
+        "no tokenizer files",
+        {"model/config.json": "{}"},
+    ),
+    BadCli(
+        "train: max_steps not a number",
+        ("train", "{tmp}/c.yaml"),
+        "c.yaml: max_steps='abc' must be an int",
+        {"c.yaml": TRAIN_YAML.replace("max_steps: 5", "max_steps: abc")},
+    ),
+    BadCli(
+        "train: an override of the wrong type",
+        ("train", "{tmp}/c.yaml", "learning_rate=fast"),
+        "override learning_rate=fast: learning_rate='fast' must be a number",
+        {"c.yaml": TRAIN_YAML},
+    ),
+    BadCli(
+        "train: a missing local init_from",
+        ("train", "{tmp}/c.yaml", "init_from={tmp}/enc"),
+        "init_from={tmp}/enc: the folder does not exist",
+        {"c.yaml": TRAIN_YAML},
+    ),
+    BadCli(
+        "train: a tokenizer_path without tokenizer files",
+        ("train", "{tmp}/c.yaml", "tokenizer_path={tmp}/enc"),
+        "no tokenizer files",
+        {"c.yaml": TRAIN_YAML, "enc/config.json": "{}"},
+    ),
+    BadCli(
+        "train: mlm replacement shares over 1",
+        ("train", "{tmp}/c.yaml", "mask_replace_prob=0.7", "random_replace_prob=0.4"),
+        "mask_replace_prob=0.7, random_replace_prob=0.4: each must be in [0, 1] and their sum at most 1",
+        {"c.yaml": TRAIN_YAML},
+    ),
+    BadCli(
+        "train: a missing base",
+        ("train", "{tmp}/c.yaml"),
+        "base.yaml does not exist (base of {tmp}/c.yaml)",
+        {"c.yaml": "base: base.yaml\n" + TRAIN_YAML},
+    ),
+    BadCli(
+        "train: a bad bench_params value",
+        ("train", "{tmp}/c.yaml", "bench_params={error_prob: 2}"),
+        "bench_params: error_prob=2",
+        {"c.yaml": TRAIN_YAML},
+    ),
+    BadCli(
+        "train: use_benchmark=false without train_files",
+        ("train", "{tmp}/c.yaml", "use_benchmark=false"),
+        "use_benchmark=false needs train_files",
+        {"c.yaml": TRAIN_YAML},
+    ),
+    BadCli(
+        "train: train_files with unequal lengths for bert",
+        ("train", "{tmp}/c.yaml", "task=correction", "train_files=[{tmp}/pairs.tsv]"),
+        "train_files: {tmp}/pairs.tsv, line 2: source has 3 characters, target 2; the bert variant",
+        {"c.yaml": TRAIN_YAML, "pairs.tsv": "我门\t我们\n我门了\t我们\n"},
+    ),
+    BadCli(
+        "train: a pair file as the corpus",
+        ("train", "{tmp}/c.yaml", "bench_params={corpus: {tmp}/pairs.tsv}"),
+        "holds wrong<TAB>correct sentence pairs",
+        {"c.yaml": TRAIN_YAML, "pairs.tsv": "我门去学校\t我们去学校\n"},
+    ),
+    BadCli(
+        "build: a pair file as --corpus",
+        ("build", "test", "--corpus", "{tmp}/pairs.tsv"),
+        "train_files=[{tmp}/pairs.tsv]",
+        {"pairs.tsv": "我门去学校\t我们去学校\n他门在家\t他们在家\n"},
+    ),
+    BadCli(
+        "push: an unknown --license",
+        ("push", "{tmp}/model", "user/x", "--license", "apache"),
+        "--license 'apache' is not a Hub licence id",
+    ),
     BadCli("push: a repo id without owner", ("push", "{tmp}/model", "csc-tiny"), "give a Hub repository id OWNER/NAME"),
 ]
 
@@ -386,4 +614,3 @@ def test_cli_rejects(case: BadCli, tmp_path):
     assert message.startswith(f"csc-bench {argv[0]}: error: "), message
     assert case.fragment.replace("{tmp}", str(tmp_path)).lower() in message.lower(), message
     assert {p for p in tmp_path.rglob("*")} == before, "a failed command left files behind"
-

@@ -17,6 +17,10 @@ from csc_hf.benchmark.builder import code_files
 from csc_hf.benchmark.configs import probs_split
 from csc_hf.benchmark.export import CARD, export
 from csc_hf.benchmark.plan import AUGMENTED_COPIES, BenchParams, plan_for, read_pair_file
+from csc_hf.corruption import EDIT_KINDS, ERROR_TYPES, FUNCTION_CHARS
+from csc_hf.edits import Edit, alignment, apply, positional
+
+LENGTH_CHANGING = ("missing", "redundant", "mixed")
 
 
 def table_digest(ds: datasets.Dataset) -> str:
@@ -31,38 +35,79 @@ def table_digest(ds: datasets.Dataset) -> str:
 @pytest.fixture(scope="module")
 def built(small_params, tmp_path_factory):
     cache = tmp_path_factory.mktemp("hf_cache")
-    return {name: load_dataset("csc_bench", name, cache_dir=str(cache), **small_params)
-            for name in CONFIGS if name != "sighan15"}
+    return {
+        name: load_dataset("csc_bench", name, cache_dir=str(cache), **small_params)
+        for name in CONFIGS
+        if name != "sighan15"
+    }
 
 
 def test_every_config_and_split(built, small_params):
     assert set(built["train"]) == {"train", "validation"}
-    assert set(built["probs"]) == {probs_split(p) for p in BenchParams.probs} == {"pe01", "pe03", "pe05", "pe10", "pe15", "pe20"}
+    assert (
+        set(built["probs"])
+        == {probs_split(p) for p in BenchParams.probs}
+        == {"pe01", "pe03", "pe05", "pe10", "pe15", "pe20"}
+    )
     assert len(built["train"]["validation"]) == 60
-    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean"):
+    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean", *LENGTH_CHANGING):
         assert len(built[name]["test"]) == 80
     assert len(built["scontext"]["test"]) == 40
 
 
 def test_examples_are_consistent(built):
-    type_names = built["test"]["test"].features["errors"].feature["type"].names
+    features = built["test"]["test"].features["errors"].feature
+    type_names, kind_names = features["type"].names, features["kind"].names
     for name, data in built.items():
-        for split, ds in data.items():
+        for ds in data.values():
             for row in ds:
                 src, tgt = row["source"], row["target"]
-                assert len(src) == len(tgt) == len(row["detection_labels"])
-                wrong = [i for i, (a, b) in enumerate(zip(src, tgt)) if a != b]
-                assert row["error_positions"] == wrong == [e["position"] for e in row["errors"]]
-                assert row["detection_labels"] == [int(a != b) for a, b in zip(src, tgt)]
+                edits = [
+                    Edit(kind_names[e["kind"]], e["position"], e["wrong"] or None, e["right"] or None)
+                    for e in row["errors"]
+                ]
+                assert len(row["detection_labels"]) == len(src) and "".join(apply(src, edits)) == tgt
+                assert row["error_positions"] == [e.position for e in edits]
+                wrong_chars = {e.position for e in edits if e.kind != "missing"}
+                assert row["detection_labels"] == [int(i in wrong_chars) for i in range(len(src))]
+                if CONFIGS[name].changes_length:  # the edits are the scorer's reading of the pair
+                    assert edits == alignment(src, tgt)
+                else:
+                    assert len(src) == len(tgt) and edits == positional(src, tgt)
                 for e in row["errors"]:
-                    assert (e["wrong"], e["right"]) == (src[e["position"]], tgt[e["position"]])
-                    assert type_names[e["type"]] in ("phonetic", "graphic", "both")
+                    kind, kind_type = kind_names[e["kind"]], type_names[e["type"]]
+                    assert e["wrong"] == ("" if kind == "missing" else src[e["position"]])
+                    assert (e["right"] == "") == (kind == "redundant")
+                    assert kind_type in (
+                        ("phonetic", "graphic", "both") if kind == "substitution" and name != "mixed" else ERROR_TYPES
+                    )
+                    assert kind != "missing" or kind_type == "other"
+
+
+def test_length_changing_configs(built, small_params):
+    for name, kinds in (("missing", {"missing"}), ("redundant", {"redundant"}), ("mixed", set(EDIT_KINDS))):
+        ds = built[name]["test"]
+        kind_names = ds.features["errors"].feature["kind"].names
+        found = {kind_names[e["kind"]] for row in ds for e in row["errors"]}
+        assert found == kinds and CONFIGS[name].changes_length
+        assert sum(len(r["source"]) != len(r["target"]) for r in ds) > 20
+        assert ds["target"] == built["test"]["test"]["target"] and ds["source"] != built["test"]["test"]["source"]
+    assert not CONFIGS["test"].changes_length and not CONFIGS["sighan15"].changes_length
+    plan = plan_for(BenchParams(**small_params))
+    stats = plan.examples(CONFIGS["mixed"].splits[0]).stats()
+    errors = sum(len(r["errors"]) for r in built["mixed"]["test"])
+    assert stats["errors"] == errors and stats["sentences"] == 80
+    assert abs(stats["substitution_share"] + stats["missing_share"] + stats["redundant_share"] - 1) < 1e-3
+    assert plan.examples(CONFIGS["test"].splits[0]).stats()["substitution_share"] == 1.0
+    assert FUNCTION_CHARS in CARD.read_text(encoding="utf-8")  # the card states the function characters
 
 
 def test_sets_follow_their_confusion_sets(built, small_params):
     plan = plan_for(BenchParams(**small_params))
+
     def pairs(ds):
         return {(e["right"], e["wrong"]) for row in ds for e in row["errors"]}
+
     unseen_k, unseen_v, train = plan.division.unseen_k, plan.division.unseen_v, plan.division.train
     assert all(r in unseen_k and w in unseen_k[r] for r, w in pairs(built["unseen_k"]["test"]))
     assert all(r in unseen_v and w in unseen_v[r] for r, w in pairs(built["unseen_v"]["test"]))
@@ -99,25 +144,28 @@ def test_same_seed_same_bytes_other_seed_other_data(built, small_params, tmp_pat
     assert other["test"]["source"] != built["test"]["test"]["source"]
 
 
-def test_same_bytes_in_a_fresh_process(built, small_params, tmp_path):
+@pytest.mark.parametrize("config", ["unseen_k", "mixed"])
+def test_same_bytes_in_a_fresh_process(built, small_params, tmp_path, config):
     code = (
         "import sys, hashlib, pyarrow as pa\n"
         "from csc_hf.benchmark import load_dataset\n"
-        f"ds = load_dataset('csc_bench', 'unseen_k', split='test', cache_dir={str(tmp_path)!r}, **{small_params!r})\n"
+        f"ds = load_dataset('csc_bench', {config!r}, split='test', cache_dir={str(tmp_path)!r}, **{small_params!r})\n"
         "t = ds.data.table.combine_chunks(); s = pa.BufferOutputStream()\n"
         "w = pa.ipc.new_stream(s, t.schema); w.write_table(t); w.close()\n"
         "print(hashlib.sha256(s.getvalue().to_pybytes()).hexdigest())\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1]
-    assert out == table_digest(built["unseen_k"]["test"])
+    assert out == table_digest(built[config]["test"])
 
 
 def test_the_cache_key_covers_every_module_the_data_is_made_with():
     """The datasets cache key hashes the generating code and every csc_hf module it imports (files.py reads the
-    corpus and confusion files, dataset_stats.py the SIGHAN-15 pairs), and not the models' code."""
+    corpus, confusion and SIGHAN-15 files, dataset_stats.py counts a split), and not the models' code."""
     names = {path.relative_to(Path(csc_hf.__file__).parent).as_posix() for path in code_files()}
     assert {"benchmark/plan.py", "chars/pinyin.py", "corruption.py", "files.py", "dataset_stats.py"} <= names
-    assert not any(name.startswith("modeling/") or name in ("pipeline.py", "training.py") for name in names)
+    assert not any(
+        name.startswith("modeling/") or name in ("pipeline.py",) or name.startswith("training/") for name in names
+    )
 
 
 def test_export_loads_with_plain_datasets(built, small_params, tmp_path):
@@ -141,9 +189,15 @@ def test_export_records_how_to_rebuild_it_byte_for_byte(small_params, small_corp
     params = {**small_params, "seed": 5, "error_prob": 0.07}
     folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=str(tmp_path / "c"), **params)
     record = json.loads((folder / "csc_bench_params.json").read_text(encoding="utf-8"))
-    assert record["params"] == {**{f.name: getattr(BenchParams(**params), f.name) for f in fields(BenchParams)},
-                                "probs": list(BenchParams.probs)}
-    assert record["inputs"]["corpus"] == {"path": str(small_corpus), "sha256": hashlib.sha256(small_corpus.read_bytes()).hexdigest()}
+    given = BenchParams(**params)
+    assert record["params"] == {  # tuples (probs, train_edit_shares) as json lists
+        f.name: list(value) if isinstance(value := getattr(given, f.name), tuple) else value
+        for f in fields(BenchParams)
+    }
+    assert record["inputs"]["corpus"] == {
+        "path": str(small_corpus),
+        "sha256": hashlib.sha256(small_corpus.read_bytes()).hexdigest(),
+    }
     assert record["configs"] == ["unseen_k", "probs"] and "cache_dir" not in record["params"]
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert "## This export" in card and json.dumps(record, indent=1, ensure_ascii=False) in card
@@ -152,6 +206,60 @@ def test_export_records_how_to_rebuild_it_byte_for_byte(small_params, small_corp
     assert len(parquet) == 7 and parquet == sorted(p.relative_to(again) for p in again.rglob("*.parquet"))
     assert all((folder / p).read_bytes() == (again / p).read_bytes() for p in parquet)
     assert (again / "csc_bench_params.json").read_bytes() == (folder / "csc_bench_params.json").read_bytes()
+
+
+def test_plain_datasets_read_a_checked_export_and_never_a_csc_hf_build(
+    small_params, tmp_path, monkeypatch, caplog, capsys
+):
+    """The vanilla route (issue 28): plain `datasets.load_dataset("csc_bench", CONFIG)` never serves what csc_hf built
+    in its cache (offline it would serve the latest copy of that name, whatever made it); after `csc-bench export
+    csc_bench`, the same call reads the export offline. `csc-bench export DIR --check` says whether an export still
+    holds what this csc_hf generates: edited files, rows that another code generated; a reader of a stale export is
+    warned."""
+    from csc_hf.cli import main
+    from csc_hf.data import read_data
+
+    cache, plain_cache = str(tmp_path / "c"), str(tmp_path / "d")
+    built = load_dataset("csc_bench", "clean", cache_dir=cache, **small_params)
+    with pytest.raises(Exception, match="csc_bench"):  # not on the Hub, and no copy of that name in the cache
+        datasets.load_dataset("csc_bench", "clean", cache_dir=cache, **small_params)
+    args = [a for k, v in small_params.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "csc_bench", "clean", "unseen_k", "--cache-dir", cache, *args]) == 0
+    plain = datasets.load_dataset("csc_bench", "clean", cache_dir=plain_cache)  # the local folder, offline
+    assert plain["test"].to_list() == built["test"].to_list()
+    folder = tmp_path / "csc_bench"
+    capsys.readouterr()
+    assert main(["export", "csc_bench", "--check", "--cache-dir", cache]) == 0
+    assert "csc_bench holds what this csc_hf generates with its recorded parameters" in capsys.readouterr().out
+    assert main(["export", "csc_bench", "clean", "--check"]) == 2
+    assert "give no configs or benchmark options" in capsys.readouterr().err
+    record_path = folder / "csc_bench_params.json"
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    assert set(record["files"]) == {"clean/test-00000-of-00001.parquet", "unseen_k/test-00000-of-00001.parquet"}
+    # another code made it, with the same rows: still what this csc_hf generates, but a reader is told to check
+    record["generator"]["code_hash"] = "0" * 16
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["export", "csc_bench", "--check", "--cache-dir", cache]) == 0
+    read_data("csc_bench:clean")
+    assert "may differ from what csc_hf generates now: it was generated by csc_hf" in caplog.text
+    assert "code 0000000000000000" in caplog.text and "csc-bench export csc_bench --check" in caplog.text
+    # another code made it with other rows (its record matching its files): the check names the split
+    parquet = folder / "clean" / "test-00000-of-00001.parquet"
+    rows = built["test"].to_list()
+    rows[0]["source"] = rows[0]["target"] = "另一句话。"
+    datasets.Dataset.from_list(rows, features=built["test"].features).to_parquet(str(parquet))
+    record["files"]["clean/test-00000-of-00001.parquet"] = hashlib.sha256(parquet.read_bytes()).hexdigest()
+    record_path.write_text(json.dumps(record), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["export", "csc_bench", "--check", "--cache-dir", cache]) == 2
+    err = capsys.readouterr().err
+    assert "csc_bench differs from what this csc_hf generates: clean/test: this csc_hf generates other rows" in err
+    assert "unseen_k" not in err
+    # a file edited after the export
+    parquet.write_bytes(parquet.read_bytes() + b"x")
+    assert main(["export", "csc_bench", "--check", "--cache-dir", cache]) == 2
+    assert "clean/test-00000-of-00001.parquet changed since the export" in capsys.readouterr().err
 
 
 def test_export_failure_leaves_nothing(small_params, tmp_path):
@@ -196,13 +304,13 @@ def test_a_corpus_changed_during_the_build_is_an_error(small_params, small_corpu
     plan = plan_for(BenchParams(**{**small_params, "corpus": str(corpus)}))
     corpus.write_text("今天天气很好，我们去公园散步吧。\n" * 10, encoding="utf-8")
     with pytest.raises(RuntimeError, match="corpus.txt' changed while the benchmark was being built"):
-        plan.sentences
+        _ = plan.sentences
 
 
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(dedupe="false"), "dedupe='false' must be a bool (True or False), not str"),
+        (dict(dedupe="false"), "dedupe='false' must be a bool (true or false), not str"),
         (dict(seed="1"), "seed='1' must be an int, not str"),
         (dict(seed=True), "seed=True must be an int, not bool"),
         (dict(error_prob="0.1"), "error_prob='0.1' must be a number, not str"),
@@ -222,7 +330,9 @@ def test_unknown_config_and_missing_corpus(small_params, tmp_path):
     with pytest.raises(ValueError, match="'unseen' not found. Available: .*'unseen_k'"):
         load_dataset("csc_bench", "unseen", cache_dir=str(tmp_path), **small_params)
     with pytest.raises(FileNotFoundError, match="nowhere.txt does not exist"):
-        load_dataset("csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, "corpus": str(tmp_path / "nowhere.txt")})
+        load_dataset(
+            "csc_bench", "test", cache_dir=str(tmp_path), **{**small_params, "corpus": str(tmp_path / "nowhere.txt")}
+        )
     empty = tmp_path / "empty.txt"
     empty.write_text("\n", encoding="utf-8")
     with pytest.raises(ValueError, match="no usable sentence"):
@@ -231,8 +341,16 @@ def test_unknown_config_and_missing_corpus(small_params, tmp_path):
 
 def test_sighan15_from_a_given_file(small_params, tmp_path):
     tsv = tmp_path / "s15.tsv"
-    tsv.write_text("我跟我朋唷打算去法国玩儿。\t我跟我朋友打算去法国玩儿。\n今天天气很好。\t今天天气很好。\n", encoding="utf-8")
-    ds = load_dataset("csc_bench", "sighan15", split="test", cache_dir=str(tmp_path / "c"), **{**small_params, "sighan15_path": str(tsv)})
+    tsv.write_text(
+        "我跟我朋唷打算去法国玩儿。\t我跟我朋友打算去法国玩儿。\n今天天气很好。\t今天天气很好。\n", encoding="utf-8"
+    )
+    ds = load_dataset(
+        "csc_bench",
+        "sighan15",
+        split="test",
+        cache_dir=str(tmp_path / "c"),
+        **{**small_params, "sighan15_path": str(tsv)},
+    )
     assert ds[0]["errors"][0]["wrong"] == "唷" and ds[0]["errors"][0]["right"] == "友" and ds[1]["errors"] == []
     tsv.write_text("我们\t我们的\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"s15.tsv, line 1: source has 2 characters, target 3"):
@@ -264,12 +382,17 @@ def test_augmentation_changes_the_train_split_only_and_never_leaks(built, small_
     v_pair = (v_key, next(iter(division.unseen_v[v_key])))
     frequent = sorted(plan.frequencies, key=plan.frequencies.get, reverse=True)
     keys = [k for k in frequent if k in division.train and k != v_key][:30]
-    pairs = {unseen_k_key: {"鼋": "graphic"}, v_key: {v_pair[1]: "phonetic", "鼍": "graphic"},
-             **{k: {"鼋": "graphic"} for k in keys}}
+    pairs = {
+        unseen_k_key: {"鼋": "graphic"},
+        v_key: {v_pair[1]: "phonetic", "鼍": "graphic"},
+        **{k: {"鼋": "graphic"} for k in keys},
+    }
     path = tmp_path / "aug.json"
     path.write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
-    augmented = {name: load_dataset("csc_bench", name, cache_dir=str(tmp_path / "c"), augmentation=str(path),
-                                    **small_params) for name in built}
+    augmented = {
+        name: load_dataset("csc_bench", name, cache_dir=str(tmp_path / "c"), augmentation=str(path), **small_params)
+        for name in built
+    }
     for name, data in augmented.items():
         for split, ds in data.items():
             if (name, split) != ("train", "train"):
@@ -283,5 +406,78 @@ def test_augmentation_changes_the_train_split_only_and_never_leaks(built, small_
     assert found <= {(k, w) for k, ws in pairs.items() for w in ws}  # the copy holds augmentation pairs only
     assert {(k, "鼋") for k in keys} & found  # new pairs of known keys occur
     assert not {r for r, _ in found} & set(division.unseen_k) and v_pair not in found  # nothing leaks
-    assert plan.augmented(str(path)).leaks == {"pairs": 33, "removed_unseen_k": 1, "removed_unseen_v": 1, "kept": 31,
-                                               "kept_new": 31}
+    assert plan.augmented(str(path)).leaks == {
+        "pairs": 33,
+        "removed_unseen_k": 1,
+        "removed_unseen_v": 1,
+        "kept": 31,
+        "kept_new": 31,
+    }
+
+
+def test_rows_and_the_alignment_scorer_agree_on_the_errors(built):
+    from csc_hf.scoring import score
+
+    for name in ("missing", "redundant", "mixed", "test"):
+        ds = built[name]["test"]
+        feature = ds.features["errors"].feature
+        metadata = [
+            {
+                "errors": [
+                    {
+                        "position": e["position"],
+                        "type": feature["type"].names[e["type"]],
+                        "kind": feature["kind"].names[e["kind"]],
+                    }
+                    for e in errors
+                ]
+            }
+            for errors in ds["errors"]
+        ]
+        perfect = score(ds["source"], ds["target"], ds["target"], alignment=True, metadata=metadata, bootstrap=0)
+        assert perfect["n_errors"] == sum(map(len, ds["errors"])) and perfect["char_cor_f1"] == 1.0
+        for kind in EDIT_KINDS:
+            assert perfect[f"{kind}_n_errors"] == sum(
+                feature["kind"].names[e["kind"]] == kind for errors in ds["errors"] for e in errors
+            )
+        untouched = score(ds["source"], ds["source"], ds["target"], alignment=True, bootstrap=0)
+        assert untouched["char_det_r"] == 0.0 and untouched["n_changes"] == 0
+
+
+def test_train_edit_shares_change_the_train_config_only(built, small_params, tmp_path):
+    """``train_edit_shares`` draws the errors of the train and validation splits as the mixed config does (missing
+    and redundant characters too); every other config, seen and scontext included, has the same rows."""
+    shares = (0.5, 0.25, 0.25)
+    mixed = {
+        name: load_dataset(
+            "csc_bench", name, cache_dir=str(tmp_path / "c"), train_edit_shares=list(shares), **small_params
+        )
+        for name in ("train", "test", "seen", "scontext", "mixed")
+    }
+    for name in ("test", "seen", "scontext", "mixed"):
+        assert table_digest(mixed[name]["test"]) == table_digest(built[name]["test"]), name
+    for split in ("train", "validation"):
+        ds, plain = mixed["train"][split], built["train"][split]
+        assert ds["target"] == plain["target"] and ds["id"] == plain["id"]
+        kinds = ds.features["errors"].feature["kind"].names
+        found = {kinds[e["kind"]] for row in ds for e in row["errors"]}
+        assert found == set(EDIT_KINDS) and sum(len(s) != len(t) for s, t in zip(ds["source"], ds["target"])) > 10
+        for row in ds.select(range(20)):
+            edits = [
+                Edit(kinds[e["kind"]], e["position"], e["wrong"] or None, e["right"] or None) for e in row["errors"]
+            ]
+            assert edits == alignment(row["source"], row["target"])
+    same = load_dataset(
+        "csc_bench", "train", cache_dir=str(tmp_path / "c"), train_edit_shares=[1, 0, 0], **small_params
+    )
+    assert table_digest(same["train"]) == table_digest(built["train"]["train"])  # the default: the same bytes
+    assert BenchParams(train_edit_shares=shares).train_changes_length and not BenchParams().train_changes_length
+    for bad, message in (
+        ((0.5, 0.5), "give 3 non-negative shares"),
+        ((0.5, 0.25, 0.5), "that sum to 1"),
+        ((1.5, -0.25, -0.25), "non-negative"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            BenchParams(train_edit_shares=bad).validate()
+    with pytest.raises(ValueError, match="the augmented train split holds substitutions only"):
+        BenchParams(train_edit_shares=shares, augmentation="sighan13").validate()

@@ -22,20 +22,50 @@ from transformers import (
 
 from csc_hf.chars.pinyin import is_han
 from csc_hf.cli import main
-from csc_hf.evaluation import evaluate_model, read_predictions
-from csc_hf.files import read_lines
-from csc_hf.pipeline import Corrector, aligned_substitutions
+from csc_hf.edits import aligned_substitutions
+from csc_hf.evaluation import EvaluationOptions, evaluate_model
+from csc_hf.files import read_lines, read_predictions
+from csc_hf.pipeline import Corrector
 
-SENTENCES = ["今年接收720余名转业干部。", "他用iPhone拍照。", "我们今天去北京天安门广场看升旗。", "他说的是对的，我觉得很好。"]
-ODD = [
-    "今年接收720余名转业干部。", "他用iPhone拍照。", "我们 abc ABC\t123，。😀🎉", "𠀀𝌆鿿龘我们\u3000é",  # emoji, astral, rare
-    "[MASK][CLS]我们", "ＡＢＣ１２３我们", "\ud800我们\udfff", "", " ", "我" * 80,  # literal specials, full width, surrogates
-]  # fmt: skip
-WORDPIECE = ["720", "2015", "##0", "##20", "iphone", "ip", "##hone", "##one", "##ab", "ab", "##c", "北京", "##们",
-             "##天", "今年"]  # fmt: skip
+SENTENCES = [
+    "今年接收720余名转业干部。",
+    "他用iPhone拍照。",
+    "我们今天去北京天安门广场看升旗。",
+    "他说的是对的，我觉得很好。",
+]
+ODD = [  # Latin and digits; emoji; astral, rare; literal specials; full width; surrogates; empty, blank, long
+    "今年接收720余名转业干部。",
+    "他用iPhone拍照。",
+    "我们 abc ABC\t123，。😀🎉",
+    "𠀀𝌆鿿龘我们\u3000é",
+    "[MASK][CLS]我们",
+    "ＡＢＣ１２３我们",
+    "\ud800我们\udfff",
+    "",
+    " ",
+    "我" * 80,
+]
+WORDPIECE = [
+    "720",
+    "2015",
+    "##0",
+    "##20",
+    "iphone",
+    "ip",
+    "##hone",
+    "##one",
+    "##ab",
+    "ab",
+    "##c",
+    "北京",
+    "##们",
+    "##天",
+    "今年",
+]
 SPECIAL = ["[PAD]", *(f"[unused{i}]" for i in range(1, 10)), "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-TINY_BERT = dict(hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
-                 max_position_embeddings=40)  # fmt: skip
+TINY_BERT = dict(
+    hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32, max_position_embeddings=40
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -90,8 +120,12 @@ def bpe_tokenizer(texts: list[str], special: list[str], template: str, **tokens:
     backend = Tokenizer(models.BPE())
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
-    backend.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=600, special_tokens=special,
-                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    backend.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=600, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     backend.post_processor = processors.TemplateProcessing(
         single=template, special_tokens=[(t, backend.token_to_id(t)) for t in special if t in template]
     )
@@ -105,20 +139,46 @@ def seq2seq_dir(request, tmp_path_factory, small_corpus, vocab_file):
     texts = [*read_lines(small_corpus)[:300], *SENTENCES]
     torch.manual_seed(0)
     if request.param == "t5-bpe":
-        tokenizer = bpe_tokenizer(texts, ["<pad>", "</s>", "<unk>"], "$A </s>", pad_token="<pad>", eos_token="</s>",
-                                  unk_token="<unk>")  # fmt: skip
-        model = T5ForConditionalGeneration(T5Config(
-            vocab_size=len(tokenizer), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, n_positions=64,
-            pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-            decoder_start_token_id=tokenizer.pad_token_id))  # fmt: skip
+        tokenizer = bpe_tokenizer(
+            texts, ["<pad>", "</s>", "<unk>"], "$A </s>", pad_token="<pad>", eos_token="</s>", unk_token="<unk>"
+        )
+        model = T5ForConditionalGeneration(
+            T5Config(
+                vocab_size=len(tokenizer),
+                d_model=16,
+                d_kv=8,
+                d_ff=32,
+                num_layers=1,
+                num_heads=2,
+                n_positions=64,
+                pad_token_id=tokenizer.pad_token_id,
+                eos_token_id=tokenizer.eos_token_id,
+                decoder_start_token_id=tokenizer.pad_token_id,
+            )
+        )
     else:
         tokenizer = BertTokenizerFast(vocab=str(vocab_file), model_max_length=64)
-        ids = dict(pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-                   eos_token_id=tokenizer.sep_token_id, decoder_start_token_id=tokenizer.sep_token_id,
-                   forced_eos_token_id=tokenizer.sep_token_id)  # fmt: skip
-        model = BartForConditionalGeneration(BartConfig(
-            vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64, **ids))
+        ids = dict(
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+            decoder_start_token_id=tokenizer.sep_token_id,
+            forced_eos_token_id=tokenizer.sep_token_id,
+        )
+        model = BartForConditionalGeneration(
+            BartConfig(
+                vocab_size=len(tokenizer),
+                d_model=16,
+                encoder_layers=1,
+                decoder_layers=1,
+                encoder_attention_heads=2,
+                decoder_attention_heads=2,
+                encoder_ffn_dim=32,
+                decoder_ffn_dim=32,
+                max_position_embeddings=64,
+                **ids,
+            )
+        )
     folder = tmp_path_factory.mktemp(request.param) / "model"
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -135,8 +195,13 @@ def test_plain_bert_checkpoint_corrects_character_by_character(bert_dir, vocab_f
     predictions = corrector.correct(ODD)
     assert predictions == [expected_by_rule(text, vocab, "他") for text in ODD]
     assert predictions[:2] == ["他他他他720他他他他他他。", "他他iPhone他他。"]
-    assert corrector(ODD[2])["edits"][0] == {"position": 0, "wrong": "我", "right": "他",
-                                               "probability": pytest.approx(1.0)}  # fmt: skip
+    assert corrector(ODD[2])["edits"][0] == {
+        "position": 0,
+        "wrong": "我",
+        "right": "他",
+        "probability": pytest.approx(1.0),
+        "kind": "substitution",
+    }
 
 
 def test_plain_bert_checkpoint_through_the_cli_and_the_pipeline(bert_dir, capsys):
@@ -179,6 +244,21 @@ def test_seq2seq_output_keeps_only_same_position_han_substitutions(seq2seq_dir, 
     assert corrector.correct(texts) == [text.replace("门", "们") for text in texts]
 
 
+def test_seq2seq_output_keeps_han_insertions_and_deletions_when_asked(seq2seq_dir, monkeypatch):
+    import csc_hf.pipeline
+
+    def generate(model, tokenizer, texts, max_length):  # a rewrite: 们 missing after 我, 的 doubled, a comma dropped
+        return [t.replace("我去", "我们去").replace("的的", "的").replace("，", "").replace("a", "A") for t in texts]
+
+    monkeypatch.setattr(csc_hf.pipeline, "generate_corrections", generate)
+    corrector = Corrector.from_pretrained(seq2seq_dir, batch_size=2)
+    texts = ["我去北京，abc 的的 720。", "好的的"]
+    assert corrector.correct(texts) == texts  # substitutions only: the rewrite has none
+    every = corrector.with_options(edit_kinds=["substitution", "missing", "redundant"])
+    assert every.correct(texts) == ["我们去北京，abc 的 720。", "好的"]  # only Han characters go in or out
+    assert [e["kind"] for e in every(texts[0])["edits"]] == ["missing", "redundant"]
+
+
 def test_aligned_substitutions_keep_only_same_position_changes():
     assert aligned_substitutions("我门去北京", "我 们 去 北 京") == [(1, "们")]  # a decoder's spaces
     assert aligned_substitutions("我门去北京", "我们去了北京") == [(1, "们")]  # an insertion is dropped
@@ -190,10 +270,11 @@ def test_aligned_substitutions_keep_only_same_position_changes():
 def check_evaluation(folder, small_params, tmp_path, caplog) -> None:
     """`evaluate_model` scores the test split, logs it, and saves aligned predictions."""
     caplog.set_level("INFO", logger="csc_hf.evaluation")
-    records = evaluate_model(folder, ["test"], small_params, bootstrap=0, predictions_dir=tmp_path)
+    records = evaluate_model(folder, ["test"], EvaluationOptions(small_params, bootstrap=0, predictions_dir=tmp_path))
     assert [(r["config"], r["split"]) for r in records] == [("test", "test")]
     assert 0.0 <= records[0]["scores"]["char_cor_f1"] <= 1.0 and 0.0 <= records[0]["scores"]["fpr"] <= 1.0
     assert "test/test: 80 sentences" in caplog.text  # one line per split: counts and time
+    assert records[0]["sentences_per_s"] > 0 and records[0]["seconds"] > 0  # the throughput beside the scores
     from csc_hf import load_dataset
 
     sources = load_dataset("csc_bench", "test", split="test", **small_params)["source"]
@@ -216,7 +297,7 @@ def test_evaluate_command_on_a_bert_checkpoint_shows_progress(bert_dir, small_pa
     assert json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["keep_bias"] == 0.0
 
 
-REMOTE_CODE = '''from transformers import BertConfig, BertForMaskedLM
+REMOTE_CODE = """from transformers import BertConfig, BertForMaskedLM
 
 
 class TinyRemoteConfig(BertConfig):
@@ -225,7 +306,7 @@ class TinyRemoteConfig(BertConfig):
 
 class TinyRemoteForMaskedLM(BertForMaskedLM):
     config_class = TinyRemoteConfig
-'''
+"""
 
 
 def test_remote_code_model_needs_trust_remote_code(bert_dir, tmp_path, capsys):
@@ -235,9 +316,14 @@ def test_remote_code_model_needs_trust_remote_code(bert_dir, tmp_path, capsys):
     BertTokenizerFast.from_pretrained(bert_dir).save_pretrained(folder)
     (folder / "modeling_tiny.py").write_text(REMOTE_CODE, encoding="utf-8")
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    config.update(model_type="tiny-remote-bert", architectures=["TinyRemoteForMaskedLM"],
-                  auto_map={"AutoConfig": "modeling_tiny.TinyRemoteConfig",
-                            "AutoModelForMaskedLM": "modeling_tiny.TinyRemoteForMaskedLM"})  # fmt: skip
+    config.update(
+        model_type="tiny-remote-bert",
+        architectures=["TinyRemoteForMaskedLM"],
+        auto_map={
+            "AutoConfig": "modeling_tiny.TinyRemoteConfig",
+            "AutoModelForMaskedLM": "modeling_tiny.TinyRemoteForMaskedLM",
+        },
+    )
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(ValueError, match="trust_remote_code"):
         Corrector.from_pretrained(folder)
@@ -248,4 +334,3 @@ def test_remote_code_model_needs_trust_remote_code(bert_dir, tmp_path, capsys):
     assert "trust_remote_code" in capsys.readouterr().err
     assert main(["correct", str(folder), SENTENCES[1], "--trust-remote-code"]) == 0
     assert capsys.readouterr().out.strip() == "他他iPhone他他。"
-

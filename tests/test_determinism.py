@@ -1,6 +1,6 @@
 """Same seed, same bytes: every variant trained twice from the same seed ends with identical weights, in fp32 and
 (bert and the fusion variants of the smoke preset) under the bf16 autocast that `precision: auto` trains in on a
-CPU with bf16 in hardware (`csc_hf.training.precision_keys`; the Trainer's accelerate wraps the forward in it).
+CPU with bf16 in hardware (`csc_hf.training.config.precision_keys`; the Trainer's accelerate wraps the forward in it).
 
 The batch is large enough (tokens x hidden size above torch's parallel grain of 32,768 elements) that CPU kernels
 which reduce in a thread-dependent order run in parallel, as they do in real training.
@@ -24,14 +24,29 @@ from csc_hf.modeling import (
 from csc_hf.modeling.configuration_csc import SOURCE_KINDS, is_seq2seq
 
 SIZES = dict(
-    hidden_size=64, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-    side_size=16, glyph_channels=[8, 16], glyph_size=16, max_strokes=16,
-)  # fmt: skip
+    hidden_size=64,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    side_size=16,
+    glyph_channels=[8, 16],
+    glyph_size=16,
+    max_strokes=16,
+)
 BART_SIZES = dict(
-    d_model=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-    encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-)  # fmt: skip
-CHARS = "的一是在不了有和人这中大为上们个国我以要他时来用生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定"
+    d_model=64,
+    encoder_layers=1,
+    decoder_layers=1,
+    encoder_attention_heads=2,
+    decoder_attention_heads=2,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    max_position_embeddings=64,
+)
+CHARS = (
+    "的一是在不了有和人这中大为上们个国我以要他时来用生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定"
+)
 BATCH, LENGTH, STEPS = 16, 40, 3
 BF16_VARIANTS = ["bert", "pinyin+glyph_gate", "plome"]
 

@@ -13,10 +13,19 @@ from conftest import run_without_csc_hf
 
 from csc_hf import hub
 from csc_hf.cli import main
+from csc_hf.scoring import HEADLINE
 
 TEXTS = ["我门今天去学校上课。", "他们在家里看书"]
-SCORES = {"char_cor_f1": 0.5, "char_det_f1": 0.6, "sent_cor_f1": 0.4, "sent_det_f1": 0.45, "fpr": 0.1,
-          "char_cor_f1_ci_low": 0.4, "char_cor_f1_ci_high": 0.6, "convention": "strict"}
+SCORES = {
+    "char_cor_f1": 0.5,
+    "char_det_f1": 0.6,
+    "sent_cor_f1": 0.4,
+    "sent_det_f1": 0.45,
+    "fpr": 0.1,
+    "char_cor_f1_ci_low": 0.4,
+    "char_cor_f1_ci_high": 0.6,
+    "convention": "strict",
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +38,26 @@ def trained(tmp_path_factory, small_corpus):
     tmp = tmp_path_factory.mktemp("hub")
     texts = small_corpus.read_text(encoding="utf-8").splitlines()[:24]
     (tmp / "pairs.tsv").write_text("".join(f"{t[:2]}门{t[3:]}\t{t}\n" for t in texts), encoding="utf-8")
-    config = {"task": "correction", "variant": "bert", "use_benchmark": False, "train_files": [str(tmp / "pairs.tsv")],
-              "model_overrides": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
-                                  "intermediate_size": 64}, "max_steps": 2, "per_device_train_batch_size": 8,
-              "use_cpu": True, "report_to": "none", "save_strategy": "no", "eval_strategy": "no", "disable_tqdm": True,
-              "output_dir": str(tmp / "model")}
+    config = {
+        "task": "correction",
+        "variant": "bert",
+        "use_benchmark": False,
+        "train_files": [str(tmp / "pairs.tsv")],
+        "model_overrides": {
+            "hidden_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "intermediate_size": 64,
+        },
+        "max_steps": 2,
+        "per_device_train_batch_size": 8,
+        "use_cpu": True,
+        "report_to": "none",
+        "save_strategy": "no",
+        "eval_strategy": "no",
+        "disable_tqdm": True,
+        "output_dir": str(tmp / "model"),
+    }
     (tmp / "c.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     model = train(*load_config(tmp / "c.yaml"))
     CSCTokenizer.from_pretrained(model).save_pretrained(model)
@@ -54,27 +78,57 @@ def front_matter(card: str) -> dict:
 
 
 def records_file(tmp_path: Path) -> Path:
-    records = [{"model": "bert", "config": "test", "split": "test", "keep_bias": 2.0, "scores": SCORES},
-               {"model": "bert", "config": "probs", "split": "pe10", "keep_bias": 2.0, "scores": SCORES},
-               {"model": "plome", "config": "test", "split": "test", "keep_bias": 0.0, "scores": SCORES}]
+    records = [
+        {"model": "bert", "config": "test", "split": "test", "keep_bias": 2.0, "scores": SCORES},
+        {"model": "bert", "config": "probs", "split": "pe10", "keep_bias": 2.0, "scores": SCORES},
+        {"model": "plome", "config": "test", "split": "test", "keep_bias": 0.0, "scores": SCORES},
+    ]
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"params": {"bench_params": {"seed": 7, "corpus": "/home/me/corpus.txt"}},
-                                "records": records}))
+    path.write_text(
+        json.dumps({"params": {"bench_params": {"seed": 7, "corpus": "/home/me/corpus.txt"}}, "records": records})
+    )
     return path
 
 
 def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
     folder = tmp_path / "hub"
-    assert main(["push", str(trained), "user/csc-tiny", "--folder", str(folder), "--results", str(records_file(tmp_path)),
-                 "--model-name", "bert", "--license", "mit"]) == 0
+    assert (
+        main(
+            [
+                "push",
+                str(trained),
+                "user/csc-tiny",
+                "--folder",
+                str(folder),
+                "--results",
+                str(records_file(tmp_path)),
+                "--model-name",
+                "bert",
+                "--license",
+                "mit",
+            ]
+        )
+        == 0
+    )
     assert "2 scored test sets" in capsys.readouterr().out
     names = sorted(p.name for p in folder.iterdir())
-    assert names == ["README.md", "config.json", "configuration_csc.py", "csc_decoding.json", "csc_training.json",
-                     "model.safetensors", "modeling_csc.py", "tokenization_csc.py", "tokenizer.json",
-                     "tokenizer_config.json"]  # no pickles, checkpoints or run bookkeeping
+    assert names == [
+        "README.md",
+        "config.json",
+        "configuration_csc.py",
+        "csc_decoding.json",
+        "csc_training.json",
+        "model.safetensors",
+        "modeling_csc.py",
+        "tokenization_csc.py",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]  # no pickles, checkpoints or run bookkeeping
     for path in folder.glob("*.json"):
         text = path.read_text(encoding="utf-8")
-        assert str(trained.parent) not in text and '"is_local"' not in text and "local_files_only" not in text, path.name
+        assert str(trained.parent) not in text and '"is_local"' not in text and "local_files_only" not in text, (
+            path.name
+        )
     tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
     assert tokenizer_config["auto_map"] == {"AutoTokenizer": [None, "tokenization_csc.CSCTokenizer"]}
     assert json.loads((folder / "csc_training.json").read_text())["train_files"] == ["pairs.tsv"]
@@ -84,14 +138,19 @@ def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
     assert meta["license"] == "mit" and meta["library_name"] == "transformers" and meta["pipeline_tag"] == "fill-mask"
     assert {"chinese-spelling-check", "csc_hf", "bert"} <= set(meta["tags"]) and "base_model" not in meta
     assert "datasets" not in meta  # trained on a local file alone: no Hub dataset to name
-    (result, probs), = [entry["results"] for entry in meta["model-index"]]
+    ((result, probs),) = [entry["results"] for entry in meta["model-index"]]
     assert meta["model-index"][0]["name"] == "csc-tiny"
     assert result["task"]["type"] == "chinese-spelling-check"
-    assert result["dataset"] == {"type": "csc_bench", "name": "csc_bench test/test", "config": "test", "split": "test",
-                                 "args": {"seed": 7, "corpus": "corpus.txt"}}  # the run's parameters, no local path
+    assert result["dataset"] == {
+        "type": "csc_bench",
+        "name": "csc_bench test/test",
+        "config": "test",
+        "split": "test",
+        "args": {"seed": 7, "corpus": "corpus.txt"},
+    }  # the run's parameters, no local path
     assert probs["dataset"]["split"] == "pe10"
     metrics = {m["type"]: m for m in result["metrics"]}
-    assert set(metrics) == set(hub.CARD_KEYS) and metrics["char_cor_f1"]["value"] == 0.5
+    assert set(metrics) == set(HEADLINE) and metrics["char_cor_f1"]["value"] == 0.5
     assert metrics["fpr"]["name"].endswith("(strict convention)") and metrics["fpr"]["args"]["keep_bias"] == 2.0
     assert "`keep_bias` = 2.0, `threshold` = 0.1, `similarity_prior` = 3.0 (saved with the model)" in card
     assert "| test/test | keep_bias 2 | 0.500 [0.400, 0.600] | 0.600 |" in card
@@ -107,9 +166,13 @@ def test_card_without_results_says_there_are_no_scores(trained, tmp_path, capsys
 
 
 def test_card_metadata_names_a_hub_base_model_and_hub_datasets():
-    training = {"init_from": "bert-base-chinese", "variant": "bart", "use_benchmark": True,
-                "train_files": ["datasets:user/real-pairs", "/data/mine.tsv"]}
-    meta = hub.card_metadata("user/m", [], training, model_type="bart")
+    training = {
+        "init_from": "bert-base-chinese",
+        "variant": "bart",
+        "use_benchmark": True,
+        "train_files": ["datasets:user/real-pairs", "/data/mine.tsv"],
+    }
+    meta = hub.card_metadata("user/m", [], training, seq2seq=True)
     assert meta["base_model"] == "bert-base-chinese" and meta["datasets"] == ["csc_bench", "user/real-pairs"]
     assert meta["pipeline_tag"] == "text2text-generation"
     assert "base_model" not in hub.card_metadata("user/m", [], {"init_from": "runs/pretrain_mlm"})
@@ -119,8 +182,12 @@ def test_card_metadata_names_a_hub_base_model_and_hub_datasets():
 
 def test_remote_tokenizer_file_is_self_contained():
     tree = ast.parse(hub.REMOTE_TOKENIZER.read_text(encoding="utf-8"))
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 0}
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 0
+    }
     assert imported <= {"os", "collections", "tokenizers", "transformers"}, imported
     assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
 
@@ -164,7 +231,15 @@ def test_benchmark_parameters_of_the_scores(trained, tmp_path, capsys):
     they are not recorded (this model trained on a file alone, so its training parameters say nothing)."""
     records = [{"config": "unseen_k", "split": "test", "keep_bias": 0.0, "scores": SCORES}]
     (tmp_path / "eval.json").write_text(json.dumps(records))
-    push = ["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub"), "--results", str(tmp_path / "eval.json")]
+    push = [
+        "push",
+        str(trained),
+        "user/csc-tiny",
+        "--folder",
+        str(tmp_path / "hub"),
+        "--results",
+        str(tmp_path / "eval.json"),
+    ]
     assert main(push) == 0
     card = (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     assert "csc_bench parameters: not recorded" in card
@@ -175,3 +250,71 @@ def test_benchmark_parameters_of_the_scores(trained, tmp_path, capsys):
     capsys.readouterr()
     assert main(["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub2"), "--seed", "3"]) == 2
     assert "give --results too" in capsys.readouterr().err
+
+
+def test_a_path_given_as_the_repo_id_says_where_the_folder_goes(trained, tmp_path, capsys):
+    """`push MODEL /path`: the error says that the second argument is the Hub id, that --folder chooses the local
+    folder, where it goes by default, and that nothing is uploaded without --token; nothing is written."""
+    assert main(["push", str(trained), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"repo '{tmp_path / 'out'}' is a path, not a Hub repository id" in err
+    assert f"written locally to {trained}-hub (--folder DIR chooses another)" in err
+    assert "nothing is uploaded without --token" in err
+    assert not (tmp_path / "out").exists() and not Path(f"{trained}-hub").exists()
+    assert main(["push", str(trained), "user/x/y", "--folder", str(tmp_path / "h")]) == 2
+    assert f"written locally to {tmp_path / 'h'} (--folder" in capsys.readouterr().err
+
+
+def test_push_takes_the_models_own_records_from_a_runs_results(trained, tmp_path, capsys):
+    """A run's results.json holds every model's records: push takes those of the model in the folder (its variant,
+    seed and augmentation, from its training record), and without a record to say so it refuses and lists the
+    models; a --model-name that is not the folder's variant is refused."""
+    import shutil
+
+    assert json.loads((trained / "csc_training.json").read_text())["seed"] == 42  # TrainingArguments' default
+    models = [("bert", 42, None, 0.42), ("bert", 1, None, 0.1), ("plome", 42, None, 0.2), ("bert", 42, "sighan13", 0.3)]
+    records = [
+        {
+            "model": model,
+            "seed": seed,
+            **({"augmentation": augmentation} if augmentation else {}),
+            "config": config,
+            "split": "test",
+            "scores": {**SCORES, "char_cor_f1": value},
+        }
+        for model, seed, augmentation, value in models
+        for config in ("test", "unseen_k")
+    ]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"params": {"bench_params": {}}, "records": records}))
+
+    def push(model, *options):
+        code = main(
+            ["push", str(model), "user/x", "--folder", str(tmp_path / "hub"), "--results", str(results), *options]
+        )
+        return code, capsys.readouterr()
+
+    code, out = push(trained)
+    assert code == 0 and "(2 scored test sets in its card)" in out.out
+    values = [
+        m["value"]
+        for entry in front_matter((tmp_path / "hub" / "README.md").read_text())["model-index"][0]["results"]
+        for m in entry["metrics"]
+        if m["type"] == "char_cor_f1"
+    ]
+    assert values == [0.42, 0.42]
+    code, out = push(trained, "--model-name", "plome")
+    assert code == 2 and "--model-name plome: the model folder holds a bert model" in out.err
+    unrecorded = tmp_path / "unrecorded"
+    shutil.copytree(trained, unrecorded)
+    (unrecorded / "csc_training.json").unlink()
+    code, out = push(unrecorded)
+    assert (
+        code == 2
+        and "holds the records of 4 models" in out.err
+        and "give --model-name VARIANT and --model-seed" in out.err
+    )
+    assert "bert (seed 42, augmentation sighan13)" in out.err and "plome (seed 42)" in out.err
+    assert push(unrecorded, "--model-name", "bert", "--model-seed", "1")[0] == 0
+    code, out = push(unrecorded, "--model-name", "bart")
+    assert code == 2 and "holds no records of this model (model bart)" in out.err

@@ -72,6 +72,8 @@ metric = evaluate.load(resources.metric_path())
 found["metric_file"] = inspect.getfile(type(metric))
 scores = metric.compute(sources=["我今天很高心"], predictions=["我今天很高兴"], references=["我今天很高兴"])
 found["f1"] = scores["sent_cor_f1"]
+from csc_hf.llm import load_template
+found["template"] = load_template("zh_few_shot").record()  # the prompt templates are package data
 main(["export", "exported", "test", *sys.argv[1:]])
 json.dump(found, open("found.json", "w", encoding="utf-8"))
 """
@@ -87,13 +89,37 @@ def test_wheel_installed_in_a_fresh_environment_runs_everything(tmp_path, small_
         else:
             shutil.copy2(ROOT / name, source / name)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # PYTHONPATH would put a checkout first
-    env.update(HF_HOME=str(tmp_path / "hf"), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", OMP_NUM_THREADS="1",
-               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path / "dist",
-          source], cwd=tmp_path, env=env)
+    env.update(
+        HF_HOME=str(tmp_path / "hf"),
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        OMP_NUM_THREADS="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_NO_INDEX="1",
+    )
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            tmp_path / "dist",
+            source,
+        ],
+        cwd=tmp_path,
+        env=env,
+    )
     wheel = next((tmp_path / "dist").glob("csc_hf-*.whl"))
-    shipped = {p.relative_to(ROOT).as_posix() for name in ("csc_hf", *resources.SHIPPED)
-               for p in (ROOT / name).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    shipped = {
+        p.relative_to(ROOT).as_posix()
+        for name in ("csc_hf", *resources.SHIPPED)
+        for p in (ROOT / name).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     in_wheel = {_repository_path(name) for name in zipfile.ZipFile(wheel).namelist()}
     assert shipped - in_wheel == set()  # every module, config, card and table (a new sub-package joins setup.cfg)
 
@@ -116,14 +142,27 @@ def test_wheel_installed_in_a_fresh_environment_runs_everything(tmp_path, small_
         assert Path(found[key]).resolve().is_relative_to(site), (key, found[key])
     assert found["presets"] == resources.preset_names() and found["smoke"] == Preset.load("smoke").variants
     assert found["f1"] == 1.0
+    from csc_hf.llm import load_template
+
+    assert found["template"] == load_template("zh_few_shot").record()
     assert Path(found["metric_file"]).name == "csc.py"
     card = (work / "exported" / "README.md").read_text(encoding="utf-8")
     assert resources.dataset_card().read_text(encoding="utf-8").split("---\n", 2)[2] in card  # not the fallback
 
     bench = yaml.safe_dump(small_params, default_flow_style=True, width=10_000).strip()
-    overrides = [f"bench_params={bench}", f"model_overrides={json.dumps(TINY)}", "output_dir=pretrained", "max_steps=2",
-                 "per_device_train_batch_size=8", "max_train_samples=64", "max_eval_samples=16", "save_strategy='no'",
-                 "use_cpu=true", "disable_tqdm=true", "logging_steps=1"]
+    overrides = [
+        f"bench_params={bench}",
+        f"model_overrides={json.dumps(TINY)}",
+        "output_dir=pretrained",
+        "max_steps=2",
+        "per_device_train_batch_size=8",
+        "max_train_samples=64",
+        "max_eval_samples=16",
+        "save_strategy='no'",
+        "use_cpu=true",
+        "disable_tqdm=true",
+        "logging_steps=1",
+    ]
     cli = venv / ("Scripts" if os.name == "nt" else "bin") / "csc-bench"
     _run([cli, "train", "trainer_configs/pretrain_mlm.yaml", *overrides], cwd=work, env=env)  # a shipped config
     assert (work / "pretrained" / "config.json").is_file()

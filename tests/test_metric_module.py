@@ -53,7 +53,9 @@ def test_module_runs_from_the_evaluate_cache_copy(csc):
 def test_docstring_examples(csc, monkeypatch):
     monkeypatch.chdir(REPO)
     module = __import__(type(csc).__module__, fromlist=["_KWARGS_DESCRIPTION"])
-    test = doctest.DocTestParser().get_doctest(module._KWARGS_DESCRIPTION, {}, "csc", str(REPO / "metrics/csc/csc.py"), 0)
+    test = doctest.DocTestParser().get_doctest(
+        module._KWARGS_DESCRIPTION, {}, "csc", str(REPO / "metrics/csc/csc.py"), 0
+    )
     runner = doctest.DocTestRunner()
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
@@ -104,10 +106,14 @@ def test_add_batch_in_pieces_equals_one_compute(csc, pieces, convention):
     start = 0
     for stop in cuts:
         if stop > start:
-            csc.add_batch(sources=SOURCES[start:stop], predictions=PREDICTIONS[start:stop], references=REFERENCES[start:stop])
+            csc.add_batch(
+                sources=SOURCES[start:stop], predictions=PREDICTIONS[start:stop], references=REFERENCES[start:stop]
+            )
         start = stop
     in_pieces = csc.compute(convention=convention, bootstrap=50)
-    at_once = csc.compute(sources=SOURCES, predictions=PREDICTIONS, references=REFERENCES, convention=convention, bootstrap=50)
+    at_once = csc.compute(
+        sources=SOURCES, predictions=PREDICTIONS, references=REFERENCES, convention=convention, bootstrap=50
+    )
     assert in_pieces == at_once
 
 
@@ -151,9 +157,13 @@ def test_trainer_compute_metrics(tmp_path, csc):
 
     torch.manual_seed(0)
     config = transformers.BertConfig(
-        vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        vocab_size=40,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
         max_position_embeddings=32,
-    )  # fmt: skip
+    )
     model = transformers.BertForMaskedLM(config).eval()
     rng = np.random.default_rng(0)
     rows = []
@@ -173,7 +183,10 @@ def test_trainer_compute_metrics(tmp_path, csc):
 
     def evaluate_csc(eval_pred):
         return csc.compute(
-            sources=eval_pred.inputs, predictions=eval_pred.predictions, references=eval_pred.label_ids, numeric_only=True
+            sources=eval_pred.inputs,
+            predictions=eval_pred.predictions,
+            references=eval_pred.label_ids,
+            numeric_only=True,
         )
 
     expected_predictions = [
@@ -187,9 +200,13 @@ def test_trainer_compute_metrics(tmp_path, csc):
         numeric_only=True,
     )
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), per_device_eval_batch_size=2, include_for_metrics=["inputs"], report_to="none",
-        use_cpu=True, disable_tqdm=True,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_eval_batch_size=2,
+        include_for_metrics=["inputs"],
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
     for compute_metrics in (scoring.make_compute_metrics(), evaluate_csc):
         trainer = transformers.Trainer(
             model=model,
@@ -202,3 +219,31 @@ def test_trainer_compute_metrics(tmp_path, csc):
         metrics = trainer.evaluate()
         assert {k: metrics[f"eval_{k}"] for k in expected} == pytest.approx(expected)
         assert metrics["eval_n_sentences"] == len(rows)
+
+
+def test_metric_card_examples(csc):
+    """Every `>>>` example of the metric card (metrics/csc/README.md), run with the loaded module as `csc`."""
+    card = (REPO / "metrics/csc/README.md").read_text(encoding="utf-8")
+    blocks = [block for block in re.findall(r"```python\n(.+?)```", card, re.S) if ">>>" in block]
+    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {"csc": csc}, "card", "metrics/csc/README.md", 0)
+    assert len(test.examples) >= 10
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_alignment_and_the_fast_paths_give_scorings_numbers(csc):
+    sources, predictions, references = (
+        ["我们去学", "我们们去学校", "我们去学效"],
+        ["我们去学校", "我们们去学校", "我们去学"],
+        ["我们去学校", "我们去学校", "我们去学校"],
+    )
+    expected = scoring.score(sources, predictions, references, alignment=True, bootstrap=0)
+    assert csc.compute(sources=sources, predictions=predictions, references=references, alignment=True) == expected
+    csc.add_batch(sources=sources[:1], predictions=predictions[:1], references=references[:1])
+    csc.add_batch(sources=sources[1:], predictions=predictions[1:], references=references[1:])
+    assert csc.compute(alignment=True) == expected
+    csc.add_batch(sources=[[1, 2]], predictions=[[1, 2]], references=[[1, 2]])
+    with pytest.raises(ValueError, match="this batch holds strings, the batches before it did not"):
+        csc.add_batch(sources=sources, predictions=predictions, references=references)
+    assert csc.compute()["n_sentences"] == 1

@@ -1,6 +1,5 @@
 """The CSC model family: every variant trains, round-trips, loads through the Auto classes and as remote code."""
 
-
 import numpy as np
 import pytest
 import torch
@@ -34,13 +33,26 @@ from csc_hf.pipeline import decode_edits
 TARGETS = ["我们今天去北京天安门广场看升旗。", "他说的是对的，我觉得很好。", "银行在中国科学院旁边，行走十分钟。"]
 ERRORS = ["我门今天去北京天安门广场看生旗。", "他说的适对的，我觉的很好。", "银行在中国科学院旁边，行走十分中。"]
 TINY = dict(
-    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
-    side_size=16, glyph_channels=[8, 16], glyph_size=16, max_strokes=16,
-)  # fmt: skip
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+    side_size=16,
+    glyph_channels=[8, 16],
+    glyph_size=16,
+    max_strokes=16,
+)
 BART_TINY = dict(
-    d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-    encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-)  # fmt: skip
+    d_model=32,
+    encoder_layers=1,
+    decoder_layers=1,
+    encoder_attention_heads=2,
+    decoder_attention_heads=2,
+    encoder_ffn_dim=64,
+    decoder_ffn_dim=64,
+    max_position_embeddings=64,
+)
 EXTRA_VARIANTS = {
     "vectors_concat": {"sources": ["pinyin_vectors", "glyph_vectors"], "fusion": "concat"},
     "pinyin_transformer_sum": {"sources": ["pinyin_transformer"], "fusion": "sum"},

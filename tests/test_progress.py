@@ -17,7 +17,9 @@ import yaml
 
 from csc_hf import logging as csc_logging
 from csc_hf.cli import main
-from csc_hf.study import Preset, Progress, Step, Study, clock, stage_key
+from csc_hf.run_layout import stage_key
+from csc_hf.study import Preset, Study
+from csc_hf.study.progress import Progress, Step, clock
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,13 +33,19 @@ def finished(folder: Path, seconds: float) -> Path:
 def test_progress_counts_finished_stages_and_estimates_the_rest_by_kind(tmp_path):
     """Stages finished on disk count as done and their recorded seconds estimate the stages of their kind still to
     run, the most alike kind first; a kind with no finished stage makes the ETA a lower bound."""
-    step = lambda label, name, *kinds: Step(label, tmp_path / name, kinds)
-    plan = [step("build", "build", "build"), step("train bert (seed 0)", "t0", "train bert", "train"),
-            step("evaluate bert (seed 0)", "e0", "evaluate bert", "evaluate"),
-            step("train bart (seed 0)", "t1", "train bart", "train"),
-            step("evaluate bart (seed 0)", "e1", "evaluate bart", "evaluate"),
-            step("augment", "a", "augment"),
-            Step("train bert (seed 0, augmented)", tmp_path / "t2", ("train bert", "train"), 2)]  # twice the steps
+
+    def step(label, name, *kinds):
+        return Step(label, tmp_path / name, kinds)
+
+    plan = [
+        step("build", "build", "build"),
+        step("train bert (seed 0)", "t0", "train bert", "train"),
+        step("evaluate bert (seed 0)", "e0", "evaluate bert", "evaluate"),
+        step("train bart (seed 0)", "t1", "train bart", "train"),
+        step("evaluate bart (seed 0)", "e1", "evaluate bart", "evaluate"),
+        step("augment", "a", "augment"),
+        Step("train bert (seed 0, augmented)", tmp_path / "t2", ("train bert", "train"), 2),
+    ]  # twice the steps
     progress = Progress(plan)
     assert progress.eta() is None  # nothing timed yet: no ETA
     assert progress.line(tmp_path / "build", "build").startswith("stage 1/7: build · elapsed 0:00:00")
@@ -48,12 +56,14 @@ def test_progress_counts_finished_stages_and_estimates_the_rest_by_kind(tmp_path
     # bart's training and evaluation as bert's, the augmented bert's training twice bert's; augment not timed yet
     assert progress.eta() == (2100.0, False)
     assert progress.line(tmp_path / "t1", "train bart (seed 0)").endswith(
-        "stage 4/7: train bart (seed 0) · elapsed 0:00:00 · ETA ≥ 0:35:00")
+        "stage 4/7: train bart (seed 0) · elapsed 0:00:00 · ETA ≥ 0:35:00"
+    )
     finished(tmp_path / "a", 5)
     finished(tmp_path / "t1", 1200)
     assert progress.eta() == (300.0 + 1200.0, True)
-    assert progress.line(tmp_path / "e1", "evaluate bart (seed 0)").endswith("stage 6/7: evaluate bart (seed 0) · "
-                                                                            "elapsed 0:00:00 · ETA 0:25:00")
+    assert progress.line(tmp_path / "e1", "evaluate bart (seed 0)").endswith(
+        "stage 6/7: evaluate bart (seed 0) · elapsed 0:00:00 · ETA 0:25:00"
+    )
     finished(tmp_path / "e1", 300)
     assert progress.eta() == (1200.0, True)  # 600 s per unit of bert's work
     finished(tmp_path / "t2", 1000)
@@ -66,9 +76,18 @@ def test_a_study_plans_every_stage_once_in_order(tmp_path):
     labels = [step.label for step in study.plan(study.grid())]
     variants = Preset.load("smoke").variants
     assert labels[:2] == ["build", "pretrain"]
-    assert labels[2:2 + 2 * len(variants)] == [f"{action} {v} (seed 0)" for v in variants for action in ("train", "evaluate")]
-    assert labels[2 + 2 * len(variants):] == ["augment", "train bert (seed 0, augmented)",
-                                              "evaluate bert (seed 0, augmented)"]  # the plain bert is the grid's
+    assert labels[2 : 2 + 2 * len(variants)] == [
+        f"{action} {v} (seed 0)" for v in variants for action in ("train", "evaluate")
+    ]
+    assert labels[2 + 2 * len(variants) :] == [
+        "augment",
+        "train bert (seed 0, augmented)",
+        "evaluate bert (seed 0, augmented)",
+        "train bert (seed 0, training set pe20)",
+        "evaluate bert (seed 0, training set pe20)",
+        "train bart (seed 0, training set edits)",
+        "evaluate bart (seed 0, training set edits)",
+    ]  # the plain bert and bart are the grid's
     part = [step.label for step in study.plan(study.grid(["plome"], [1]))]
     assert part == ["build", "pretrain", "train plome (seed 1)", "evaluate plome (seed 1)", "augment"]
     assert not (tmp_path / "stages").exists()  # planning makes no folder
@@ -132,8 +151,16 @@ def test_the_level_comes_from_the_environment(tmp_path):
     """CSC_HF_VERBOSITY sets the library's level; a value that is no level warns and keeps the default."""
     code = "from csc_hf import logging as l; import logging; print(logging.getLevelName(l.get_verbosity()))"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    run = lambda value: subprocess.run([sys.executable, "-c", code], env={**env, "CSC_HF_VERBOSITY": value},
-                                       capture_output=True, text=True, check=True)
+
+    def run(value):
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            env={**env, "CSC_HF_VERBOSITY": value},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+
     assert run("debug").stdout == "DEBUG\n" and run("").stdout == "WARNING\n"
     bad = run("loud")
     assert bad.stdout == "WARNING\n" and "CSC_HF_VERBOSITY='loud': choose from debug, info" in bad.stderr
@@ -158,8 +185,12 @@ def test_cli_verbosity_flags(library_level, monkeypatch, caplog, capsys, tmp_pat
         caplog.clear()
         assert main([*flags, "run", "--preset", "smoke", "--output", str(tmp_path)]) == 0
         shown[" ".join(flags)] = [r.getMessage().split()[0] for r in caplog.records if r.name == "csc_hf.study"]
-    assert shown == {"": ["progress", "warning"], "-q": ["warning"], "-v": ["debug", "progress", "warning"],
-                     "--verbose": ["debug", "progress", "warning"]}
+    assert shown == {
+        "": ["progress", "warning"],
+        "-q": ["warning"],
+        "-v": ["debug", "progress", "warning"],
+        "--verbose": ["debug", "progress", "warning"],
+    }
     assert csc_logging.get_verbosity() == logging.WARNING
     monkeypatch.setenv("CSC_HF_VERBOSITY", "warning")  # the environment sets the CLI's default too
     caplog.clear()
@@ -179,26 +210,45 @@ def test_an_interrupted_run_says_how_to_resume(monkeypatch, capsys, tmp_path):
 
     monkeypatch.setattr(study.Study, "run", run)
     assert main(["run", "--preset", "smoke", "--output", str(tmp_path)]) == 130
-    assert capsys.readouterr().err == ("csc-bench run: interrupted: run the same command to resume from the last "
-                                       "finished stage / checkpoint\n")
+    assert capsys.readouterr().err == (
+        "csc-bench run: interrupted: run the same command to resume from the last finished stage / checkpoint\n"
+    )
 
 
 def test_ctrl_c_inside_the_trainer_prints_one_line_and_keeps_a_checkpoint(small_params, tmp_path):
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while the Trainer trains: no traceback,
     the interrupt's line last, exit status 130, and a checkpoint to resume from."""
-    preset = {"bench_params": small_params, "variants": ["bert"], "tests": ["test"], "bootstrap": 0,
-              "model": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
-              "pretrain": {"max_steps": 100000, "per_device_train_batch_size": 8, "save_strategy": "steps",
-                           "save_steps": 2, "save_total_limit": 1, "report_to": "none", "use_cpu": True}}
+    preset = {
+        "bench_params": small_params,
+        "variants": ["bert"],
+        "tests": ["test"],
+        "bootstrap": 0,
+        "model": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+        "pretrain": {
+            "max_steps": 100000,
+            "per_device_train_batch_size": 8,
+            "save_strategy": "steps",
+            "save_steps": 2,
+            "save_total_limit": 1,
+            "report_to": "none",
+            "use_cpu": True,
+        },
+    }
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(preset), encoding="utf-8")
     run_dir, err = tmp_path / "run", tmp_path / "err.txt"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "  # also when
-               "sys.argv = ['csc-bench', *sys.argv[1:]]; runpy.run_module('csc_hf', run_name='__main__')")  # ignored here
+    command = (
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "  # also when
+        "sys.argv = ['csc-bench', *sys.argv[1:]]; runpy.run_module('csc_hf', run_name='__main__')"
+    )  # ignored here
     with open(err, "w") as handle:
-        process = subprocess.Popen([sys.executable, "-c", command, "run", "--preset", str(tmp_path / "p.yaml"),
-                                    "--output", str(run_dir)], stdout=subprocess.DEVNULL, stderr=handle, env=env,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-c", command, "run", "--preset", str(tmp_path / "p.yaml"), "--output", str(run_dir)],
+            stdout=subprocess.DEVNULL,
+            stderr=handle,
+            env=env,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 240
         while not list(run_dir.glob("stages/pretrain-*/checkpoint-*")) and time.monotonic() < deadline:
             assert process.poll() is None, err.read_text()
@@ -208,8 +258,9 @@ def test_ctrl_c_inside_the_trainer_prints_one_line_and_keeps_a_checkpoint(small_
         assert process.wait(timeout=60) == 130
     text = err.read_text(encoding="utf-8")
     assert "Traceback" not in text and "KeyboardInterrupt" not in text
-    assert text.rstrip("\n").split("\n")[-1] == ("csc-bench run: interrupted: run the same command to resume from the "
-                                                "last finished stage / checkpoint")
+    assert text.rstrip("\n").split("\n")[-1] == (
+        "csc-bench run: interrupted: run the same command to resume from the last finished stage / checkpoint"
+    )
     assert "stage 2/4: pretrain the encoder (100000 steps of masked LM)" in text
     assert list(run_dir.glob("stages/pretrain-*/checkpoint-*"))
 
@@ -226,8 +277,14 @@ def mlm_checkpoint(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("mlm")
     tokenizer = CSCTokenizer.from_texts(["我们今天去学校。", "他们明天去公园。"])
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, layer_norm_eps=1e-5)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        layer_norm_eps=1e-5,
+    )
     BertForMaskedLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder, tokenizer
@@ -263,8 +320,11 @@ def test_expected_load_reports_of_csc_hf_checkpoints_are_debug_messages(mlm_chec
     with caplog.at_level(logging.DEBUG, logger="csc_hf"):
         build_model("bart", tokenizer, init_from=str(folder), decoder_layers=1)
     assert not any("LOAD REPORT" in m for m in load_reports)
-    assert any("BertModel LOAD REPORT" in r.getMessage() and "UNEXPECTED" in r.getMessage() and r.levelno == logging.DEBUG
-               for r in caplog.records if r.name.startswith("csc_hf"))
+    assert any(
+        "BertModel LOAD REPORT" in r.getMessage() and "UNEXPECTED" in r.getMessage() and r.levelno == logging.DEBUG
+        for r in caplog.records
+        if r.name.startswith("csc_hf")
+    )
     BertModel.from_pretrained(folder, add_pooling_layer=False)
     assert any("LOAD REPORT" in m for m in load_reports)
     load_reports.clear()
@@ -281,7 +341,9 @@ def transformers_stream():
     from transformers.utils import logging as transformers_logging
 
     buffer = io.StringIO()
-    handlers = [h for h in transformers_logging.get_logger("transformers").handlers if isinstance(h, logging.StreamHandler)]
+    handlers = [
+        h for h in transformers_logging.get_logger("transformers").handlers if isinstance(h, logging.StreamHandler)
+    ]
     assert handlers, "transformers has no stream handler"  # its default one (pytest may add handlers of other kinds)
     before = [handler.setStream(buffer) for handler in handlers]
     yield buffer
@@ -310,8 +372,9 @@ def test_transformers_output_is_plain_during_a_run(mlm_checkpoint, transformers_
 def test_a_bad_verbosity_in_the_environment_is_a_one_line_cli_error(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("CSC_HF_VERBOSITY", "loud")
     assert main(["run", "--preset", "smoke", "--output", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == ("csc-bench run: error: CSC_HF_VERBOSITY='loud': choose from debug, info, warning, "
-                                       "error, critical\n")
+    assert capsys.readouterr().err == (
+        "csc-bench run: error: CSC_HF_VERBOSITY='loud': choose from debug, info, warning, error, critical\n"
+    )
     assert main(["-q", "run", "--preset", "smoke", "--output", str(tmp_path), "--finished-only"]) == 2  # a flag wins
     assert "has not finished" in capsys.readouterr().err
 

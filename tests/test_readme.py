@@ -21,8 +21,22 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_every_subcommand_has_help():
-    for sub in ("build", "export", "confusion", "analyze", "report", "run", "train", "evaluate", "correct", "push", "score"):
-        out = subprocess.run([sys.executable, "-m", "csc_hf", sub, "--help"], capture_output=True, text=True, check=True)
+    for sub in (
+        "build",
+        "export",
+        "confusion",
+        "analyze",
+        "report",
+        "run",
+        "train",
+        "evaluate",
+        "correct",
+        "push",
+        "score",
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "csc_hf", sub, "--help"], capture_output=True, text=True, check=True
+        )
         assert "usage: csc-bench " + sub in out.stdout
 
 
@@ -32,10 +46,17 @@ def test_readme_training_commands_load(tmp_path, monkeypatch):
     from csc_hf.training import load_config
 
     blocks = re.findall(r"```bash\n(.+?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
-    commands = [re.split(r"\s+#", line)[0].split() for block in blocks for line in block.splitlines()
-                if "csc-bench train " in line or "-m csc_hf.train " in line]
-    runs = [c[c.index("train") + 1:] if c[0] == "csc-bench" else c[c.index("csc_hf.train") + 1:] for c in commands]
-    assert len(runs) == 3 and {r[0] for r in runs} >= {"trainer_configs/pretrain_mlm.yaml", "trainer_configs/variants/all_gate.yaml"}
+    commands = [
+        re.split(r"\s+#", line)[0].split()
+        for block in blocks
+        for line in block.splitlines()
+        if "csc-bench train " in line or "-m csc_hf.train " in line
+    ]
+    runs = [c[c.index("train") + 1 :] if c[0] == "csc-bench" else c[c.index("csc_hf.train") + 1 :] for c in commands]
+    assert len(runs) == 3 and {r[0] for r in runs} >= {
+        "trainer_configs/pretrain_mlm.yaml",
+        "trainer_configs/variants/all_gate.yaml",
+    }
     monkeypatch.chdir(tmp_path)
     for config, *overrides in runs:
         if config.endswith("pretrain_mlm.yaml"):
@@ -60,7 +81,7 @@ def test_readme_score_example_runs_as_written(tmp_path):
     command = line.replace("csc-bench", f"{sys.executable} -m csc_hf")
     out = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "character correction F1" in out.stdout and "Length changes: 1 prediction" in out.stdout, out.stdout
+    assert "character-level correction F1" in out.stdout and "Length changes: 1 prediction" in out.stdout, out.stdout
 
 
 def test_readme_outside_checkpoint_example_runs_as_written(tmp_path):
@@ -71,4 +92,41 @@ def test_readme_outside_checkpoint_example_runs_as_written(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert len(lines) == 2 and all(line.endswith(" True") for line in lines) and "720" in lines[0] and "iPhone" in lines[1]
+    assert (
+        len(lines) == 2 and all(line.endswith(" True") for line in lines) and "720" in lines[0] and "iPhone" in lines[1]
+    )
+
+
+def test_readme_missing_and_redundant_example_runs_as_written(tmp_path):
+    """The README's alignment example prints the recall per edit kind its comment states."""
+    blocks = re.findall(r"```python\n(.+?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    (code,) = [block for block in blocks if "alignment=True" in block]
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == code.strip().splitlines()[-1].removeprefix("# ")
+
+
+def test_readme_own_pairs_example_trains_as_written_without_a_warning(tmp_path):
+    """The README's own-pairs config (`my_run.yaml`) trains as written (two steps here, in fp32 as on a CPU without
+    bf16: the case where the Trainer would pin memory for a missing GPU) with no warning from torch, and the README says
+    that it starts from scratch and what `use_cpu` does."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (config,) = [
+        block for block in re.findall(r"```yaml\n(.+?)```", text, re.S) if "train_files: [my_pairs.tsv]" in block
+    ]
+    (tmp_path / "my_run.yaml").write_text(config, encoding="utf-8")
+    pairs = "".join(
+        f"{wrong}\t{right}\n"
+        for wrong, right in [("我门今天去学校。", "我们今天去学校。"), ("他门在家。", "他们在家。")]
+    )
+    for name in ("my_pairs.tsv", "my_dev.tsv"):
+        (tmp_path / name).write_text(pairs, encoding="utf-8")
+    command = [sys.executable, "-m", "csc_hf", "train", "my_run.yaml", "max_steps=2", "eval_steps=1", "precision=fp32"]
+    out = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Warning" not in out.stderr and "pin_memory" not in out.stderr, out.stderr[-3000:]
+    assert (tmp_path / "runs" / "my_bert" / "model.safetensors").is_file()
+    prose = " ".join(text[text.index("train_files: [my_pairs.tsv]") :].split()[:200])
+    assert (
+        "This trains from scratch" in prose and "`use_cpu: true` trains on the CPU" in prose and "pin_memory" in prose
+    )

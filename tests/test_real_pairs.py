@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import BART_TINY
 
-import csc_hf.training
-from csc_hf.training import load_config, train, training_data
+import csc_hf.training.data
+from csc_hf.training import load_config, train
+from csc_hf.training.data import training_data
 
 BERT_TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
-BART_TINY = {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
-             "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64}
 
 
 def sentences(small_corpus: Path, n: int) -> list[str]:
@@ -25,9 +25,20 @@ def misspell(text: str, wrong: str = "龘") -> str:
 
 
 def write_config(path: Path, **config) -> Path:
-    config = {"task": "correction", "variant": "bert", "model_overrides": BERT_TINY, "max_steps": 3,
-              "per_device_train_batch_size": 8, "use_cpu": True, "report_to": "none", "save_strategy": "no",
-              "eval_strategy": "no", "disable_tqdm": True, "seed": 1, **config}
+    config = {
+        "task": "correction",
+        "variant": "bert",
+        "model_overrides": BERT_TINY,
+        "max_steps": 3,
+        "per_device_train_batch_size": 8,
+        "use_cpu": True,
+        "report_to": "none",
+        "save_strategy": "no",
+        "eval_strategy": "no",
+        "disable_tqdm": True,
+        "seed": 1,
+        **config,
+    }
     path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     return path
 
@@ -35,10 +46,14 @@ def write_config(path: Path, **config) -> Path:
 def test_train_on_a_tsv_alone(tmp_path, small_corpus, monkeypatch):
     texts = sentences(small_corpus, 40)
     (tmp_path / "pairs.tsv").write_text("".join(f"{misspell(t)}\t{t}\n" for t in texts), encoding="utf-8")
-    config = write_config(tmp_path / "c.yaml", use_benchmark=False, train_files=[str(tmp_path / "pairs.tsv")],
-                          output_dir=str(tmp_path / "out"))
-    monkeypatch.setattr(csc_hf.training, "load_dataset", lambda *a, **k: pytest.fail("the benchmark was built"))
-    monkeypatch.setattr(csc_hf.training, "plan_for", lambda *a, **k: pytest.fail("the benchmark was planned"))
+    config = write_config(
+        tmp_path / "c.yaml",
+        use_benchmark=False,
+        train_files=[str(tmp_path / "pairs.tsv")],
+        output_dir=str(tmp_path / "out"),
+    )
+    monkeypatch.setattr(csc_hf.training.data, "load_dataset", lambda *a, **k: pytest.fail("the benchmark was built"))
+    monkeypatch.setattr(csc_hf.training.data, "plan_for", lambda *a, **k: pytest.fail("the benchmark was planned"))
     out = train(*load_config(config))
     from csc_hf.modeling import CSCTokenizer
 
@@ -52,11 +67,21 @@ def test_train_on_a_tsv_alone(tmp_path, small_corpus, monkeypatch):
 def test_jsonl_mixed_with_the_benchmark(tmp_path, small_corpus, small_params):
     texts = sentences(small_corpus, 30)
     rows = [{"source": misspell(t, "鱻"), "target": t} for t in texts]
-    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "pairs.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+    )
     (tmp_path / "val.tsv").write_text(f"{misspell(texts[0], '靐')}\t{texts[0]}\n", encoding="utf-8")
-    config = write_config(tmp_path / "c.yaml", bench_params=small_params, train_files=[str(tmp_path / "pairs.jsonl")],
-                          validation_files=[str(tmp_path / "val.tsv")], output_dir=str(tmp_path / "out"),
-                          eval_strategy="steps", eval_steps=3, include_for_metrics=["inputs"], max_eval_samples=20)
+    config = write_config(
+        tmp_path / "c.yaml",
+        bench_params=small_params,
+        train_files=[str(tmp_path / "pairs.jsonl")],
+        validation_files=[str(tmp_path / "val.tsv")],
+        output_dir=str(tmp_path / "out"),
+        eval_strategy="steps",
+        eval_steps=3,
+        include_for_metrics=["inputs"],
+        max_eval_samples=20,
+    )
     model_args, data_args, training_args = load_config(config)
     train_set, eval_set, chars = training_data(data_args)
     from csc_hf.benchmark import load_dataset
@@ -79,14 +104,20 @@ def test_unequal_lengths_are_an_error_for_bert_and_train_bart(tmp_path, small_co
     lines = [f"{misspell(t)}\t{t}" for t in texts]
     lines[3] = f"{texts[3]}了\t{texts[3]}"  # one character too many (line 4)
     (tmp_path / "pairs.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    config = write_config(tmp_path / "c.yaml", use_benchmark=False, train_files=[str(tmp_path / "pairs.tsv")],
-                          output_dir=str(tmp_path / "out"))
+    config = write_config(
+        tmp_path / "c.yaml",
+        use_benchmark=False,
+        train_files=[str(tmp_path / "pairs.tsv")],
+        output_dir=str(tmp_path / "out"),
+    )
     for variant in ("bert", "all_gate"):
         with pytest.raises(ValueError) as info:
             load_config(config, [f"variant={variant}"])
         message = str(info.value)
-        assert message.startswith(f"{config}: train_files: {tmp_path / 'pairs.tsv'}, line 4: source has "
-                                  f"{len(texts[3]) + 1} characters, target {len(texts[3])}"), message
+        assert message.startswith(
+            f"{config}: train_files: {tmp_path / 'pairs.tsv'}, line 4: source has "
+            f"{len(texts[3]) + 1} characters, target {len(texts[3])}"
+        ), message
         assert f"the {variant} variant" in message and "only bart" in message
     out = train(*load_config(config, ["variant=bart", f"model_overrides={json.dumps(BART_TINY)}"]))
     assert (out / "model.safetensors").is_file()
@@ -98,14 +129,19 @@ def test_saved_datasets_folder_gives_its_splits(tmp_path, small_corpus):
     texts = sentences(small_corpus, 12)
     make = lambda part: datasets.Dataset.from_dict({"source": [misspell(t) for t in part], "target": part})  # noqa: E731
     datasets.DatasetDict({"train": make(texts[:8]), "validation": make(texts[8:])}).save_to_disk(str(tmp_path / "ds"))
-    config = write_config(tmp_path / "c.yaml", use_benchmark=False, train_files=[str(tmp_path / "ds")],
-                          validation_files=[f"datasets:{tmp_path / 'ds'}"], output_dir=str(tmp_path / "out"))
+    config = write_config(
+        tmp_path / "c.yaml",
+        use_benchmark=False,
+        train_files=[str(tmp_path / "ds")],
+        validation_files=[f"datasets:{tmp_path / 'ds'}"],
+        output_dir=str(tmp_path / "out"),
+    )
     train_set, eval_set, _ = training_data(load_config(config)[1])
     assert train_set["target"] == texts[:8] and eval_set["target"] == texts[8:]
 
 
 def test_data_keys_are_checked_before_any_work(tmp_path, small_corpus, small_params, monkeypatch):
-    monkeypatch.setattr(csc_hf.training, "load_dataset", lambda *a, **k: pytest.fail("data loaded"))
+    monkeypatch.setattr(csc_hf.training.data, "load_dataset", lambda *a, **k: pytest.fail("data loaded"))
     texts = sentences(small_corpus, 4)
     (tmp_path / "pairs.tsv").write_text("".join(f"{misspell(t)}\t{t}\n" for t in texts), encoding="utf-8")
     config = write_config(tmp_path / "c.yaml", output_dir=str(tmp_path / "out"))
@@ -130,8 +166,11 @@ def test_a_pair_file_as_corpus_is_refused(tmp_path, small_corpus):
     texts = sentences(small_corpus, 10)
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("".join(f"{misspell(t)}\t{t}\n" for t in texts), encoding="utf-8")
-    with pytest.raises(ValueError, match=r"pairs.tsv holds wrong<TAB>correct sentence pairs \(10 of its first 10 "
-                       r"lines\).*train_files"):
+    with pytest.raises(
+        ValueError,
+        match=r"pairs.tsv holds wrong<TAB>correct sentence pairs \(10 of its first 10 "
+        r"lines\).*train_files",
+    ):
         next(corpus_lines(str(pairs)))
     config = write_config(tmp_path / "c.yaml", output_dir=str(tmp_path / "out"))
     with pytest.raises(ValueError, match=r"c.yaml: corpus file .*pairs.tsv holds wrong<TAB>correct.*train_files=\["):
@@ -151,6 +190,10 @@ def test_help_lists_the_data_keys(capsys):
     keys = capsys.readouterr().out
     assert train_main(["--help"]) == 0
     assert keys in capsys.readouterr().out
-    for key in ("train_files: a list of str (default: [])", "validation_files:", "use_benchmark: bool (default: True)"):
+    for key in (
+        "train_files: a list of strs (default: [])",
+        "validation_files:",
+        "use_benchmark: a bool (true or false) (default: True)",
+    ):
         assert key in keys
     assert "wrong<TAB>correct .tsv" in keys and "datasets:PATH" in keys

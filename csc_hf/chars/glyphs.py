@@ -97,9 +97,7 @@ def _noto_package() -> FontSpec | None:
     spec = importlib.util.find_spec(NOTO_CJK_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return None
-    fonts = sorted(
-        f for loc in spec.submodule_search_locations for f in Path(loc).glob("*.[ot]t[fc]")
-    )
+    fonts = sorted(f for loc in spec.submodule_search_locations for f in Path(loc).glob("*.[ot]t[fc]"))
     return _open_spec(str(fonts[0]), 0) if fonts else None
 
 
@@ -206,9 +204,7 @@ def _renderer(spec: FontSpec, size: int) -> _Renderer:
     return _Renderer(spec, size)
 
 
-def render_glyphs(
-    chars: Sequence[str], size: int = 32, fonts: Sequence[FontSpec] | None = None
-) -> np.ndarray:
+def render_glyphs(chars: Sequence[str], size: int = 32, fonts: Sequence[FontSpec] | None = None) -> np.ndarray:
     """Bitmaps of ``chars``: uint8 array (len(chars), n_fonts, size, size), ink 255.
 
     Each item must be one character, or "" for an all-zero placeholder
@@ -237,9 +233,7 @@ def glyph_features(bitmaps: np.ndarray) -> np.ndarray:
     ink = np.asarray(bitmaps, dtype=np.float32) / 255.0
     height, width = ink.shape[-2:]
     padded = np.pad(ink, [(0, 0)] * (ink.ndim - 2) + [(1, 1), (1, 1)])
-    blurred = sum(
-        padded[..., dy : dy + height, dx : dx + width] for dy in range(3) for dx in range(3)
-    )
+    blurred = sum(padded[..., dy : dy + height, dx : dx + width] for dy in range(3) for dx in range(3))
     flat = blurred.reshape(len(ink), -1)
     norms = np.linalg.norm(flat, axis=1, keepdims=True)
     return np.divide(flat, norms, out=np.zeros_like(flat), where=norms > 0)

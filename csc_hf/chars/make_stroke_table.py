@@ -65,9 +65,7 @@ class StrokeTableReport:
 def _package_dir(name: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            f"package {name!r} is needed to regenerate the stroke table: {INSTALL_HINT}"
-        )
+        raise ModuleNotFoundError(f"package {name!r} is needed to regenerate the stroke table: {INSTALL_HINT}")
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -131,9 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=TABLE_PATH, help="table to write")
-    parser.add_argument(
-        "--check", action="store_true", help="only compare with --output; exit 1 if different"
-    )
+    parser.add_argument("--check", action="store_true", help="only compare with --output; exit 1 if different")
     args = parser.parse_args(argv)
     table, report = build_stroke_table()
     data = format_stroke_table(table)

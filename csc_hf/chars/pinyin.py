@@ -112,9 +112,7 @@ def sentence_pinyin(text: str) -> list[str]:
     readings = pinyin(text, style=Style.TONE3, neutral_tone_with_five=True, errors=_no_pinyin)
     syllables = [item[0] for item in readings]
     if len(syllables) != len(text):
-        raise RuntimeError(
-            f"pypinyin returned {len(syllables)} readings for {len(text)} characters: {text!r}"
-        )
+        raise RuntimeError(f"pypinyin returned {len(syllables)} readings for {len(text)} characters: {text!r}")
     return [syl if is_han(ch) else "" for ch, syl in zip(text, syllables, strict=True)]
 
 
@@ -123,9 +121,7 @@ def char_readings(ch: str) -> tuple[str, ...]:
     """All TONE3 readings of one Han character, most common first; () otherwise."""
     if not is_han(ch):
         return ()
-    readings = pinyin(
-        ch, style=Style.TONE3, heteronym=True, neutral_tone_with_five=True, errors=lambda _: None
-    )
+    readings = pinyin(ch, style=Style.TONE3, heteronym=True, neutral_tone_with_five=True, errors=lambda _: None)
     return tuple(dict.fromkeys(r for r in readings[0] if r)) if readings else ()
 
 

@@ -146,9 +146,7 @@ def _pair_distances(enc: _Encoded, ia: np.ndarray, ib: np.ndarray) -> np.ndarray
 def stroke_distances(seq: str, candidates: Sequence[str]) -> np.ndarray:
     """Levenshtein distances from ``seq`` to each candidate, as an int32 array."""
     enc = _encode([seq], candidates)
-    return _pair_distances(
-        enc, np.zeros(len(candidates), dtype=np.int64), np.arange(len(candidates))
-    )
+    return _pair_distances(enc, np.zeros(len(candidates), dtype=np.int64), np.arange(len(candidates)))
 
 
 def stroke_distance_matrix(
@@ -189,9 +187,7 @@ def stroke_distance_matrix(
         stop = max(start + 1, int(np.searchsorted(ends, budget, side="right")))
         block = np.arange(start, stop)
         ia = np.repeat(block, counts[block])
-        offsets = np.arange(len(ia)) - np.repeat(
-            np.cumsum(counts[block]) - counts[block], counts[block]
-        )
+        offsets = np.arange(len(ia)) - np.repeat(np.cumsum(counts[block]) - counts[block], counts[block])
         ib = col_order[np.repeat(lo[block], counts[block]) + offsets]
         if symmetric:
             keep = ib > ia

@@ -12,9 +12,13 @@ from transformers import BertConfig, PreTrainedConfig
 
 FUSION_NAMES = ("concat", "gate", "sum")
 SOURCE_KINDS = {
-    "pinyin_gru": "pinyin", "pinyin_transformer": "pinyin", "pinyin_vectors": "pinyin",
-    "stroke_gru": "stroke", "glyph_cnn": "glyph", "glyph_vectors": "glyph",
-}  # fmt: skip
+    "pinyin_gru": "pinyin",
+    "pinyin_transformer": "pinyin",
+    "pinyin_vectors": "pinyin",
+    "stroke_gru": "stroke",
+    "glyph_cnn": "glyph",
+    "glyph_vectors": "glyph",
+}
 """The kind of information each source encodes (phonetic: ``pinyin``; graphic: ``stroke``, ``glyph``)."""
 AUTO_MAP = {
     "AutoConfig": "configuration_csc.CSCConfig",
@@ -23,10 +27,20 @@ AUTO_MAP = {
 }
 """Every Auto class that loads a saved CSC model with trust_remote_code (transformers lists only the saved one)."""
 BERT_FIELDS = (
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-    "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "initializer_range", "layer_norm_eps", "pad_token_id",
-)  # fmt: skip
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+    "layer_norm_eps",
+    "pad_token_id",
+)
 
 
 class CSCConfig(PreTrainedConfig):
@@ -132,7 +146,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "bart": {"model_type": "bart"},
 }
 """The paper's model grid: name -> `CSCConfig` overrides (`bart`: the seq2seq baseline, see `csc_hf.modeling.bart`)."""
-
 
 
 def is_seq2seq(variant: str) -> bool:

@@ -1,0 +1,108 @@
+"""One check of a value against a dataclass field's type, for every place that takes typed settings: the training
+config's keys (YAML), :class:`~csc_hf.benchmark.BenchParams` (keywords) and the command line's options (text).
+
+YAML and keyword values are checked with :func:`accepts` and named with :func:`type_name`; command-line text is turned
+into a value of the type with :func:`from_text`."""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")  # the command line's words for a bool
+
+
+def field_types(*dataclasses: type) -> dict[str, Any]:
+    """The type of every init field of ``dataclasses``, by name (a later class's field wins)."""
+    found = {}
+    for dc in dataclasses:
+        hints = typing.get_type_hints(dc)
+        found.update({f.name: hints[f.name] for f in fields(dc) if f.init})
+    return found
+
+
+def accepts(hint: Any, value: Any) -> bool:
+    """Whether ``value`` fits the type ``hint``: an int is no bool, a float may be an int, a list or tuple type takes a
+    list or a tuple of fitting items, an enum takes its values; classes a config cannot give (a config object) are
+    left to their dataclass."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(accepts(a, value) for a in args)
+    if origin is typing.Literal:
+        return any(value is a or (type(value) is type(a) and value == a) for a in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    if (origin or hint) in (list, tuple):
+        return isinstance(value, (list, tuple)) and (not args or all(accepts(args[0], v) for v in value))
+    if (origin or hint) is dict:
+        return isinstance(value, dict)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return isinstance(value, hint) or value in {m.value for m in hint}
+    return True
+
+
+_NAMES = {bool: "a bool (true or false)", int: "an int", float: "a number", str: "a str", type(None): "None"}
+
+
+def type_name(hint: Any) -> str:
+    """``hint`` in words, for an error message: ``an int``, ``a number``, ``a list of strs or None``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(a) for a in args)
+    if origin is typing.Literal:
+        return " or ".join(map(repr, args))
+    if hint in _NAMES:
+        return _NAMES[hint]
+    if (origin or hint) in (list, tuple):
+        kind = "a tuple" if (origin or hint) is tuple else "a list"
+        return f"{kind} of {_plural(type_name(args[0]))}" if args else kind
+    if (origin or hint) is dict:
+        return "a mapping"
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return "one of " + ", ".join(repr(m.value) for m in hint)
+    return getattr(hint, "__name__", str(hint))
+
+
+def _plural(name: str) -> str:
+    """``an int`` -> ``ints``, ``a bool (true or false)`` -> ``bools (true or false)``."""
+    word, _, rest = name.partition(" ")[2].partition(" ")
+    return f"{word}s" + (f" {rest}" if rest else "")
+
+
+def from_text(hint: Any) -> Callable[[str], Any]:
+    """A parser of command-line text into a value of ``hint`` (a bool, int, float or str, optionally ``| None``:
+    the text ``none``); a list or tuple type parses each of its items so (the option takes several)."""
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    kind = next((a for a in args if a is not type(None)), hint) if optional else hint
+    if typing.get_origin(kind) in (list, tuple):
+        kind = typing.get_args(kind)[0]
+    convert = {bool: _bool, int: int, float: float, str: str}[kind]
+
+    def parse(text: str) -> Any:
+        return None if optional and text.lower() == "none" else convert(text)
+
+    parse.__name__ = kind.__name__  # argparse names the type in its error
+    return parse
+
+
+def _bool(text: str) -> bool:
+    import argparse
+
+    if text.lower() not in (*TRUE, *FALSE):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text.lower() in TRUE

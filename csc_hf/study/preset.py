@@ -1,0 +1,259 @@
+"""A study as data: a preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does;
+its ``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage, its ``training_sets``
+(:class:`TrainingSetsStudy`) the training-distribution stage. ``base: NAME`` takes another preset's keys under its
+own. All of it is checked when loaded, before any work."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .. import resources
+from ..benchmark.configs import SIGHAN15, TEST_CONFIGS, check_configs
+from ..benchmark.plan import PACKAGED_CONFUSION, TRAINING_FIELDS, BenchParams, load_augmentation
+from ..model_folder import check_decoding_grid
+from ..modeling import VARIANTS
+from ..results import CONTROLLED
+from ..stats import RESAMPLES, check_resamples
+from ..training.arguments import DataArguments, ModelArguments
+from ..training.config import check_train_edit_shares
+
+
+@dataclass(frozen=True)
+class AugmentationStudy:
+    """The SIGHAN-credibility stage (a preset's ``augmentation``; empty: off): each of ``variants`` is trained, with
+    every seed, once more with augmentation data added to its training set, as the paper added Wang271K: the same
+    training sentences again, corrupted with the confusion set ``confusion`` less its pairs that would leak into
+    unseen_k / unseen_v (the benchmark parameter ``augmentation``; the data holds AUGMENTED_COPIES times the rows). It
+    trains as many epochs as the grid's model (``max_steps`` and ``warmup_steps`` scaled by AUGMENTED_COPIES), so that
+    it meets the plain rows as often; it is evaluated on ``tests`` and compared with the grid's model of the same
+    variant and seed."""
+
+    confusion: str = "sighan13"  # a name of csc_hf.benchmark.plan.PACKAGED_CONFUSION, or a confusion set file
+    variants: tuple[str, ...] = ("bert", "bart")
+    tests: tuple[str, ...] = (SIGHAN15, *CONTROLLED)
+
+    @classmethod
+    def of(cls, data: Any, origin: Path | str) -> AugmentationStudy:
+        """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
+        known = [f.name for f in fields(cls)]
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
+                f"[bert, bart]}}, not {data!r}"
+            )
+        if unknown := sorted(set(data) - set(known)):
+            raise ValueError(f"{origin}: augmentation: unknown keys {unknown}; it has {known}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+SET_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")  # a training set's name: part of its stages' folder names
+
+
+@dataclass(frozen=True)
+class TrainingSetsStudy:
+    """The training-distribution stage (a preset's ``training_sets``; empty: off): each of ``variants`` is trained,
+    with every seed and from the same pretrained encoder, once more on each training set of ``sets`` (``{name:
+    {parameter: value}}``, each a change of the parameters in ``csc_hf.benchmark.plan.TRAINING_FIELDS``: the train
+    split's ``P_e`` or confusion set, or its missing and redundant characters), evaluated on the preset's tests, and
+    compared (paired, on the same sentences) with the grid's model of the same variant and seed, trained on the
+    preset's own training set. A set may name its own ``variants`` (``{edits: {train_edit_shares: [0.5, 0.25, 0.25],
+    variants: [bart]}}``: a tagging model cannot learn missing or redundant characters); ``set_variants`` holds them."""
+
+    variants: tuple[str, ...] = ("bert", "plome")
+    sets: dict = field(default_factory=dict)
+    set_variants: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, data: Any, origin: Path | str) -> TrainingSetsStudy:
+        """The stage a preset's ``training_sets`` mapping describes; every key, name and parameter is checked."""
+        known = ["variants", "sets"]
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{origin}: training_sets must be a mapping such as {{variants: [bert, plome], sets: {{pe10: "
+                f"{{train_error_prob: 0.1}}}}}}, not {data!r}"
+            )
+        if unknown := sorted(set(data) - set(known)):
+            raise ValueError(f"{origin}: training_sets: unknown keys {unknown}; it has {known}")
+        variants, sets = data.get("variants", cls.variants), data.get("sets", {})
+        if not isinstance(variants, (list, tuple)):
+            raise ValueError(f"{origin}: training_sets: variants={variants!r} must be a list of variant names")
+        check_variants(variants, f"{origin}: training_sets")
+        if not isinstance(sets, dict) or not sets:
+            raise ValueError(f"{origin}: training_sets: sets={sets!r} must map names to parameter changes")
+        checked, set_variants = {}, {}
+        for name, changes in sets.items():
+            where = f"{origin}: training_sets: {name}"
+            if not isinstance(name, str) or not SET_NAME.fullmatch(name):
+                raise ValueError(f"{where}: a set's name is lower-case letters, digits and _ (it names folders)")
+            if isinstance(changes, dict) and "variants" in changes:
+                own = changes["variants"]
+                if not isinstance(own, (list, tuple)) or not own:
+                    raise ValueError(f"{where}: variants={own!r} must be a non-empty list of variant names")
+                check_variants(own, where)
+                set_variants[name] = tuple(own)
+                changes = {k: v for k, v in changes.items() if k != "variants"}
+            if not isinstance(changes, dict) or not changes:
+                raise ValueError(f"{where}: give the parameters it changes, e.g. {{train_error_prob: 0.1}}")
+            if bad := sorted(set(changes) - set(TRAINING_FIELDS)):
+                raise ValueError(
+                    f"{where}: {bad} would change the test sets too; a training set changes only "
+                    f"{', '.join(TRAINING_FIELDS)}"
+                )
+            checked[name] = changes
+        return cls(tuple(variants), checked, set_variants)
+
+    def params(self, bench_params: dict, name: str) -> dict:
+        """The benchmark parameters of the training set ``name`` over a preset's ``bench_params``."""
+        return {**bench_params, **self.sets[name]}
+
+    def variants_of(self, name: str) -> tuple[str, ...]:
+        """The variants trained on the set ``name``: its own, else the stage's."""
+        return self.set_variants.get(name, self.variants)
+
+    @property
+    def all_variants(self) -> tuple[str, ...]:
+        """Every variant some set trains, in order."""
+        return tuple(dict.fromkeys(v for name in self.sets for v in self.variants_of(name)))
+
+
+@dataclass
+class Preset:
+    """A study as data (see ``trainer_configs/presets/*.yaml``)."""
+
+    name: str
+    description: str = ""
+    bench_params: dict = field(default_factory=dict)  # csc_bench parameters (BenchParams fields)
+    variants: list[str] = field(default_factory=lambda: ["bert"])  # names of csc_hf.modeling.VARIANTS
+    seeds: list[int] = field(default_factory=lambda: [0])
+    tests: list[str] = field(default_factory=lambda: list(TEST_CONFIGS))
+    bootstrap: int = RESAMPLES  # bootstrap resamples for the intervals
+    keep_bias_grid: list[float] = field(default_factory=lambda: [0.0])  # source-logit bias, tuned on validation
+    similarity_prior_grid: list[float] = field(default_factory=lambda: [0.0])  # decoding prior, tuned with keep_bias
+    launcher: str | None = None  # an accelerate config file: trainings run under `accelerate launch`
+    model: dict = field(default_factory=dict)  # BertConfig fields of the semantic encoder (pretrained once)
+    bart: dict = field(default_factory=dict)  # BartConfig fields of the seq2seq baseline over the encoder's sizes
+    pretrain: dict = field(default_factory=dict)  # training-config keys of the masked-LM stage
+    finetune: dict = field(default_factory=dict)  # training-config keys of every variant
+    eval_batch_size: int = 64
+    augmentation: dict = field(default_factory=dict)  # the SIGHAN-credibility stage (AugmentationStudy); {}: off
+    training_sets: dict = field(default_factory=dict)  # the training-distribution stage (TrainingSetsStudy); {}: off
+
+    @property
+    def augmentation_study(self) -> AugmentationStudy | None:
+        """The preset's :class:`AugmentationStudy`, or ``None`` when it has none."""
+        return AugmentationStudy.of(self.augmentation, self.name) if self.augmentation else None
+
+    @property
+    def training_sets_study(self) -> TrainingSetsStudy | None:
+        """The preset's :class:`TrainingSetsStudy`, or ``None`` when it has none."""
+        return TrainingSetsStudy.of(self.training_sets, self.name) if self.training_sets else None
+
+    @classmethod
+    def load(cls, name_or_path: str) -> Preset:
+        """A preset by name (``smoke``, ``cpu``, ``ablations``, ``paper``) or from a YAML file; unknown keys are
+        errors. ``base: NAME_OR_PATH`` takes that preset's keys under the file's own (a key given replaces the base's
+        whole; a relative path is read from the file's folder)."""
+        path = _preset_file(name_or_path)
+        preset = cls(name=path.stem, **_preset_data(path, ()))
+        preset.validate(path)
+        return preset
+
+    def validate(self, origin: Path | str) -> None:
+        BenchParams(**self.bench_params).validate()
+        check_variants(self.variants, origin)
+        check_resamples(self.bootstrap, f"{origin}: bootstrap")
+        check_configs(self.tests, "test config", TEST_CONFIGS, where=f"{origin}: tests")
+        for name in ("keep_bias", "similarity_prior"):
+            grid = getattr(self, f"{name}_grid")
+            if not isinstance(grid, list) or not grid:
+                raise ValueError(f"{origin}: {name}_grid={grid!r} must be a non-empty list of numbers")
+            check_decoding_grid(name, grid, f"{origin}: {name}_grid")
+        if self.launcher:
+            found = resources.trainer_config(self.launcher)  # as given, or a shipped accelerate config
+            if not found.is_file():
+                raise FileNotFoundError(f"{origin}: launcher config {self.launcher} does not exist")
+            self.launcher = str(found.resolve())
+        if self.augmentation:
+            self._validate_augmentation(origin)
+        if self.training_sets:
+            self._validate_training_sets(origin)
+
+    def _validate_training_sets(self, origin: Path | str) -> None:
+        """Check the training-distribution stage: its keys and variants, and each set's parameters over the preset's."""
+        study = TrainingSetsStudy.of(self.training_sets, origin)
+        for name in study.sets:
+            params = study.params(self.bench_params, name)
+            try:
+                BenchParams(**params).validate()
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{origin}: training_sets: {name}: {err}") from None
+            for variant in study.variants_of(name):  # a tagging variant cannot train on missing or redundant characters
+                check_train_edit_shares(
+                    ModelArguments(variant=variant),
+                    DataArguments(bench_params=params),
+                    f"{origin}: training_sets: {name}",
+                )
+
+    def _validate_augmentation(self, origin: Path | str) -> None:
+        """Check the augmentation stage, and read its confusion set (a bad file fails here, before any training,
+        with the errors of ``csc-bench confusion import``); a file's path is made absolute."""
+        study = AugmentationStudy.of(self.augmentation, origin)
+        check_variants(study.variants, f"{origin}: augmentation")
+        if bad := [t for t in study.tests if t not in self.tests]:
+            raise ValueError(f"{origin}: augmentation: tests {bad} are not among the preset's tests {self.tests}")
+        confusion = study.confusion
+        if not isinstance(confusion, str) or not confusion:
+            raise ValueError(
+                f"{origin}: augmentation: confusion={confusion!r} must be one of "
+                f"{', '.join(PACKAGED_CONFUSION)} or a confusion set file"
+            )
+        if confusion not in PACKAGED_CONFUSION:
+            confusion = str(Path(confusion).resolve())
+            self.augmentation = {**self.augmentation, "confusion": confusion}
+        try:
+            load_augmentation(confusion)
+        except (ValueError, FileNotFoundError) as err:
+            raise type(err)(f"{origin}: augmentation: {err}") from None
+
+
+def _preset_file(name_or_path: str | Path) -> Path:
+    """The YAML file of a shipped preset's name, or the path given; a missing one names the shipped presets."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = resources.preset_path(str(name_or_path))
+    if not path.is_file():
+        known = ", ".join(resources.preset_names())
+        raise FileNotFoundError(f"preset {str(name_or_path)!r} not found ({path}); presets: {known}")
+    return path
+
+
+def _preset_data(path: Path, chain: tuple[Path, ...]) -> dict:
+    """The keys of the preset file ``path`` over those of its ``base`` (followed to the end; a circle is an error)."""
+    if path.resolve() in chain:
+        raise ValueError(f"{path}: base: the presets take each other as base ({' -> '.join(map(str, chain))})")
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a preset is a mapping of keys, not {type(data).__name__}")
+    keys = {f.name for f in fields(Preset)} - {"name"}  # the name is the file's
+    if unknown := sorted(set(data) - keys - {"base"}):
+        raise ValueError(f"{path}: unknown keys {unknown}; a preset has {sorted(keys | {'base'})}")
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"{path}: base={base!r} must name a preset (smoke, cpu, ...) or a YAML file")
+    relative = Path(base).suffix and not Path(base).is_absolute()
+    base_path = _preset_file(path.parent / base if relative else base)
+    return {**_preset_data(base_path, (*chain, path.resolve())), **data}
+
+
+def check_variants(variants: Sequence[str], origin: Path | str) -> None:
+    """Raise a ValueError naming ``origin`` unless every name is one of ``csc_hf.modeling.VARIANTS``."""
+    if bad := [v for v in variants if v not in VARIANTS]:
+        raise ValueError(f"{origin}: unknown variants {bad}; choose from {', '.join(VARIANTS)}")

@@ -1,0 +1,105 @@
+"""The progress of a run: a stage folder and its ``done.json`` marker (:class:`Stage`), the stages a run goes through
+(:class:`Step`) and the progress line with elapsed time and ETA (:class:`Progress`)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..files import write_atomic
+from ..run_layout import DONE
+
+
+@dataclass
+class Stage:
+    """A stage folder (named for the stage and a hash of its inputs); ``done`` once its ``done.json`` exists."""
+
+    directory: Path
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def done(self) -> bool:
+        return (self.directory / DONE).is_file()
+
+    @property
+    def seconds(self) -> float | None:
+        """The wall time the stage took when it ran (also when this run found it finished)."""
+        return json.loads((self.directory / DONE).read_text(encoding="utf-8")).get("seconds") if self.done else None
+
+    def finish(self, summary: dict) -> None:
+        summary = {**summary, "seconds": round(time.monotonic() - self.started, 1)}
+        write_atomic(self.directory / DONE, json.dumps(summary, indent=1, default=str) + "\n")  # the marker: whole
+
+
+def clock(seconds: float) -> str:
+    """Seconds as ``H:MM:SS``."""
+    return str(datetime.timedelta(seconds=round(seconds)))
+
+
+@dataclass(frozen=True)
+class Step:
+    """A stage of a run's plan: its label (``train bert (seed 0)``), its folder, the kinds whose finished stages'
+    times estimate its own, most alike first (``train bert``, then ``train``), and its work in units of its kinds'
+    (an augmented training, twice the steps: 2)."""
+
+    label: str
+    directory: Path
+    kinds: tuple[str, ...]
+    work: float = 1.0
+
+
+@dataclass
+class Progress:
+    """The study-level progress of a run: every stage it goes through (``plan``), in order. A stage whose
+    ``done.json`` exists counts as done, whichever process or earlier run finished it; the time it recorded there
+    joins the estimates. Each remaining stage is estimated by the mean time per unit of work of the finished stages
+    of its first kind that has one, times its work; the ETA is their sum (a lower bound, ``≥``, while some remaining
+    kind has no finished stage)."""
+
+    plan: list[Step]
+    started: float = field(default_factory=time.monotonic)
+
+    def finished(self) -> dict[Path, float | None]:
+        """The planned stages that have finished, with the seconds each recorded."""
+        return {step.directory: Stage(step.directory).seconds for step in self.plan if Stage(step.directory).done}
+
+    def eta(self) -> tuple[float, bool] | None:
+        """The estimated seconds of the unfinished stages and whether every one of them has an estimate (``None``
+        while none has)."""
+        finished, times = self.finished(), {}
+        for step in self.plan:
+            if finished.get(step.directory) is not None:
+                for kind in step.kinds:
+                    times.setdefault(kind, []).append(finished[step.directory] / step.work)
+        estimates = [
+            next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
+            for step in self.plan
+            if step.directory not in finished
+        ]
+        known = [e for e in estimates if e is not None]
+        return (sum(known), len(known) == len(estimates)) if known else None
+
+    def line(self, directory: Path, label: str) -> str:
+        """The progress line of the stage in ``directory`` as it starts: ``stage 5/30: evaluate bert (seed 0) ·
+        elapsed 0:21:05 · ETA 3:02:10``."""
+        eta = self.eta()
+        ahead = "" if eta is None else f" · ETA {'' if eta[1] else '≥ '}{clock(eta[0])}"
+        position = f"{len(self.finished()) + 1}/{len(self.plan)}"
+        return f"stage {position}: {label} · elapsed {clock(time.monotonic() - self.started)}{ahead}"
+
+
+def model_label(
+    action: str, variant: str, seed: int | None, augmented: bool = False, training_set: str | None = None
+) -> str:
+    """How the progress names a model's stage: ``train bert (seed 0)``, ``evaluate bart (seed 1, augmented)``,
+    ``train plome (seed 0, training set pe10)``; without a seed, the kind of stage of every seed (``evaluate bart
+    (augmented)``)."""
+    details = [
+        *([f"seed {seed}"] if seed is not None else []),
+        *(["augmented"] if augmented else []),
+        *([f"training set {training_set}"] if training_set else []),
+    ]
+    return f"{action} {variant}" + (f" ({', '.join(details)})" if details else "")

@@ -1,0 +1,543 @@
+"""One run of a preset (:class:`Study`): orchestration only. Each stage's output lives in its folder
+(``csc_hf.run_layout.stage_dir``); evaluation is :mod:`csc_hf.evaluation`, training :mod:`csc_hf.training`, the
+outputs :mod:`csc_hf.study.outputs`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..benchmark.builder import load_dataset
+from ..benchmark.configs import DOMAINS
+from ..benchmark.plan import AUGMENTED_COPIES, BenchParams, input_files, plan_for
+from ..evaluation import (
+    EvaluationOptions,
+    augmentation_comparisons,
+    evaluate_model,
+    paired_comparisons,
+    training_set_comparisons,
+)
+from ..logging import get_logger, plain_transformers_output
+from ..model_folder import copy_decoding
+from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq
+from ..precision import resolved
+from ..run_layout import (
+    AUGMENTATION,
+    CHECKPOINT,
+    DECODING_COPY,
+    DONE,
+    PREDICTIONS,
+    RECORDS,
+    STAGES,
+    TRAIN_CONFIG,
+    evaluation_stage,
+    stage_dir,
+    train_stage,
+)
+from ..training import check_config, train
+from ..training.config import precision_keys
+from .outputs import augmentation_coverage, domain_error_groups, write_results
+from .preset import Preset, check_variants
+from .progress import Progress, Stage, Step, clock, model_label
+
+logger = get_logger(__name__)
+
+
+def _resolved(config: dict) -> dict:
+    """A training config with its ``precision`` as this machine resolves it (``auto`` is bf16 on a CPU with bf16 in
+    hardware, else fp32): a stage's address says which precision trained it."""
+    keys = precision_keys(config, {})
+    return {**config, "precision": "bf16" if keys["bf16"] else "fp32"} if "bf16" in keys else config
+
+
+def _sorted(value: Any) -> Any:
+    """``value`` with the keys of every mapping in it sorted (as the stage's ``train_config.yaml`` holds them)."""
+    return {key: _sorted(value[key]) for key in sorted(value)} if isinstance(value, dict) else value
+
+
+class Unfinished(ValueError):
+    """A stage that a ``finished_only`` study found unfinished."""
+
+
+class Study:
+    """One run of a preset into ``run_dir``; with ``finished_only`` it runs no stage and only collects finished ones."""
+
+    def __init__(self, preset: Preset, run_dir: str | Path, finished_only: bool = False):
+        self.preset, self.run_dir, self.finished_only = preset, Path(run_dir), finished_only
+        self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+
+    def directory(self, name: str, *inputs: Any) -> Path:
+        """The folder of the stage ``name`` with these inputs (whether or not it has run)."""
+        return stage_dir(self.run_dir, name, *inputs)
+
+    def stage(self, name: str, *inputs: Any) -> Stage:
+        """The stage ``name`` with these inputs; its folder is made unless the study runs nothing."""
+        directory = self.directory(name, *inputs)
+        if not self.finished_only:
+            directory.mkdir(parents=True, exist_ok=True)
+        return Stage(directory)
+
+    def pending(self, stage: Stage, label: str) -> bool:
+        """Whether ``stage`` must still run (``Unfinished`` when the study runs nothing); when it must, the stage
+        starts now and its progress line is logged."""
+        if stage.done:
+            return False
+        if self.finished_only:
+            raise Unfinished(f"{stage.directory} has not finished")
+        stage.started = time.monotonic()
+        logger.info(self.progress.line(stage.directory, label) if self.progress else label)
+        logger.debug("%s: %s", label, stage.directory)
+        return True
+
+    # ---- stages -------------------------------------------------------------------------------------------------
+
+    def build(self) -> Stage:
+        """Build (or find in the datasets cache) the training and test configs."""
+        p = self.preset
+        stage = self.stage(*self._build_inputs())
+        if self.pending(stage, f"build the training and {len(p.tests)} test configs"):
+            sizes = {}
+            for name in ["train", *p.tests]:
+                logger.debug("build %s", name)
+                sizes[name] = {
+                    split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()
+                }
+            stage.finish({"configs": sizes})
+        return stage
+
+    def pretrain(self) -> Stage:
+        """Masked-LM pretraining of the semantic encoder that every variant starts from."""
+        name, config = self._pretrain_inputs()
+        stage = self.stage(name, config)
+        if self.pending(stage, f"pretrain the encoder ({config.get('max_steps', '?')} steps of masked LM)"):
+            self._train(stage, config)
+        return stage
+
+    def _build_inputs(self) -> tuple:
+        return "build", self.preset.bench_params, self.preset.tests
+
+    def _pretrain_inputs(self) -> tuple[str, dict]:
+        p = self.preset
+        return "pretrain", _resolved(
+            {"task": "mlm", "model_overrides": p.model, "bench_params": p.bench_params, **p.pretrain}
+        )
+
+    def _augmented_params(self) -> dict:
+        """The benchmark parameters of the augmentation stage's training data."""
+        return {**self.preset.bench_params, "augmentation": self.preset.augmentation_study.confusion}
+
+    def _training_params(self, augmented: bool = False, training_set: str | None = None) -> dict:
+        """The benchmark parameters of a model's training data: the preset's, the augmentation stage's, or those of a
+        training set of the training-distribution stage."""
+        if training_set:
+            return self.preset.training_sets_study.params(self.preset.bench_params, training_set)
+        return self._augmented_params() if augmented else self.preset.bench_params
+
+    def _finetune_inputs(
+        self, variant: str, seed: int, pretrained: Path, augmented: bool = False, training_set: str | None = None
+    ) -> tuple[str, dict, str]:
+        """The name and inputs of a fine-tuning stage: its training config, and the pretrained stage's name (not its
+        path, so that a run folder can move); ``augmented``: the augmentation stage's training; ``training_set``: a
+        training set of the training-distribution stage."""
+        p = self.preset
+        bench_params = self._training_params(augmented, training_set)
+        config = {"task": "correction", "variant": variant, "bench_params": bench_params, "seed": seed, **p.finetune}
+        if augmented:  # as many epochs over a data set AUGMENTED_COPIES times as large
+            config.update(
+                {k: config[k] * AUGMENTED_COPIES for k in ("max_steps", "warmup_steps") if config.get(k, 0) > 0}
+            )
+        if is_seq2seq(variant):
+            config["model_overrides"] = p.bart
+        return train_stage(variant, seed, augmented, training_set), _resolved(config), pretrained.name
+
+    def _evaluate_inputs(
+        self, model_dir: Path, build: Path, augmented: bool = False, training_set: str | None = None
+    ) -> tuple:
+        """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""
+        p = self.preset
+        decoding = {"precision": self._inference_precision()}
+        if p.similarity_prior_grid != [0.0]:  # the default stays out of the key: runs before the option keep theirs
+            decoding["similarity_prior_grid"] = p.similarity_prior_grid
+        common = (p.bootstrap, p.keep_bias_grid, build.name, decoding)
+        if augmented:
+            return evaluation_stage(model_dir), list(p.augmentation_study.tests), *common, self._augmented_params()
+        if training_set:
+            return evaluation_stage(model_dir), p.tests, *common, self._training_params(training_set=training_set)
+        return evaluation_stage(model_dir), p.tests, *common
+
+    def _inference_precision(self) -> str:
+        """What the evaluations compute in on this machine: the fine-tuning's ``precision`` (auto, bf16, fp32)
+        resolved for the CPU (bf16 or fp32), so that an fp32 evaluation is never taken for a bf16 one."""
+        return resolved(self.preset.finetune.get("precision", "auto"))
+
+    def finetune(
+        self, variant: str, seed: int, pretrained: Stage, augmented: bool = False, training_set: str | None = None
+    ) -> Stage:
+        """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it);
+        ``augmented``: on the augmentation stage's training data; ``training_set``: on that set's."""
+        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory, augmented, training_set)
+        stage = self.stage(name, config, start_name)
+        if self.pending(stage, model_label("train", variant, seed, augmented, training_set)):
+            start = str(pretrained.directory)
+            self._train(stage, {**config, "tokenizer_path": start, "init_from": start})
+        return stage
+
+    def _train(self, stage: Stage, config: dict) -> None:
+        """Train ``config`` into the stage folder: in this process, or under ``accelerate launch`` with the preset's
+        launcher. The config is kept in the folder (``train_config.yaml``: the launched process reads it, and a model
+        card says how the model was trained); a run in this process takes the same config, keys sorted as there."""
+        config = {**config, "output_dir": str(stage.directory)}
+        config_path = stage.directory / TRAIN_CONFIG
+        config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
+        if self.preset.launcher:
+            command = [
+                sys.executable,
+                "-m",
+                "accelerate.commands.launch",
+                "--config_file",
+                self.preset.launcher,
+                "-m",
+                "csc_hf.train",
+                str(config_path),
+            ]
+            subprocess.run(command, check=True)
+        else:
+            train(*check_config(_sorted(config), source=str(config_path)))
+        for checkpoint in stage.directory.glob(f"{CHECKPOINT}*"):
+            shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
+        stage.finish({"config": config})
+
+    def evaluate(
+        self,
+        model_stage: Stage,
+        variant: str,
+        seed: int,
+        build: Stage,
+        augmented: bool = False,
+        training_set: str | None = None,
+    ) -> Stage:
+        """Score one model on every test split (keep_bias and similarity_prior tuned on validation) into the stage's
+        ``records.json``, save its predictions (``predictions/``), and save the tuned decoding with the model (its
+        ``csc_decoding.json``); ``augmented``: a model of the augmentation stage, on its tests, its seen pairs those of
+        its own training data; ``training_set``: a model of the training-distribution stage, its validation split,
+        ``seen`` and ``scontext`` and seen pairs those of its training set."""
+        p = self.preset
+        stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented, training_set))
+        tests = p.augmentation_study.tests if augmented else p.tests
+        label = model_label("evaluate", variant, seed, augmented, training_set)
+        if self.pending(stage, f"{label} on {len(tests)} test configs"):
+            options = self._evaluation_options(stage, augmented, training_set)
+            records = evaluate_model(model_stage.directory, tests, options)
+            origin = {"augmentation": p.augmentation_study.confusion} if augmented else {}
+            if training_set:
+                origin = {"training_set": training_set}
+            for r in records:
+                r.update(model=variant, seed=seed, **origin)
+            (stage.directory / RECORDS).write_text(
+                json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+            copy_decoding(model_stage.directory, stage.directory / DECODING_COPY)
+            stage.finish({"records": len(records)})
+        elif not self.finished_only and (
+            restored := copy_decoding(stage.directory / DECODING_COPY, model_stage.directory)
+        ):
+            logger.info(
+                "%s: restored %s (the decoding its results were scored with)",
+                model_stage.directory,
+                ", ".join(restored),
+            )
+        return stage
+
+    def _evaluation_options(self, stage: Stage, augmented: bool, training_set: str | None = None) -> EvaluationOptions:
+        """How the study evaluates a model into ``stage``: the preset's bootstrap, decoding grids and batch size, the
+        fine-tuning's sample limits, the predictions kept in the stage, and the tuned decoding saved with the model
+        (its default from then on); ``augmented``: seen pairs are those of the augmentation stage's training data;
+        ``training_set``: the test sets are built with that set's parameters (only its validation split, ``seen``
+        and ``scontext`` differ from the grid's)."""
+        p = self.preset
+        grids = {"keep_bias_grid": p.keep_bias_grid, "similarity_prior_grid": p.similarity_prior_grid}
+        limits = {
+            "max_train_samples": p.finetune.get("max_train_samples"),
+            "max_validation": p.finetune.get("max_eval_samples"),
+        }
+        training_params = self._augmented_params() if augmented else None
+        return EvaluationOptions(
+            self._training_params(training_set=training_set) if training_set else p.bench_params,
+            p.bootstrap,
+            **grids,
+            batch_size=p.eval_batch_size,
+            **limits,
+            predictions_dir=stage.directory / PREDICTIONS,
+            training_params=training_params,
+            save_decoding=True,
+            precision=self._inference_precision(),
+        )
+
+    # ---- the run ------------------------------------------------------------------------------------------------
+
+    def grid(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> list[tuple[str, int]]:
+        """The (variant, seed) pairs to run: the preset's, or a part of the grid (``variants``, ``seeds``); every
+        variant once before any twice."""
+        variants, seeds = variants or self.preset.variants, seeds or self.preset.seeds
+        check_variants(variants, "--variants")
+        return [(v, s) for s in seeds for v in variants]
+
+    def _order(self, model: tuple[str, int]) -> tuple:
+        """Results list models seed by seed in the preset's order, then variants and seeds the preset lacks."""
+        (variant, seed), p = model, self.preset
+        seed_rank = (0, p.seeds.index(seed)) if seed in p.seeds else (1, seed)
+        variant_rank = (0, p.variants.index(variant)) if variant in p.variants else (1, list(VARIANTS).index(variant))
+        return seed_rank, variant_rank
+
+    def folders(
+        self, variant: str, seed: int, augmented: bool = False, training_set: str | None = None
+    ) -> tuple[Path, Path]:
+        """The training and the evaluation stage folder of one variant and seed (whether or not they have run);
+        ``augmented``: of the augmentation stage; ``training_set``: of that set's model."""
+        pretrained = self.directory(*self._pretrain_inputs())
+        model_dir = self.directory(*self._finetune_inputs(variant, seed, pretrained, augmented, training_set))
+        build = self.directory(*self._build_inputs())
+        return model_dir, self.directory(*self._evaluate_inputs(model_dir, build, augmented, training_set))
+
+    def augment(self) -> Stage:
+        """The augmentation set's leak filter (how many pairs were removed) and the coverage of each of the stage's
+        test sets by S_train and by the augmented set, in the stage's ``augmentation.json``."""
+        p, study = self.preset, self.preset.augmentation_study
+        stage = self.stage(*self._augment_inputs())
+        if self.pending(stage, f"augment: the leak filter and coverage of {study.confusion}"):
+            augmented = plan_for(BenchParams(**p.bench_params)).augmented(study.confusion)
+            leaks = augmented.leaks
+            logger.info(
+                f"augmentation {study.confusion}: {leaks['pairs']} pairs; removed {leaks['removed_unseen_k']} "
+                f"(keys of S_unseen^k) and {leaks['removed_unseen_v']} (pairs of S_unseen^v)"
+            )
+            train = plan_for(BenchParams(**p.bench_params)).division.train
+            summary = {
+                "confusion": study.confusion,
+                "leaks": leaks,
+                "coverage": augmentation_coverage(p.bench_params, study.tests, train, augmented.confusion),
+            }
+            (stage.directory / AUGMENTATION).write_text(
+                json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
+            stage.finish({"leaks": leaks})
+        return stage
+
+    def _augment_inputs(self) -> tuple:
+        """The name and inputs of the augment stage: the set's name and its file's content (or package version)."""
+        p, study = self.preset, self.preset.augmentation_study
+        files = input_files(BenchParams(**self._augmented_params()))["augmentation"]
+        return "augment", p.bench_params, study.confusion, files, study.tests
+
+    def _augmentation_grid(self, grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The (variant, seed) pairs of the augmentation stage for a run of ``grid`` (see :meth:`_stage_grid`)."""
+        return self._stage_grid(self.preset.augmentation_study.variants, grid)
+
+    def augmentation_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
+        """Run the augmentation stage for its variants with the seeds of ``grid`` (only the variants ``grid`` names
+        when it is a part of the preset's), then collect every finished one: the leak filter, coverage, records and
+        paired comparisons (augmented − plain) for ``results.json`` (``None`` without an augmentation stage or
+        before its first finished evaluation). The plain model is the grid's (the same stage: trained once)."""
+        p, study = self.preset, self.preset.augmentation_study
+        if study is None:
+            return None
+        try:
+            summary = json.loads((self.augment().directory / AUGMENTATION).read_text(encoding="utf-8"))
+        except Unfinished as missing:
+            logger.info("skipping the augmentation stage: %s", missing)
+            return None
+        for variant, seed in self._augmentation_grid(grid):
+            try:
+                self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                model = self.finetune(variant, seed, pretrained, augmented=True)
+                self.evaluate(model, variant, seed, build, augmented=True)
+            except Unfinished as missing:
+                logger.info("skipping %s (seed %s, augmented): %s", variant, seed, missing)
+        pairs = {}
+        for variant, seed in sorted({*((v, s) for v in study.variants for s in p.seeds), *grid}, key=self._order):
+            augmented, plain = self.folders(variant, seed, augmented=True)[1], self.folders(variant, seed)[1]
+            if variant in study.variants and Stage(augmented).done and Stage(plain).done:
+                pairs[variant, seed] = augmented, plain
+        if not pairs:
+            return None
+        records = [
+            r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
+        paired = augmentation_comparisons(p.bench_params, pairs, n_resamples=p.bootstrap)
+        stages = [
+            self.directory(*self._augment_inputs()),
+            *(f for model in pairs for f in self.folders(*model, augmented=True)),
+        ]
+        return {
+            **summary,
+            "records": records,
+            "paired": paired,
+            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
+        }
+
+    def _stage_grid(self, variants: Sequence[str], grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The (variant, seed) pairs of a stage that trains ``variants`` again, for a run of ``grid``: those variants
+        (only those ``grid`` names when it is a part of the preset's) with the seeds of ``grid``, seed by seed."""
+        requested = {v for v, _ in grid}
+        chosen = [v for v in variants if v in requested or requested >= set(self.preset.variants)]
+        return [(v, s) for s in dict.fromkeys(s for _, s in grid) for v in chosen]
+
+    def training_sets_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
+        """Run the training-distribution stage for its variants with the seeds of ``grid`` (the grid's model of each
+        first: every set's model is compared with it), then collect every finished one: the sets, records, paired
+        comparisons (set − grid's model, and within each set each variant − bert) and stage times for
+        ``results.json`` (``None`` without the stage or before its first finished evaluation)."""
+        p, study = self.preset, self.preset.training_sets_study
+        if study is None:
+            return None
+        for name in study.sets:
+            for variant, seed in self._stage_grid(study.variants_of(name), grid):
+                try:
+                    self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                    model = self.finetune(variant, seed, pretrained, training_set=name)
+                    self.evaluate(model, variant, seed, build, training_set=name)
+                except Unfinished as missing:
+                    logger.info("skipping %s (seed %s, training set %s): %s", variant, seed, name, missing)
+        models = sorted({*((v, s) for v in study.all_variants for s in p.seeds), *grid}, key=self._order)
+        evaluations = {
+            (variant, seed, name): self.folders(variant, seed, training_set=name)[1]
+            for variant, seed in models
+            for name in (None, *study.sets)
+            if variant in (study.all_variants if name is None else study.variants_of(name))
+            and Stage(self.folders(variant, seed, training_set=name)[1]).done
+        }
+        if not any(name for _, _, name in evaluations):
+            return None
+        records = [
+            r
+            for (_, _, name), folder in evaluations.items()
+            if name
+            for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
+        params = {name: self._training_params(training_set=name) for name in (None, *study.sets)}
+        paired = training_set_comparisons(params, evaluations, n_resamples=p.bootstrap)
+        stages = [f for (v, s, name) in evaluations if name for f in self.folders(v, s, training_set=name)]
+        return {
+            "sets": study.sets,
+            "variants": list(study.all_variants),
+            **({"set_variants": {k: list(v) for k, v in study.set_variants.items()}} if study.set_variants else {}),
+            "records": records,
+            "paired": paired,
+            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
+        }
+
+    def finished(self, grid: Sequence[tuple[str, int]] = ()) -> dict[tuple[str, int], Path]:
+        """Every finished evaluation of this preset's stages in the run folder, whichever process ran it (of
+        ``grid``, the preset's grid, and every model a finished ``eval-*`` stage holds): ``{(variant, seed): its
+        folder}``, seed by seed in the preset's order."""
+        candidates = {*grid, *((v, s) for s in self.preset.seeds for v in self.preset.variants)}
+        for done in (self.run_dir / STAGES).glob(f"{evaluation_stage(Path('*'))}/{DONE}"):
+            records = json.loads((done.parent / RECORDS).read_text(encoding="utf-8"))
+            candidates |= {(r["model"], r["seed"]) for r in records if r.get("model") in VARIANTS}
+        found = {}
+        for variant, seed in sorted(candidates, key=self._order):
+            folder = self.folders(variant, seed)[1]
+            if Stage(folder).done:
+                found[variant, seed] = folder
+        return found
+
+    def plan(self, grid: Sequence[tuple[str, int]]) -> list[Step]:
+        """Every stage a run of ``grid`` goes through, in order (each once), whether or not it has finished."""
+
+        def model(variant: str, seed: int, augmented: bool = False, training_set: str | None = None) -> list[Step]:
+            train, evaluation = self.folders(variant, seed, augmented, training_set)  # augmented: more steps
+            return [
+                Step(
+                    model_label("train", variant, seed, augmented, training_set),
+                    train,
+                    (f"train {variant}", "train"),
+                    AUGMENTED_COPIES if augmented else 1,
+                ),
+                Step(
+                    model_label("evaluate", variant, seed, augmented, training_set),
+                    evaluation,
+                    (model_label("evaluate", variant, None, augmented), "evaluate"),
+                ),
+            ]
+
+        steps = [
+            Step("build", self.directory(*self._build_inputs()), ("build",)),
+            Step("pretrain", self.directory(*self._pretrain_inputs()), ("pretrain",)),
+            *(step for variant, seed in grid for step in model(variant, seed)),
+        ]
+        if self.preset.augmentation_study is not None:
+            steps.append(Step("augment", self.directory(*self._augment_inputs()), ("augment",)))
+            steps += [step for v, s in self._augmentation_grid(grid) for step in model(v, s) + model(v, s, True)]
+        if (sets := self.preset.training_sets_study) is not None:
+            steps += [
+                step
+                for name in sets.sets
+                for v, s in self._stage_grid(sets.variants_of(name), grid)
+                for step in model(v, s) + model(v, s, training_set=name)
+            ]
+        return list(dict.fromkeys(steps))
+
+    def run(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> Path:
+        """Every stage of the grid (or of a part of it: ``variants``, ``seeds``), then the results files and the
+        report; returns ``results.json``'s path. The results cover every finished evaluation of this preset in the
+        run folder, so processes that share a run (one per seed, say) each end with all of them. A ``finished_only``
+        study runs nothing and writes them for the models evaluated so far (e.g. to look at a long run while it goes
+        on). Each stage that runs logs its progress line (:class:`Progress`)."""
+        grid = self.grid(variants, seeds)
+        if not self.finished_only:
+            self.progress = Progress(self.plan(grid))
+            total, finished = len(self.progress.plan), len(self.progress.finished())
+            logger.info(
+                "%s: %d stages%s",
+                self.run_dir,
+                total,
+                f", {finished} finished: resuming after them" if finished else "",
+            )
+        try:
+            with plain_transformers_output():
+                path = self._run(grid)
+        finally:
+            progress, self.progress = self.progress, None
+        if progress is not None:
+            logger.info(
+                "all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started)
+            )
+        return path
+
+    def _run(self, grid: Sequence[tuple[str, int]]) -> Path:
+        p = self.preset
+        build = self.build()
+        pretrained = self.pretrain()
+        for variant, seed in grid:
+            try:
+                self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+            except Unfinished as missing:
+                logger.info("skipping %s (seed %s): %s", variant, seed, missing)
+        augmentation = self.augmentation_results(pretrained, build, grid)
+        training_sets = self.training_sets_results(pretrained, build, grid)
+        evaluations = self.finished(grid)
+        if not evaluations:
+            raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
+        records = [
+            r for folder in evaluations.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
+        stages = [build.directory, pretrained.directory, *(f for model in evaluations for f in self.folders(*model))]
+        timings = {folder.name: Stage(folder).seconds for folder in stages}
+        paired = paired_comparisons(p.bench_params, evaluations, n_resamples=p.bootstrap)
+        for stage_results in (augmentation, training_sets):
+            if stage_results:
+                timings.update(stage_results.pop("stage_seconds"))
+        domains = None
+        if any(config in DOMAINS for config in p.tests):
+            known = CSCTokenizer.from_pretrained(str(pretrained.directory)).get_vocab()
+            domains = domain_error_groups(p.bench_params, evaluations, known)
+        return write_results(self.run_dir, p, records, timings, paired, augmentation, training_sets, domains)

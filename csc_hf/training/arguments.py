@@ -1,0 +1,168 @@
+"""What a training config holds: ``ModelArguments`` (what to train), ``DataArguments`` (which data, how it is fed) and
+transformers' ``TrainingArguments``, read together by ``HfArgumentParser`` (see :mod:`csc_hf.training.config`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from transformers import TrainingArguments
+
+from ..benchmark.plan import BenchParams
+from ..corpus import check_not_sentence_pairs
+from ..data import DATA_KINDS
+from ..fields import field_types, type_name
+from ..modeling import VARIANTS
+from ..precision import check_precision
+
+TASKS = ("correction", "mlm")
+
+
+@dataclass
+class ModelArguments:
+    """What to train."""
+
+    task: str = field(default="correction", metadata={"help": "correction (a VARIANTS model) or mlm (pretraining)"})
+    variant: str = field(default="bert", metadata={"help": f"one of {', '.join(VARIANTS)}"})
+    model_overrides: dict = field(default_factory=dict, metadata={"help": "CSCConfig / BartConfig / BertConfig fields"})
+    init_from: str | None = field(default=None, metadata={"help": "a BERT (or BART) checkpoint folder or Hub name"})
+    tokenizer_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "a saved CSCTokenizer, or a BERT checkpoint's vocab.txt folder (default: init_from's, else built "
+            "from the training text)"
+        },
+    )
+    vocab_min_freq: int = field(
+        default=1,
+        metadata={
+            "help": "characters seen fewer times in the training targets stay "
+            "out of a new vocabulary (the confusion set's and the pair files' characters are in)"
+        },
+    )
+    fonts: list[str] | None = field(default=None, metadata={"help": "font files for glyphs (file.ttc#2 for a face)"})
+    precision: str = field(
+        default="auto",
+        metadata={
+            "help": "auto: bf16 autocast when training on a CPU with bf16 in "
+            "hardware (AVX512-BF16 or AMX), else as the bf16/fp16 keys say (fp32 by default); bf16 or "
+            "fp32 forces one (the weights and the saved model stay fp32 either way)"
+        },
+    )
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task={self.task!r}: choose one of {TASKS}")
+        check_precision(self.precision)
+        if self.task == "correction" and self.variant not in VARIANTS:
+            raise ValueError(f"variant={self.variant!r}: choose one of {', '.join(VARIANTS)}")
+
+
+@dataclass
+class DataArguments:
+    """Which data, and how it is fed."""
+
+    bench_params: dict = field(default_factory=dict, metadata={"help": "csc_bench parameters (BenchParams fields)"})
+    use_benchmark: bool = field(
+        default=True,
+        metadata={
+            "help": "train (and validate) on the generated benchmark's "
+            "train config; false: on train_files (and validation_files) alone"
+        },
+    )
+    train_files: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "training pairs, added to the benchmark's "
+            f"(or instead of it: use_benchmark: false): each {DATA_KINDS}; of a folder or dataset "
+            "with a train split, that split"
+        },
+    )
+    validation_files: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "validation pairs, added to the "
+            f"benchmark's validation split (or instead of it): each {DATA_KINDS}; of a folder "
+            "or dataset with a validation split, that split"
+        },
+    )
+    max_length: int = field(default=128, metadata={"help": "longest input in characters (longer ones are cut)"})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "use the first N training pairs (train_files' in order, then the benchmark's)"}
+    )
+    max_eval_samples: int | None = field(
+        default=None,
+        metadata={"help": "use the first N validation pairs (validation_files' in order, then the benchmark's)"},
+    )
+    mask_rate: float = field(default=0.0, metadata={"help": "masked fine-tuning: share of correct characters masked"})
+    mlm_probability: float = field(default=0.15, metadata={"help": "masking rate of the mlm task"})
+    mask_replace_prob: float = field(
+        default=0.8, metadata={"help": "mlm task: share of the chosen tokens replaced by [MASK] (BERT: 0.8)"}
+    )
+    random_replace_prob: float = field(
+        default=0.1,
+        metadata={
+            "help": "mlm task: share of the chosen tokens replaced "
+            "by a random token (BERT: 0.1); the rest keep their token"
+        },
+    )
+    pretrain_corpus: str | None = field(
+        default=None,
+        metadata={
+            "help": "the mlm task's training text: this corpus "
+            "(a name of csc_hf.corpus.CORPORA such as pretrain_mix, a text file or folder, "
+            "datasets:PATH) cleaned as bench_params clean the benchmark's, less every "
+            "sentence that overlaps a validation or test sentence of the benchmark "
+            "(csc_hf.corpus.overlaps); null: the benchmark's training targets"
+        },
+    )
+
+    def __post_init__(self):
+        if not self.use_benchmark and not self.train_files:
+            raise ValueError("use_benchmark=false needs train_files: the training pairs")
+        if not self.use_benchmark and self.bench_params:
+            raise ValueError(
+                f"bench_params={self.bench_params}: the benchmark is not used (use_benchmark=false); "
+                "drop bench_params or set use_benchmark: true"
+            )
+        unknown = set(self.bench_params) - {f.name for f in fields(BenchParams)}
+        if unknown:
+            raise ValueError(f"bench_params: unknown keys {sorted(unknown)}")
+        try:
+            BenchParams(**self.bench_params).validate()
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"bench_params: {err}") from None
+        for name in ("mask_rate", "mlm_probability"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name}={getattr(self, name)} must be in [0, 1)")
+        shares = {"mask_replace_prob": self.mask_replace_prob, "random_replace_prob": self.random_replace_prob}
+        if not all(0.0 <= share <= 1.0 for share in shares.values()) or sum(shares.values()) > 1.0:
+            raise ValueError(
+                f"mask_replace_prob={self.mask_replace_prob}, random_replace_prob="
+                f"{self.random_replace_prob}: each must be in [0, 1] and their sum at most 1"
+            )
+        corpus = BenchParams(**self.bench_params).corpus
+        if self.use_benchmark and Path(corpus).is_file():
+            check_not_sentence_pairs(corpus)  # a pair file given as the corpus: refused with a pointer to train_files
+
+
+ARGUMENTS = (ModelArguments, DataArguments, TrainingArguments)
+
+
+def keys_help() -> str:
+    """Every key of ModelArguments and DataArguments with its type, default and help, for ``--help``; the keys of
+    ``transformers.TrainingArguments`` are documented there."""
+    lines = []
+    for dc in ARGUMENTS[:2]:
+        hints = field_types(dc)
+        lines.append(f"{dc.__name__} ({dc.__doc__.strip()}):")
+        for f in fields(dc):
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            lines.append(
+                f"  {f.name}: {type_name(hints[f.name])} (default: {default!r})\n      {f.metadata.get('help', '')}"
+            )
+    lines.append(
+        "TrainingArguments: every field of transformers.TrainingArguments (output_dir, max_steps, "
+        "learning_rate, eval_strategy, ...)"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,317 @@
+"""Reading a training config: one YAML (with ``base: FILE`` taking another config's keys under its own) and
+``key=value`` overrides, every key and value checked before any work (:func:`load_config`); a config already in memory
+(the study's) is checked the same way (:func:`check_config`). ``precision: auto`` chooses the TrainingArguments keys
+that carry it (:func:`precision_keys`)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from transformers import HfArgumentParser, TrainingArguments
+
+from .. import resources
+from ..benchmark.plan import BenchParams
+from ..corpus import CORPORA, MIXES, TEXT_SOURCES, check_installed, check_not_sentence_pairs
+from ..fields import accepts, field_types, type_name
+from ..files import write_atomic
+from ..model_folder import NO_TOKENIZER, is_local, start_tokenizer_file
+from ..modeling import is_seq2seq
+from ..precision import PRECISIONS, cpu_has_bf16
+from ..run_layout import RUNS_DIR, variant_file_name
+from .arguments import ARGUMENTS, DataArguments, ModelArguments
+from .data import read_sentences
+
+
+def read_config(path: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[dict, dict[str, str]]:
+    """A training YAML's keys with its ``base`` (and the base's base) resolved, and the file each key comes from."""
+    path = Path(path)
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"training config {path} does not exist" + (f" (base of {_seen[-1]})" if _seen else "")
+        ) from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path}: invalid YAML ({err})") from None
+    if not isinstance(config, dict) or not config:
+        raise ValueError(f"{path}: expected a non-empty mapping of options")
+    origins = dict.fromkeys(config, str(path))
+    base = config.pop("base", None)
+    origins.pop("base", None)
+    if base is None:
+        return config, origins
+    if not isinstance(base, str):
+        raise ValueError(f"{path}: base={base!r} must be the path of another training config")
+    base_path = Path(os.path.normpath(path.parent / base))
+    if base_path.resolve() in [p.resolve() for p in (*_seen, path)]:
+        raise ValueError(f"{path}: base={base} leads back to itself")
+    base_config, base_origins = read_config(base_path, (*_seen, path))
+    return {**base_config, **config}, {**base_origins, **origins}
+
+
+def coerce(hint: Any, value: Any) -> Any:
+    """A number that YAML left as text (``1e-3``: YAML 1.1 wants ``1.0e-3``) as the number its key takes; any
+    other value as it is."""
+    if isinstance(value, str) and not accepts(hint, value):
+        for number in (int, float):
+            try:
+                if accepts(hint, number(value)):
+                    return number(value)
+            except ValueError:
+                continue
+    return value
+
+
+def parse_override(item: str, kinds: dict[str, Any]) -> tuple[str, Any]:
+    """``key=value``: the value read as YAML, except where the key takes text and YAML reads another type, e.g.
+    ``eval_strategy=no`` (YAML: false) or ``output_dir=123``: then the text is the value."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ValueError(f"override {item!r}: expected key=value")
+    hint = kinds.get(key, Any)
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        if hint is not Any and accepts(hint, text):
+            return key, text
+        raise ValueError(f"override {item!r}: invalid YAML ({err})") from None
+    if not accepts(hint, value) and accepts(hint, text):
+        return key, text
+    return key, value
+
+
+Arguments = tuple[ModelArguments, DataArguments, TrainingArguments]
+
+
+def load_config(path: str | Path, overrides: list[str] = ()) -> Arguments:
+    """Read a run's YAML (with its ``base``); ``overrides`` are ``key=value`` strings (see :func:`parse_override`);
+    then :func:`check_config`. An error names the key and the file (or the override). A relative ``path`` that does
+    not exist names a shipped config (``trainer_configs/variants/bert.yaml``)."""
+    path = resources.trainer_config(path)
+    config, origins = read_config(path)
+    kinds = field_types(*ARGUMENTS)
+    for item in overrides:
+        key, value = parse_override(item, kinds)
+        config[key], origins[key] = value, f"override {item}"
+    return check_config(config, origins, str(path))
+
+
+def check_config(config: dict[str, Any], origins: dict[str, str] | None = None, source: str = "config") -> Arguments:
+    """The arguments of a training config (its keys as a mapping), everything checked before any work: unknown keys,
+    each value's type, the values themselves, that a local ``init_from`` / ``tokenizer_path`` exists and that the
+    pair files can be read. ``origins`` names where each key comes from (default: ``source``), for the errors."""
+    config, kinds = dict(config), field_types(*ARGUMENTS)
+    origins = {key: source for key in config} | dict(origins or {})
+    unknown = sorted(set(config) - set(kinds))
+    if unknown:
+        where = sorted({origins[k] for k in unknown})
+        raise ValueError(
+            f"{', '.join(where)}: unknown keys {unknown} (not a field of ModelArguments, DataArguments or "
+            "TrainingArguments)"
+        )
+    for key, value in config.items():
+        config[key] = value = coerce(kinds[key], value)
+        if not accepts(kinds[key], value):
+            raise ValueError(f"{origins[key]}: {key}={value!r} must be {type_name(kinds[key])}")
+    config.update(precision_keys(config, origins))
+    try:
+        model_args, data_args, training_args = HfArgumentParser(ARGUMENTS).parse_dict(config)
+    except (TypeError, ValueError) as err:  # a value the dataclasses reject: named by the file (or override) of its key
+        key = re.match(r"\w*", str(err)).group()
+        raise ValueError(f"{origins.get(key, source)}: {err}") from None
+    check_start_folders(model_args, origins)
+    check_data(model_args, data_args, training_args, origins)
+    return model_args, data_args, training_args
+
+
+def trains_on_cpu(use_cpu: bool) -> bool:
+    """Whether the Trainer runs on the CPU: ``use_cpu``, or no accelerator (CUDA, MPS, XPU, ...) is present."""
+    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
+    return use_cpu or not (accelerator.is_available() if accelerator else torch.cuda.is_available())
+
+
+def precision_keys(config: dict[str, Any], origins: dict[str, str]) -> dict[str, Any]:
+    """The `TrainingArguments` keys that carry ``config``'s ``precision`` (see `ModelArguments`): ``bf16``, and
+    ``use_cpu`` where bf16 runs on the CPU (TrainingArguments asks for it). ``auto`` chooses bf16 on a CPU with bf16
+    in hardware and leaves explicit ``bf16`` / ``fp16`` keys (the paper preset's GPUs) as they are; a forced
+    precision that contradicts them is an error naming both keys; an unknown precision is left to `ModelArguments`."""
+    precision, on_cpu = config.get("precision", "auto"), trains_on_cpu(bool(config.get("use_cpu", False)))
+    explicit = [key for key in ("bf16", "fp16") if key in config]
+    if precision == "auto" and explicit or precision not in PRECISIONS:
+        return {}
+    if precision == "auto":
+        bf16 = on_cpu and cpu_has_bf16()
+    else:
+        bf16 = precision == "bf16"
+        for key in explicit:
+            if config[key] != (key == precision):
+                raise ValueError(
+                    f"{origins['precision']}: precision={precision} contradicts {key}={config[key]} "
+                    f"({origins[key]}); drop one of the two keys"
+                )
+    return {"bf16": bf16, "use_cpu": True} if bf16 and on_cpu else {"bf16": bf16}
+
+
+def maker_of(folder: str) -> str | None:
+    """The command that makes ``folder``: ``csc-bench train`` of the shipped training config whose ``output_dir``
+    it is, if any."""
+    target, shipped = os.path.normpath(folder), resources.shipped_dir("trainer_configs")
+    for path in [*sorted(shipped.glob("*.yaml")), *sorted((shipped / "variants").glob("*.yaml"))]:
+        try:
+            output_dir = read_config(path)[0].get("output_dir")
+        except (OSError, ValueError):
+            continue
+        if output_dir and os.path.normpath(str(output_dir)) == target:
+            return f"csc-bench train {path.relative_to(shipped.parent)}"
+    return None
+
+
+def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> None:
+    """A local ``init_from`` (see :func:`csc_hf.model_folder.is_local`) must be a saved model folder, and the folder the
+    tokenizer comes from (``tokenizer_path``, else ``init_from``) must hold one (:func:`start_tokenizer_file`): a
+    missing one is an error that says which command makes it, and the Hub is never tried."""
+    for key in ("init_from", "tokenizer_path"):
+        value = getattr(model_args, key)
+        if not value or not is_local(value):
+            continue
+        origin, folder = origins.get(key, "config"), Path(value)
+        if not folder.is_dir():
+            maker = maker_of(value)
+            fix = (
+                f"make it with `{maker}`"
+                if maker
+                else "train a model into it first, or give a saved model folder or a Hub name"
+            )
+            raise FileNotFoundError(f"{origin}: {key}={value}: the folder does not exist; {fix}")
+        if key == "init_from" and not (folder / "config.json").is_file():
+            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds no saved model (config.json)")
+        if (key == "tokenizer_path" or not model_args.tokenizer_path) and start_tokenizer_file(folder) is None:
+            raise FileNotFoundError(
+                f"{origin}: {key}={value}: the folder holds {NO_TOKENIZER}"
+                + ("; give tokenizer_path" if key == "init_from" else "")
+            )
+
+
+def equal_length_targets(model_args: ModelArguments) -> bool:
+    """Whether the training pairs must have a target as long as its source: a tagging model's output is aligned with
+    its input; a seq2seq model (``bart``) generates its target, and the ``mlm`` task reads only targets."""
+    return model_args.task == "correction" and not is_seq2seq(model_args.variant)
+
+
+def check_data(
+    model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments, origins: dict[str, str]
+) -> None:
+    """Read ``train_files`` and ``validation_files`` once before any work: each must exist and hold pairs, of equal
+    lengths unless the model is seq2seq (an error names the file and line and which variants take other pairs); and a
+    run that evaluates must have validation data."""
+    equal = equal_length_targets(model_args)
+    check_train_edit_shares(model_args, data_args, origins.get("bench_params", "config"))
+    for key, split in (("train_files", "train"), ("validation_files", "validation")):
+        for spec in getattr(data_args, key):
+            try:
+                read_sentences([spec], split, equal)
+            except (ValueError, OSError) as err:
+                hint = ""
+                if equal and "characters, target" in str(err):
+                    hint = (
+                        f"; the {model_args.variant} variant corrects character by character, so a target must be "
+                        "as long as its source (only bart, a seq2seq model, trains on pairs of other lengths)"
+                    )
+                raise type(err)(f"{origins.get(key, 'config')}: {key}: {err}{hint}") from None
+    check_pretrain_corpus(model_args, data_args, origins.get("pretrain_corpus", "config"))
+    evaluates = training_args.eval_strategy != "no" or training_args.load_best_model_at_end
+    if evaluates and not data_args.use_benchmark and not data_args.validation_files:
+        raise ValueError(
+            f"{origins.get('use_benchmark', 'config')}: eval_strategy={training_args.eval_strategy.value} "
+            "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
+            "eval_strategy: 'no'"
+        )
+
+
+def check_train_edit_shares(model_args: ModelArguments, data_args: DataArguments, origin: str = "config") -> None:
+    """The benchmark's train and validation splits with missing or redundant characters (``bench_params``'
+    ``train_edit_shares``) have targets of other lengths than their sources: only a seq2seq variant (bart) trains on
+    them; a tagging variant, which predicts one character per source character, is refused before any work."""
+    if not (data_args.use_benchmark and equal_length_targets(model_args)):
+        return
+    shares = BenchParams(**data_args.bench_params).train_edit_shares
+    if BenchParams(train_edit_shares=shares).train_changes_length:
+        raise ValueError(
+            f"{origin}: bench_params: train_edit_shares={list(shares)} puts missing and redundant characters in the "
+            f"training pairs, whose targets then differ in length from their sources; the {model_args.variant} "
+            "variant corrects character by character and cannot learn to insert or delete: only bart (seq2seq) "
+            "trains on them (or give train_edit_shares: [1, 0, 0])"
+        )
+
+
+def check_pretrain_corpus(model_args: ModelArguments, data_args: DataArguments, origin: str = "config") -> None:
+    """``pretrain_corpus`` is for the mlm task, with the benchmark (whose held-out sentences it excludes), and names a
+    corpus that can be read: an installed one of ``CORPORA`` (else the error names the pip command), an existing text
+    file or folder (not a file of sentence pairs), or ``datasets:PATH``."""
+    corpus = data_args.pretrain_corpus
+    if corpus is None:
+        return
+    if model_args.task != "mlm":
+        raise ValueError(
+            f"{origin}: pretrain_corpus={corpus} is the mlm task's text; task={model_args.task} trains "
+            "on pairs: drop pretrain_corpus or set task: mlm"
+        )
+    if not data_args.use_benchmark:
+        raise ValueError(
+            f"{origin}: pretrain_corpus={corpus} excludes the benchmark's validation and test sentences "
+            "and needs the benchmark: set use_benchmark: true"
+        )
+    try:
+        if corpus in TEXT_SOURCES or corpus in MIXES:
+            check_installed(corpus)
+        elif not corpus.startswith("datasets:"):
+            if not Path(corpus).exists():
+                raise FileNotFoundError(
+                    f"{corpus} is neither a file or folder nor a corpus name ({', '.join(CORPORA)})"
+                )
+            if Path(corpus).is_file():
+                check_not_sentence_pairs(corpus)
+    except (ImportError, OSError, ValueError) as err:
+        raise type(err)(f"{origin}: pretrain_corpus: {err}") from None
+
+
+# ---- the shipped variant configs -----------------------------------------------------------------------------------
+
+VARIANT_CONFIGS = "variants"  # the folder of trainer_configs/ that holds one training config per variant
+
+
+def variant_config(variant: str) -> str:
+    """The text of the shipped training config of ``variant`` (``trainer_configs/variants/NAME.yaml``, written by
+    :func:`write_variant_configs`): the variant and its output folder over ``finetune.yaml`` (the `cpu` preset's
+    fine-tuning stage); a seq2seq variant adds the preset's BART fields."""
+    name = variant_file_name(variant)
+    lines = [
+        "# Written from csc_hf.modeling.VARIANTS by csc_hf.training.config.write_variant_configs.",
+        "base: ../finetune.yaml",
+        f"variant: {variant}",
+        f"output_dir: {RUNS_DIR}/{VARIANT_CONFIGS}/{name}",
+    ]
+    if is_seq2seq(variant):
+        bart = yaml.safe_load(resources.preset_path("cpu").read_text(encoding="utf-8"))["bart"]
+        lines.append(f"model_overrides: {yaml.safe_dump(bart, default_flow_style=True).strip()}")
+    return "\n".join(lines) + "\n"
+
+
+def write_variant_configs(folder: str | Path | None = None) -> list[Path]:
+    """Write :func:`variant_config` of every variant of ``csc_hf.modeling.VARIANTS`` to ``folder`` (default: the
+    shipped ``trainer_configs/variants``), removing configs of variants no longer in the table; returns the paths."""
+    from ..modeling import VARIANTS
+
+    folder = Path(folder) if folder else resources.shipped_dir("trainer_configs") / VARIANT_CONFIGS
+    written = [
+        write_atomic(folder / f"{variant_file_name(v)}.yaml", variant_config(v), make_parents=True) for v in VARIANTS
+    ]
+    for stale in set(folder.glob("*.yaml")) - set(written):
+        stale.unlink()
+    return written

@@ -1,0 +1,258 @@
+"""A training run: the model, the Trainer with csc_hf's callbacks, resuming from the last complete checkpoint, and the
+saved model folder (with ``csc_training.json``, the record of how it was trained)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    DataCollatorForLanguageModeling,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+    set_seed,
+)
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+from ..files import honour_umask
+from ..logging import get_logger
+from ..modeling import CSCTokenizer, build_model, is_seq2seq
+from ..precision import cpu_has_bf16
+from ..run_layout import CHECKPOINT, TRAINER_STATE, TRAINING_RECORD
+from ..scoring import make_compute_metrics, preprocess_logits_for_metrics
+from .arguments import DataArguments, ModelArguments
+from .config import check_pretrain_corpus, check_train_edit_shares, equal_length_targets, trains_on_cpu
+from .data import CorrectionCollator, encode_sentences, training_data, training_tokenizer
+
+logger = get_logger(__name__)
+KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
+
+
+def train(model_args: ModelArguments, data_args: DataArguments, training_args: TrainingArguments) -> Path:
+    """Train as configured; save the model and tokenizer to ``output_dir`` and return it. A run whose output folder
+    holds a checkpoint resumes from the last one."""
+    out = Path(training_args.output_dir)
+    check_pretrain_corpus(model_args, data_args)
+    check_train_edit_shares(model_args, data_args)
+    set_seed(training_args.seed)  # before the model is built: its initialisation is part of the run
+    train_set, eval_set, pair_chars = training_data(data_args, equal_length_targets(model_args))
+    tokenizer = training_tokenizer(model_args, data_args, train_set, pair_chars)
+    model, encode, collator, extra_args = _task(model_args, data_args, training_args.seed, tokenizer)
+    columns = train_set.column_names
+    with training_args.main_process_first(desc="tokenize"):
+        train_set = train_set.map(encode, batched=True, remove_columns=columns, desc="tokenize train")
+        eval_set = eval_set.map(encode, batched=True, remove_columns=columns, desc="tokenize validation")
+    if "length" not in train_set.column_names:
+        train_set = train_set.map(lambda b: {"length": [len(x) for x in b["input_ids"]]}, batched=True)
+    precision = precision_of(training_args)
+    if precision == "bf16" and trains_on_cpu(training_args.use_cpu) and not cpu_has_bf16():
+        logger.warning(
+            "bf16 autocast on a CPU without bf16 in hardware: torch emulates it, slower than fp32 "
+            "(precision: auto or fp32 trains in fp32 here)"
+        )
+    logger.info("training in %s (weights in fp32)", precision)
+    trainer = Trainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_set,
+        eval_dataset=eval_set or None,
+        data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=_callbacks(),
+        **extra_args,
+    )
+    _log_to_logger(trainer)
+    last = last_complete_checkpoint(out, remove_incomplete=trainer.is_world_process_zero()) if out.is_dir() else None
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint or last)
+    trainer.save_model(str(out))
+    if trainer.is_world_process_zero():
+        honour_umask(out.glob("*.safetensors"))
+        tokenizer.save_pretrained(str(out))
+        record = {
+            "task": model_args.task,
+            "variant": model_args.variant,
+            "seed": training_args.seed,
+            "init_from": model_args.init_from,
+            "precision": precision,
+            "use_benchmark": data_args.use_benchmark,
+            "bench_params": data_args.bench_params,
+            "pretrain_corpus": data_args.pretrain_corpus,
+            "train_files": data_args.train_files,
+            "validation_files": data_args.validation_files,
+            "max_train_samples": data_args.max_train_samples,
+            "log_history": trainer.state.log_history,
+        }
+        (out / TRAINING_RECORD).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+    return out
+
+
+def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, tokenizer: CSCTokenizer) -> tuple:
+    """What the task trains: ``(model, encode, collator, Trainer metric arguments)`` — a masked LM over the
+    tokenizer's vocabulary (``mlm``), or a model of ``variant`` (``correction``; a seq2seq one is evaluated by its loss
+    alone)."""
+    if model_args.task == "mlm":
+        model = _mlm_model(model_args, tokenizer, data_args.max_length)
+
+        def encode(batch):
+            return tokenizer(batch["target"], truncation=True, max_length=data_args.max_length)
+
+        collator = DataCollatorForLanguageModeling(
+            tokenizer,
+            mlm_probability=data_args.mlm_probability,
+            mask_replace_prob=data_args.mask_replace_prob,
+            random_replace_prob=data_args.random_replace_prob,
+        )
+        return (
+            model,
+            encode,
+            collator,
+            {"compute_metrics": masked_lm_accuracy, "preprocess_logits_for_metrics": preprocess_logits_for_metrics},
+        )
+    model = build_model(
+        model_args.variant,
+        tokenizer,
+        init_from=model_args.init_from,
+        fonts=model_args.fonts,
+        **model_args.model_overrides,
+    )
+    seq2seq = is_seq2seq(model_args.variant)
+
+    def encode(batch):
+        return encode_sentences(tokenizer, batch["source"], batch["target"], data_args.max_length, seq2seq)
+
+    collator = CorrectionCollator(tokenizer, 0.0 if seq2seq else data_args.mask_rate, seed)
+    metrics = (
+        {}
+        if seq2seq
+        else {"compute_metrics": make_compute_metrics(), "preprocess_logits_for_metrics": preprocess_logits_for_metrics}
+    )
+    return model, encode, collator, metrics
+
+
+def precision_of(training_args: TrainingArguments) -> str:
+    """The precision a Trainer with ``training_args`` computes in: bf16, fp16 (autocast) or fp32."""
+    return "bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "fp32"
+
+
+def masked_lm_accuracy(prediction: Any) -> dict[str, float]:
+    """Trainer metric of the mlm task: top-1 accuracy over the masked positions (labels other than -100), next to
+    the evaluation loss; the predictions are argmax ids (``preprocess_logits_for_metrics``)."""
+    predicted, labels = np.asarray(prediction.predictions), np.asarray(prediction.label_ids)
+    masked = labels != -100
+    return {"accuracy": float((predicted[masked] == labels[masked]).mean()) if masked.any() else 0.0}
+
+
+def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: int) -> BertForMaskedLM:
+    if model_args.init_from:
+        return BertForMaskedLM.from_pretrained(model_args.init_from)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        max_position_embeddings=max(512, max_length),
+        **model_args.model_overrides,
+    )
+    return BertForMaskedLM(config)
+
+
+def checkpoint_problem(checkpoint: Path) -> str | None:
+    """What makes a ``checkpoint-N`` folder incomplete (a run killed while saving it), or None: an empty file, a
+    ``trainer_state.json`` that is missing or does not parse, model weights that are missing or do not parse."""
+    try:
+        empty = sorted(p.name for p in checkpoint.iterdir() if p.is_file() and p.stat().st_size == 0)
+        if empty:
+            return f"empty files {empty}"
+        state = checkpoint / TRAINER_STATE
+        if not state.is_file():
+            return f"no {TRAINER_STATE}"
+        json.loads(state.read_text(encoding="utf-8"))
+        if (checkpoint / "model.safetensors").is_file():
+            from safetensors import safe_open
+
+            with safe_open(str(checkpoint / "model.safetensors"), framework="pt") as weights:
+                weights.keys()
+        elif not any(checkpoint.glob("*.safetensors.index.json")) and not (checkpoint / "pytorch_model.bin").is_file():
+            return "no model weights"
+    except Exception as err:  # a half-written file fails in its own way (JSON, safetensors header, OS)
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def last_complete_checkpoint(folder: Path, remove_incomplete: bool = True) -> str | None:
+    """The newest complete ``checkpoint-N`` in ``folder`` (see :func:`checkpoint_problem`), or None. Newer incomplete
+    ones are logged and, with ``remove_incomplete``, removed (a later save of the same step starts clean)."""
+    numbered = [p for p in folder.glob(f"{CHECKPOINT}*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
+    for checkpoint in sorted(numbered, key=lambda p: int(p.name.split("-", 1)[1]), reverse=True):
+        problem = checkpoint_problem(checkpoint)
+        if problem is None:
+            return str(checkpoint)
+        logger.warning(
+            "%s is incomplete (%s); %s",
+            checkpoint,
+            problem,
+            "removed it" if remove_incomplete else "resuming from an older one",
+        )
+        if remove_incomplete:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+    return None
+
+
+class KillAfterSave(TrainerCallback):
+    """The process kills itself (SIGKILL, as a crash or an OOM kill would) once the checkpoint of ``step`` is saved:
+    a deterministic interruption for the tests of the resume. Enabled by ``CSC_HF_KILL_AFTER_SAVE=STEP``."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class ShareCheckpoints(TrainerCallback):
+    """A saved checkpoint's weights get the umask's mode (safetensors writes them 0600; see
+    :func:`csc_hf.files.honour_umask`)."""
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            honour_umask(Path(args.output_dir).glob(f"{CHECKPOINT}{state.global_step}/*.safetensors"))
+
+
+class LogToLogger(TrainerCallback):
+    """The Trainer's log entries (loss, learning rate, evaluation scores) as ``csc_hf`` log lines on stderr, not on
+    stdout (which carries results)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            shown = {k: round(v, 4) if isinstance(v, float) else v for k, v in logs.items()}
+            logger.info("step %d/%d: %s", state.global_step, state.max_steps, shown)
+
+
+class QuietProgress(ProgressCallback):
+    """The Trainer's progress bar without its stdout copy of each log entry (``LogToLogger`` logs them)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        pass
+
+
+def _callbacks() -> list[TrainerCallback]:
+    step = os.environ.get(KILL_ENV, "")
+    if step and not step.isdigit():
+        raise ValueError(f"{KILL_ENV}={step!r}: expected a step number")
+    return [LogToLogger(), ShareCheckpoints(), *([KillAfterSave(int(step))] if step else [])]
+
+
+def _log_to_logger(trainer: Trainer) -> None:
+    """Route the Trainer's log entries through ``LogToLogger``: without printer, and a progress bar that only shows
+    progress."""
+    trainer.remove_callback(PrinterCallback)
+    if any(isinstance(c, ProgressCallback) for c in trainer.callback_handler.callbacks):
+        trainer.remove_callback(ProgressCallback)
+        trainer.add_callback(QuietProgress)
