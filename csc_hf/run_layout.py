@@ -83,6 +83,7 @@ FOLLOWING_KEYS = {
     "save_strategy",
     "save_steps",
     "save_total_limit",
+    "save_every_seconds",
     "logging_steps",
     "logging_strategy",
     "disable_tqdm",

@@ -1,10 +1,14 @@
-"""Checkpoints by time (csc_hf.training_callbacks.SaveEvery) in a real Trainer run, with a clock the test moves."""
+"""Checkpoints by time (csc_hf.training.run.SaveEvery, the ``save_every_seconds`` key) in a real Trainer run, with a
+clock the test moves, and a training resumed from a checkpoint made by time ends with the same bytes."""
+
+import shutil
 
 import pytest
 import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from csc_hf.training_callbacks import SaveEvery
+from csc_hf.training import check_config, train
+from csc_hf.training.run import SaveEvery, _callbacks
 
 
 class Regression(torch.nn.Module):
@@ -34,37 +38,92 @@ class Tick(TrainerCallback):
         self.clock.now += self.clock.step
 
 
-def train(tmp_path, seconds_per_step: float, save_every: float, **args) -> list[int]:
+def train_steps(tmp_path, seconds_per_step: float, save_every: float, **args) -> list[int]:
     """Train 10 steps; the steps whose checkpoints were written."""
     torch.manual_seed(0)
     data = [{"x": torch.randn(4), "y": torch.randn(())} for _ in range(40)]
     clock = Clock(seconds_per_step)
-    arguments = TrainingArguments(output_dir=str(tmp_path), max_steps=10, per_device_train_batch_size=4, use_cpu=True,
-                                  report_to="none", disable_tqdm=True, save_total_limit=None, **args)
-    trainer = Trainer(model=Regression(), args=arguments, train_dataset=data,
-                      callbacks=[Tick(clock), SaveEvery(save_every, clock=clock)])
+    arguments = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=10,
+        per_device_train_batch_size=4,
+        use_cpu=True,
+        report_to="none",
+        disable_tqdm=True,
+        save_total_limit=None,
+        **args,
+    )
+    trainer = Trainer(
+        model=Regression(),
+        args=arguments,
+        train_dataset=data,
+        callbacks=[Tick(clock), SaveEvery(save_every, clock=clock)],
+    )
     trainer.train()
     return sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*"))
 
 
 def test_saves_by_time_when_steps_are_slow(tmp_path):
     # 40 s a step, a checkpoint every 100 s: steps 3 (120 s), 6 and 9; the last step by the Trainer's own rule
-    assert train(tmp_path, 40.0, 100.0, save_strategy="steps", save_steps=1000) == [3, 6, 9, 10]
+    assert train_steps(tmp_path, 40.0, 100.0, save_strategy="steps", save_steps=1000) == [3, 6, 9, 10]
 
 
 def test_step_checkpoints_reset_the_clock(tmp_path):
     # save_steps 2 comes first every time: time alone never adds a checkpoint
-    assert train(tmp_path, 40.0, 100.0, save_strategy="steps", save_steps=2) == [2, 4, 6, 8, 10]
+    assert train_steps(tmp_path, 40.0, 100.0, save_strategy="steps", save_steps=2) == [2, 4, 6, 8, 10]
 
 
 def test_fast_steps_add_nothing(tmp_path):
-    assert train(tmp_path, 1.0, 100.0, save_strategy="steps", save_steps=1000) == [10]
+    assert train_steps(tmp_path, 1.0, 100.0, save_strategy="steps", save_steps=1000) == [10]
 
 
 def test_a_run_without_checkpoints_stays_so(tmp_path):
-    assert train(tmp_path, 40.0, 100.0, save_strategy="no") == []
+    assert train_steps(tmp_path, 40.0, 100.0, save_strategy="no") == []
 
 
 def test_rejects_a_period_that_is_not_positive():
     with pytest.raises(ValueError, match="seconds=0"):
         SaveEvery(0)
+
+
+def test_the_key_adds_the_callback():
+    assert any(isinstance(c, SaveEvery) and c.seconds == 300 for c in _callbacks(300))
+    assert not any(isinstance(c, SaveEvery) for c in _callbacks(0))
+    with pytest.raises(ValueError, match="save_every_seconds=-1"):
+        check_config({"output_dir": "x", "save_every_seconds": -1})
+
+
+def test_a_resume_from_a_checkpoint_made_by_time_gives_the_same_bytes(tmp_path, small_params):
+    """A fine-tuning with a checkpoint by time after every step (save_steps far away) ends with the same weights as
+    one without checkpoints, and so does a run resumed from its checkpoint of step 5 (as `tests/test_resume.py`'s
+    study: `bert`)."""
+    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+
+    def run(out, **keys):
+        config = {
+            "task": "correction",
+            "variant": "bert",
+            "mask_rate": 0.0,
+            "model_overrides": tiny,
+            "bench_params": small_params,
+            "output_dir": str(out),
+            "max_steps": 8,
+            "per_device_train_batch_size": 8,
+            "use_cpu": True,
+            "report_to": "none",
+            "disable_tqdm": True,
+            "seed": 1,
+            "max_eval_samples": 8,
+            "eval_strategy": "no",
+            **keys,
+        }
+        return train(*check_config(config)) / "model.safetensors"
+
+    plain = run(tmp_path / "plain", save_strategy="no").read_bytes()
+    timed = run(tmp_path / "timed", save_strategy="steps", save_steps=1000, save_every_seconds=1e-9)
+    assert sorted(p.name for p in timed.parent.glob("checkpoint-*")) == [f"checkpoint-{n}" for n in range(1, 9)]
+    assert timed.read_bytes() == plain
+    shutil.copytree(tmp_path / "timed" / "checkpoint-5", tmp_path / "resumed" / "checkpoint-5")
+    resumed = run(tmp_path / "resumed", save_strategy="steps", save_steps=1000, save_every_seconds=0)
+    assert sorted(p.name for p in resumed.parent.glob("checkpoint-*")) == ["checkpoint-5", "checkpoint-8"]
+    assert resumed.read_bytes() == plain

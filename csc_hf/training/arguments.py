@@ -50,7 +50,17 @@ class ModelArguments:
         },
     )
 
+    save_every_seconds: float = field(
+        default=300.0,
+        metadata={
+            "help": "a checkpoint at least every this many seconds of training, on top of save_steps (a restart loses "
+            "minutes, not a stage, on a slow CPU); 0: by save_steps alone; save_strategy: no saves none"
+        },
+    )
+
     def __post_init__(self):
+        if self.save_every_seconds < 0:
+            raise ValueError(f"save_every_seconds={self.save_every_seconds} must be 0 (off) or positive")
         if self.task not in TASKS:
             raise ValueError(f"task={self.task!r}: choose one of {TASKS}")
         check_precision(self.precision)

@@ -7,10 +7,12 @@ import json
 import os
 import shutil
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from transformers import (
     BertConfig,
     BertForMaskedLM,
@@ -66,7 +68,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         eval_dataset=eval_set or None,
         data_collator=collator,
         processing_class=tokenizer,
-        callbacks=_callbacks(),
+        callbacks=_callbacks(model_args.save_every_seconds),
         **extra_args,
     )
     _log_to_logger(trainer)
@@ -242,11 +244,46 @@ class QuietProgress(ProgressCallback):
         pass
 
 
-def _callbacks() -> list[TrainerCallback]:
+class SaveEvery(TrainerCallback):
+    """Ask the Trainer for a checkpoint once ``seconds`` of training have passed since the last one (or since the
+    start of training), on top of its own ``save_strategy``: ``save_steps`` alone sizes what an interruption loses in
+    steps, and a step's time varies tenfold between a quiet AVX-512 CPU and a busy AVX2 one. A run that saves no
+    checkpoints (``save_strategy: no``) stays so. With several processes the main process's clock decides for all (a
+    checkpoint is a collective operation: processes that disagree would wait for each other forever)."""
+
+    def __init__(self, seconds: float, clock=time.monotonic):
+        if not seconds > 0:
+            raise ValueError(f"SaveEvery: seconds={seconds} must be positive")
+        self.seconds, self.clock = seconds, clock
+        self.last = clock()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.last = self.clock()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if args.save_strategy == "no":
+            return control
+        due = self.clock() - self.last >= self.seconds
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            flag = torch.tensor([int(due)])
+            torch.distributed.broadcast(flag, src=0)
+            due = bool(flag.item())
+        if due:
+            control.should_save = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        self.last = self.clock()
+
+
+def _callbacks(save_every_seconds: float = 0.0) -> list[TrainerCallback]:
+    """csc_hf's callbacks of a run: its log lines, shared checkpoint files, checkpoints by time every
+    ``save_every_seconds`` (0: by steps alone) and the tests' kill after a save."""
     step = os.environ.get(KILL_ENV, "")
     if step and not step.isdigit():
         raise ValueError(f"{KILL_ENV}={step!r}: expected a step number")
-    return [LogToLogger(), ShareCheckpoints(), *([KillAfterSave(int(step))] if step else [])]
+    by_time = [SaveEvery(save_every_seconds)] if save_every_seconds > 0 else []
+    return [LogToLogger(), ShareCheckpoints(), *by_time, *([KillAfterSave(int(step))] if step else [])]
 
 
 def _log_to_logger(trainer: Trainer) -> None:
