@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
-from . import resources
+from . import hardware, resources
 from .benchmark.configs import CONFIGS, CONFUSION_SUBSETS, TEST_CONFIGS, check_configs, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
@@ -235,7 +235,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     from .study import Preset, Study
 
     preset = Preset.load(args.preset)
-    study = Study(preset, args.output or str(Path(RUNS_DIR) / preset.name), finished_only=args.finished_only)
+    output = args.output or str(Path(RUNS_DIR) / preset.name)
+    study = Study(preset, output, finished_only=args.finished_only, estimate=not args.no_estimate)
     results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all finished
     print(f"results: {results}, {results.with_name(RESULTS_CSV)}; report: {results.with_name(REPORT_FILE)}")
 
@@ -690,6 +691,12 @@ def parser_run(sub) -> None:
         action="store_true",
         help="run nothing: write the results and report of the models evaluated so far",
     )
+    run.add_argument(
+        "--no-estimate",
+        action="store_true",
+        help="skip the forecast of the whole job (a step of each kind of stage timed after the build, a few "
+        "seconds per variant)",
+    )
 
 
 def parser_train(sub) -> None:
@@ -956,6 +963,7 @@ RESUMES = {  # commands that resume after an interrupt, and how
 
 
 def main(argv: list[str] | None = None) -> int:
+    hardware.configure_openmp()  # before torch loads: idle OpenMP threads sleep (a shared machine's other processes)
     args = build_parser().parse_args(argv)
 
     def command() -> None:

@@ -107,13 +107,21 @@ def threads_for(usable: int, busy: float) -> int:
     return max(1, min(usable, usable - int(busy + 0.5)))
 
 
-def torch_threads(interval: float = 1.0) -> int:
-    """Threads a run should give torch here and now: `threads_for` of the usable CPUs and the other processes' load
-    measured over ``interval`` seconds. ``OMP_NUM_THREADS``, when set, wins (the user chose)."""
+def thread_choice(interval: float = 1.0) -> tuple[int, str]:
+    """Threads a run should give torch here and now, and why (for the log): ``OMP_NUM_THREADS`` when set (the user
+    chose), else `threads_for` of the usable CPUs and the other processes' load measured over ``interval`` seconds."""
     chosen = os.environ.get("OMP_NUM_THREADS", "")
     if chosen.isdigit() and int(chosen) > 0:
-        return int(chosen)
-    return threads_for(usable_cpus(), busy_cpus(interval))
+        return int(chosen), f"OMP_NUM_THREADS={chosen}"
+    usable, busy = usable_cpus(), busy_cpus(interval)
+    threads = threads_for(usable, busy)
+    left = "" if threads == usable else "; one thread per core left: a thread the OS puts aside stalls the others"
+    return threads, f"other processes keep {busy:.1f} of {usable} usable CPUs busy{left}; OMP_NUM_THREADS decides"
+
+
+def torch_threads(interval: float = 1.0) -> int:
+    """The threads of `thread_choice`."""
+    return thread_choice(interval)[0]
 
 
 def configure_openmp(environ=os.environ) -> dict[str, str]:
@@ -128,9 +136,23 @@ def describe() -> str:
     """One line for a log or a benchmark: the CPU's model, its CPUs, the flags of `FLAGS` it has, its path."""
     name, flags = cpuinfo()
     have = [flag for flag in FLAGS if flag in flags]
-    return (f"{name or 'CPU'}, {usable_cpus()} usable CPUs; flags: {' '.join(have) or 'unknown'}; "
-            f"compute path: {compute_path(flags or None)}")
+    return (
+        f"{name or 'CPU'}, {usable_cpus()} usable CPUs; flags: {' '.join(have) or 'unknown'}; "
+        f"compute path: {compute_path(flags or None)}"
+    )
 
 
-__all__ = ["FLAGS", "OPENMP_DEFAULTS", "busy_cpus", "compute_path", "configure_openmp", "cpuinfo", "describe", "others_busy", "threads_for", "torch_threads",
-           "usable_cpus"]
+__all__ = [
+    "FLAGS",
+    "OPENMP_DEFAULTS",
+    "busy_cpus",
+    "compute_path",
+    "configure_openmp",
+    "cpuinfo",
+    "describe",
+    "others_busy",
+    "thread_choice",
+    "threads_for",
+    "torch_threads",
+    "usable_cpus",
+]

@@ -43,8 +43,16 @@ def bart_sizes(model: Mapping, bart: Mapping) -> dict:
     `csc_hf.modeling.bart_from_bert` takes them from the pretrained encoder), then `bart`'s own fields."""
     hidden, layers = model.get("hidden_size", 768), model.get("num_hidden_layers", 12)
     heads, inner = model.get("num_attention_heads", 12), model.get("intermediate_size", 3072)
-    return {"d_model": hidden, "encoder_layers": layers, "decoder_layers": layers, "encoder_attention_heads": heads,
-            "decoder_attention_heads": heads, "encoder_ffn_dim": inner, "decoder_ffn_dim": inner, **bart}
+    return {
+        "d_model": hidden,
+        "encoder_layers": layers,
+        "decoder_layers": layers,
+        "encoder_attention_heads": heads,
+        "decoder_attention_heads": heads,
+        "encoder_ffn_dim": inner,
+        "decoder_ffn_dim": inner,
+        **bart,
+    }
 
 
 def _train_seconds(model: torch.nn.Module, batch: dict, bf16: bool, steps: int, clock) -> float:
@@ -64,8 +72,9 @@ def _train_seconds(model: torch.nn.Module, batch: dict, bf16: bool, steps: int, 
     return statistics.median(times[1:])
 
 
-def _correct_seconds(model: torch.nn.Module, tokenizer: CSCTokenizer, texts: list[str], precision: str,
-                     passes: int, clock) -> float:
+def _correct_seconds(
+    model: torch.nn.Module, tokenizer: CSCTokenizer, texts: list[str], precision: str, passes: int, clock
+) -> float:
     """Median seconds of `Corrector.correct` over `texts` (the evaluation's path: forward pass or generation, and
     decoding) after one warm-up pass; a tagging model keeps nearly every character (large keep_bias), as a trained
     model does."""
@@ -99,10 +108,21 @@ class StepProbe:
     sentence: dict[str, float] = field(default_factory=dict)
 
     @classmethod
-    def measure(cls, model: Mapping, vocab_size: int, variants: Iterable[str], precision: str = "auto",
-                bart: Mapping | None = None, pretrain_batch: int = 64, finetune_batch: int = 32, eval_batch: int = 64,
-                steps: int = 2, threads: int | None = None, attention: str | None = None,
-                clock=time.perf_counter) -> StepProbe:
+    def measure(
+        cls,
+        model: Mapping,
+        vocab_size: int,
+        variants: Iterable[str],
+        precision: str = "auto",
+        bart: Mapping | None = None,
+        pretrain_batch: int = 64,
+        finetune_batch: int = 32,
+        eval_batch: int = 64,
+        steps: int = 2,
+        threads: int | None = None,
+        attention: str | None = None,
+        clock=time.perf_counter,
+    ) -> StepProbe:
         """Time `steps` steps of each stage (after a warm-up step) with the encoder sizes `model` (BertConfig
         fields; `bart`: the seq2seq variant's BartConfig fields over them, `bart_sizes`) over a `vocab_size`
         vocabulary; the training models use the attention implementation `attention` (default: the model's).
@@ -121,8 +141,10 @@ class StepProbe:
                 mlm.set_attn_implementation(attention)
             pretrain = _train_seconds(mlm, {"input_ids": ids, "labels": labels}, bf16, steps, clock)
             ids = _ids(finetune_batch, vocab_size, generator)
-            texts = [tokenizer.decode(row, skip_special_tokens=True).replace(" ", "")
-                     for row in _ids(eval_batch, vocab_size, generator)[:, 2:].tolist()]
+            texts = [
+                tokenizer.decode(row, skip_special_tokens=True).replace(" ", "")
+                for row in _ids(eval_batch, vocab_size, generator)[:, 2:].tolist()
+            ]
             finetune, sentence = {}, {}
             for variant in dict.fromkeys(variants):
                 seq2seq = is_seq2seq(variant)
@@ -150,8 +172,10 @@ class StepProbe:
     def summary(self) -> str:
         steps = ", ".join(f"{v} {s:.2f}" for v, s in self.finetune_step.items())
         sentences = ", ".join(f"{v} {1000 * s:.1f}" for v, s in self.sentence.items())
-        return (f"{hardware.describe()}; {self.precision} with {self.threads} torch thread(s): pretraining "
-                f"{self.pretrain_step:.2f} s/step; fine-tuning s/step: {steps}; evaluation ms/sentence: {sentences}")
+        return (
+            f"{hardware.describe()}; {self.precision} with {self.threads} torch thread(s): pretraining "
+            f"{self.pretrain_step:.2f} s/step; fine-tuning s/step: {steps}; evaluation ms/sentence: {sentences}"
+        )
 
 
 __all__ = ["MEAN_TOKENS", "StepProbe", "bart_sizes"]

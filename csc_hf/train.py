@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import sys
 
-from . import training
+from . import hardware
 from .cli import run_guarded
 
 
 def main(argv: list[str] | None = None) -> int:
     """Train from ``argv`` (default: the command line): a config path and ``key=value`` overrides."""
+    hardware.configure_openmp()  # before torch loads (with csc_hf.training): idle OpenMP threads sleep
+    from . import training
+
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help"):
         print(training.__doc__)

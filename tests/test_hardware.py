@@ -50,6 +50,18 @@ def test_omp_num_threads_wins(monkeypatch):
     assert hardware.torch_threads(interval=0.01) == 3
 
 
+def test_the_choice_says_why(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert hardware.thread_choice(interval=0.01) == (3, "OMP_NUM_THREADS=3")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(hardware, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(hardware, "busy_cpus", lambda interval: 1.0)
+    threads, why = hardware.thread_choice()
+    assert threads == 1 and why.startswith("other processes keep 1.0 of 2 usable CPUs busy; one thread per core left")
+    monkeypatch.setattr(hardware, "busy_cpus", lambda interval: 0.1)
+    assert hardware.thread_choice() == (2, "other processes keep 0.1 of 2 usable CPUs busy; OMP_NUM_THREADS decides")
+
+
 def test_sees_a_busy_process():
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

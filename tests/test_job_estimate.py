@@ -4,26 +4,50 @@ import pytest
 
 from csc_hf.job_estimate import StepProbe, bart_sizes
 
-TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}  # a preset's `model`
+TINY = {
+    "hidden_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+}  # a preset's `model`
 
 
 def test_probe_times_every_stage_and_forecasts_the_plan():
-    probe = StepProbe.measure(TINY, vocab_size=300, variants=["bert", "bart", "bert", "bert+pinyin_gru"], precision="fp32",
-                              bart={"decoder_layers": 1}, pretrain_batch=4, finetune_batch=4, eval_batch=4, steps=1,
-                              threads=1, attention="eager")
+    probe = StepProbe.measure(
+        TINY,
+        vocab_size=300,
+        variants=["bert", "bart", "bert", "bert+pinyin_gru"],
+        precision="fp32",
+        bart={"decoder_layers": 1},
+        pretrain_batch=4,
+        finetune_batch=4,
+        eval_batch=4,
+        steps=1,
+        threads=1,
+        attention="eager",
+    )
     assert probe.precision == "fp32" and probe.threads == 1 and probe.pretrain_step > 0
     assert list(probe.finetune_step) == list(probe.sentence) == ["bert", "bart", "bert+pinyin_gru"]
     assert all(s > 0 for s in [*probe.finetune_step.values(), *probe.sentence.values()])
     seconds = probe.stage_seconds(100, {"bert": 10, "bart": 20}, sentences=1000)
-    assert seconds == {"pretrain": pytest.approx(100 * probe.pretrain_step),
-                       "train bert": pytest.approx(10 * probe.finetune_step["bert"]),
-                       "evaluate bert": pytest.approx(1000 * probe.sentence["bert"]),
-                       "train bart": pytest.approx(20 * probe.finetune_step["bart"]),
-                       "evaluate bart": pytest.approx(1000 * probe.sentence["bart"])}
+    assert seconds == {
+        "pretrain": pytest.approx(100 * probe.pretrain_step),
+        "train bert": pytest.approx(10 * probe.finetune_step["bert"]),
+        "evaluate bert": pytest.approx(1000 * probe.sentence["bert"]),
+        "train bart": pytest.approx(20 * probe.finetune_step["bart"]),
+        "evaluate bart": pytest.approx(1000 * probe.sentence["bart"]),
+    }
     assert "fp32 with 1 torch thread(s)" in probe.summary()
 
 
 def test_bart_takes_the_encoders_sizes_then_its_own():
     sizes = bart_sizes(TINY, {"decoder_layers": 1})
-    assert sizes == {"d_model": 32, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
-                     "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64}
+    assert sizes == {
+        "d_model": 32,
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+        "encoder_attention_heads": 2,
+        "decoder_attention_heads": 2,
+        "encoder_ffn_dim": 64,
+        "decoder_ffn_dim": 64,
+    }

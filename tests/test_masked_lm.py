@@ -6,9 +6,16 @@ from transformers import BertConfig, BertForMaskedLM
 
 from csc_hf.modeling import SparseBertForMaskedLM
 
-CONFIG = {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-          "intermediate_size": 64, "max_position_embeddings": 64, "hidden_dropout_prob": 0.0,
-          "attention_probs_dropout_prob": 0.0}
+CONFIG = {
+    "vocab_size": 97,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": 64,
+    "hidden_dropout_prob": 0.0,
+    "attention_probs_dropout_prob": 0.0,
+}
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ from csc_hf import logging as csc_logging
 from csc_hf.cli import main
 from csc_hf.run_layout import stage_key
 from csc_hf.study import Preset, Study
-from csc_hf.study.progress import Progress, Step, clock
+from csc_hf.study.progress import Progress, Stage, Step, clock
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -391,3 +391,57 @@ def test_demoted_warnings_show_only_at_debug_verbosity(caplog):
         with csc_logging.demoted("csc_hf.confusion"):
             logger.warning("dropped 3 rows")
     assert ("DEBUG", "dropped 3 rows") in [(r.levelname, r.getMessage()) for r in caplog.records]
+
+
+def test_a_forecast_fills_the_eta_until_stages_of_its_kind_finish(tmp_path):
+    """A remaining stage of a kind with no finished stage takes its forecast, and the line says so (``ETA ~``);
+    measured stages replace it."""
+    plan = [
+        Step("pretrain", tmp_path / "p", ("pretrain",)),
+        Step("train bert", tmp_path / "t", ("train bert", "train")),
+    ]
+    progress = Progress(plan, forecast={tmp_path / "p": 100.0, tmp_path / "t": 50.0})
+    assert progress.eta() == (150.0, True)
+    assert progress.line(tmp_path / "p", "pretrain").endswith("· ETA ~0:02:30")
+    finished(tmp_path / "p", 200)
+    assert progress.eta() == (50.0, True)  # the forecast of the training; the pretraining is measured
+    assert progress.line(tmp_path / "t", "train bert").endswith("· ETA ~0:00:50")
+    progress.forecast.pop(tmp_path / "t")
+    assert progress.line(tmp_path / "t", "train bert").endswith("elapsed 0:00:00")  # nothing to estimate it by
+
+
+def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_path, caplog):
+    """`Study.forecast`: every pretraining, training and evaluation stage of the plan gets seconds from a step of its
+    kind timed here (an augmented training twice its plain one's: twice the steps); the log names the CPU's compute
+    path and the threads, and the forecast of the whole job."""
+    preset = Preset(
+        name="tiny",
+        bench_params=small_params,
+        variants=["bert", "bart"],
+        seeds=[0],
+        tests=["test", "unseen_k"],
+        keep_bias_grid=[0.0, 1.0],
+        model={"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+        bart={"decoder_layers": 1},
+        augmentation={"confusion": "sighan13", "variants": ["bert"]},
+        pretrain={"max_steps": 100, "per_device_train_batch_size": 4, "precision": "fp32"},
+        finetune={"max_steps": 10, "per_device_train_batch_size": 4, "precision": "fp32", "max_eval_samples": 20},
+        eval_batch_size=4,
+    )
+    study = Study(preset, tmp_path, estimate=True)
+    plan = study.plan(study.grid())
+    build = finished(plan[0].directory, 1.0)
+    (build / "done.json").write_text(
+        json.dumps({"configs": {"train": {"train": 500, "validation": 60}, "test": {"test": 80}}, "seconds": 1}),
+        encoding="utf-8",
+    )
+    with caplog.at_level(logging.INFO, logger="csc_hf"):
+        study._choose_threads()
+        seconds = study.forecast(plan, Stage(build))
+    assert {step.directory for step in plan if step.kinds[-1] in ("pretrain", "train", "evaluate")} == set(seconds)
+    assert all(s > 0 for s in seconds.values())
+    plain, augmented = study.folders("bert", 0)[0], study.folders("bert", 0, augmented=True)[0]
+    assert seconds[augmented] == pytest.approx(2 * seconds[plain])
+    text = caplog.text
+    assert "compute path: " in text and "torch threads: 1 (OMP_NUM_THREADS=1)\n" in text
+    assert "forecast of the 7 pretraining, training and evaluation stages left: " in text

@@ -42,13 +42,15 @@ def clock(seconds: float) -> str:
 @dataclass(frozen=True)
 class Step:
     """A stage of a run's plan: its label (``train bert (seed 0)``), its folder, the kinds whose finished stages'
-    times estimate its own, most alike first (``train bert``, then ``train``), and its work in units of its kinds'
-    (an augmented training, twice the steps: 2)."""
+    times estimate its own, most alike first (``train bert``, then ``train``: the last is the kind of stage), and its
+    work in units of its kinds' (an augmented training, twice the steps: 2)."""
 
     label: str
     directory: Path
     kinds: tuple[str, ...]
     work: float = 1.0
+    variant: str | None = None  # a model's stage: its variant
+    tests: tuple[str, ...] = ()  # an evaluation: the test configs it scores
 
 
 @dataclass
@@ -57,36 +59,47 @@ class Progress:
     ``done.json`` exists counts as done, whichever process or earlier run finished it; the time it recorded there
     joins the estimates. Each remaining stage is estimated by the mean time per unit of work of the finished stages
     of its first kind that has one, times its work; the ETA is their sum (a lower bound, ``≥``, while some remaining
-    kind has no finished stage)."""
+    kind has no finished stage). A remaining stage of a kind with no finished stage yet takes its ``forecast`` (the
+    seconds `csc_hf.job_estimate.StepProbe` predicts for it, by its folder) where there is one: the line then says
+    ``ETA ~``, a forecast until every remaining kind has a measured stage."""
 
     plan: list[Step]
     started: float = field(default_factory=time.monotonic)
+    forecast: dict[Path, float] = field(default_factory=dict)
 
     def finished(self) -> dict[Path, float | None]:
         """The planned stages that have finished, with the seconds each recorded."""
         return {step.directory: Stage(step.directory).seconds for step in self.plan if Stage(step.directory).done}
 
-    def eta(self) -> tuple[float, bool] | None:
-        """The estimated seconds of the unfinished stages and whether every one of them has an estimate (``None``
-        while none has)."""
+    def estimates(self) -> list[tuple[float | None, bool]]:
+        """Each unfinished stage's estimated seconds (None: none) and whether it is a forecast."""
         finished, times = self.finished(), {}
         for step in self.plan:
             if finished.get(step.directory) is not None:
                 for kind in step.kinds:
                     times.setdefault(kind, []).append(finished[step.directory] / step.work)
-        estimates = [
-            next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
-            for step in self.plan
-            if step.directory not in finished
-        ]
-        known = [e for e in estimates if e is not None]
-        return (sum(known), len(known) == len(estimates)) if known else None
+        estimates = []
+        for step in self.plan:
+            if step.directory in finished:
+                continue
+            measured = next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
+            forecast = self.forecast.get(step.directory) if measured is None else None
+            estimates.append((measured if forecast is None else forecast, forecast is not None))
+        return estimates
+
+    def eta(self) -> tuple[float, bool] | None:
+        """The estimated seconds of the unfinished stages and whether every one of them has an estimate (``None``
+        while none has)."""
+        known = [seconds for seconds, _ in self.estimates() if seconds is not None]
+        return (sum(known), len(known) == len(self.estimates())) if known else None
 
     def line(self, directory: Path, label: str) -> str:
         """The progress line of the stage in ``directory`` as it starts: ``stage 5/30: evaluate bert (seed 0) ·
-        elapsed 0:21:05 · ETA 3:02:10``."""
+        elapsed 0:21:05 · ETA 3:02:10`` (``ETA ≥``: some stage has no estimate yet; ``ETA ~``: some are
+        forecasts)."""
         eta = self.eta()
-        ahead = "" if eta is None else f" · ETA {'' if eta[1] else '≥ '}{clock(eta[0])}"
+        forecast = any(is_forecast for _, is_forecast in self.estimates())
+        ahead = "" if eta is None else f" · ETA {'' if eta[1] else '≥ '}{'~' if forecast else ''}{clock(eta[0])}"
         position = f"{len(self.finished()) + 1}/{len(self.plan)}"
         return f"stage {position}: {label} · elapsed {clock(time.monotonic() - self.started)}{ahead}"
 

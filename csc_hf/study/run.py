@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from .. import hardware
 from ..benchmark.builder import load_dataset
 from ..benchmark.configs import DOMAINS
 from ..benchmark.plan import AUGMENTED_COPIES, BenchParams, input_files, plan_for
@@ -68,10 +69,13 @@ class Unfinished(ValueError):
 
 
 class Study:
-    """One run of a preset into ``run_dir``; with ``finished_only`` it runs no stage and only collects finished ones."""
+    """One run of a preset into ``run_dir``; with ``finished_only`` it runs no stage and only collects finished ones;
+    with ``estimate``, a few steps of each kind of stage are timed once the configs are built, and the forecast of the
+    whole job is logged and fills the progress line's ETA until measured stages replace it (:meth:`forecast`)."""
 
-    def __init__(self, preset: Preset, run_dir: str | Path, finished_only: bool = False):
+    def __init__(self, preset: Preset, run_dir: str | Path, finished_only: bool = False, estimate: bool = False):
         self.preset, self.run_dir, self.finished_only = preset, Path(run_dir), finished_only
+        self.estimate = estimate
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
         self.run_dir.mkdir(parents=True, exist_ok=True)
 
@@ -455,17 +459,21 @@ class Study:
 
         def model(variant: str, seed: int, augmented: bool = False, training_set: str | None = None) -> list[Step]:
             train, evaluation = self.folders(variant, seed, augmented, training_set)  # augmented: more steps
+            tests = self.preset.augmentation_study.tests if augmented else self.preset.tests
             return [
                 Step(
                     model_label("train", variant, seed, augmented, training_set),
                     train,
                     (f"train {variant}", "train"),
                     AUGMENTED_COPIES if augmented else 1,
+                    variant,
                 ),
                 Step(
                     model_label("evaluate", variant, seed, augmented, training_set),
                     evaluation,
                     (model_label("evaluate", variant, None, augmented), "evaluate"),
+                    variant=variant,
+                    tests=tuple(tests),
                 ),
             ]
 
@@ -493,7 +501,9 @@ class Study:
         study runs nothing and writes them for the models evaluated so far (e.g. to look at a long run while it goes
         on). Each stage that runs logs its progress line (:class:`Progress`)."""
         grid = self.grid(variants, seeds)
+        threads = torch_threads_before = None
         if not self.finished_only:
+            torch_threads_before, threads = self._choose_threads()
             self.progress = Progress(self.plan(grid))
             total, finished = len(self.progress.plan), len(self.progress.finished())
             logger.info(
@@ -507,15 +517,85 @@ class Study:
                 path = self._run(grid)
         finally:
             progress, self.progress = self.progress, None
+            if threads is not None and threads != torch_threads_before:
+                import torch
+
+                torch.set_num_threads(torch_threads_before)
         if progress is not None:
             logger.info(
                 "all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started)
             )
         return path
 
+    def _choose_threads(self) -> tuple[int, int]:
+        """Log the CPU and its compute path, and give torch the threads `hardware.thread_choice` picks for the cores
+        other processes leave (OMP_NUM_THREADS, when set, decides); returns torch's threads before and now."""
+        import torch
+
+        before = torch.get_num_threads()
+        threads, why = hardware.thread_choice()
+        torch.set_num_threads(threads)
+        logger.info("CPU: %s", hardware.describe())
+        logger.info("torch threads: %d (%s)", threads, why)
+        return before, threads
+
+    def forecast(self, plan: Sequence[Step], build: Stage) -> dict[Path, float]:
+        """The seconds each model and pretraining stage of ``plan`` will take here: one step of each kind timed now
+        (`csc_hf.job_estimate.StepProbe`, a few seconds per variant at the preset's sizes, batches and precision),
+        times the stage's steps (a training) or sentences (an evaluation: its test splits, as the build counted
+        them, and the validation sentences its decoding is tuned on). Logged with the whole job's sum."""
+        import torch
+
+        from ..job_estimate import StepProbe
+
+        p = self.preset
+        if all(Stage(step.directory).done for step in plan if step.kinds[-1] in ("pretrain", "train", "evaluate")):
+            return {}
+        sizes = json.loads((build.directory / DONE).read_text(encoding="utf-8")).get("configs", {})
+        train_targets = load_dataset("csc_bench", "train", split="train", **p.bench_params)["target"]
+        vocab_size = len(set("".join(train_targets))) + 5  # + the special tokens
+        variants = list(dict.fromkeys(step.variant for step in plan if step.variant))
+        probe = StepProbe.measure(
+            p.model,
+            vocab_size,
+            variants,
+            precision=p.finetune.get("precision", "auto"),
+            bart=p.bart,
+            pretrain_batch=p.pretrain.get("per_device_train_batch_size", 8),
+            finetune_batch=p.finetune.get("per_device_train_batch_size", 8),
+            eval_batch=p.eval_batch_size,
+            steps=1,
+            threads=torch.get_num_threads(),
+        )
+        known = [split.get("test", 0) for split in sizes.values()]
+        mean_test = sum(known) / len(known) if known else 0
+        validation = sizes.get("train", {}).get("validation", 0)
+        tuned = min(validation, p.finetune.get("max_eval_samples") or validation) if len(p.keep_bias_grid) > 1 else 0
+        seconds = {}
+        for step in plan:
+            kind = step.kinds[-1]
+            if kind == "pretrain" and p.pretrain.get("max_steps", 0) > 0:
+                seconds[step.directory] = p.pretrain["max_steps"] * probe.pretrain_step
+            elif kind == "train" and p.finetune.get("max_steps", 0) > 0:
+                seconds[step.directory] = step.work * p.finetune["max_steps"] * probe.finetune_step[step.variant]
+            elif kind == "evaluate":
+                sentences = tuned + sum(sizes.get(test, {}).get("test", mean_test) for test in step.tests)
+                seconds[step.directory] = sentences * probe.sentence[step.variant]
+        logger.info("step times here: %s", probe.summary())
+        pending = [step for step in plan if step.directory in seconds and not Stage(step.directory).done]
+        logger.info(
+            "forecast of the %d pretraining, training and evaluation stages left: %s (build and augment stages not "
+            "included; measured stages replace the forecast in the progress line as they finish)",
+            len(pending),
+            clock(sum(seconds[step.directory] for step in pending)),
+        )
+        return seconds
+
     def _run(self, grid: Sequence[tuple[str, int]]) -> Path:
         p = self.preset
         build = self.build()
+        if self.estimate and self.progress is not None:
+            self.progress.forecast = self.forecast(self.progress.plan, build)
         pretrained = self.pretrain()
         for variant, seed in grid:
             try:
