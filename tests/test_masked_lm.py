@@ -1,8 +1,10 @@
 """SparseBertForMaskedLM: BertForMaskedLM's loss and gradients with the output layer run only where labels are."""
 
+import json
+
 import pytest
 import torch
-from transformers import BertConfig, BertForMaskedLM
+from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 
 from csc_hf.modeling import SparseBertForMaskedLM
 
@@ -66,3 +68,51 @@ def test_checkpoint_is_a_plain_bert_for_masked_lm(models, tmp_path):
     loaded = BertForMaskedLM.from_pretrained(tmp_path).eval()
     inputs = batch()
     torch.testing.assert_close(loaded(**inputs).logits, sparse.eval()(**inputs).logits)
+    assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))["architectures"] == ["BertForMaskedLM"]
+    assert type(AutoModelForMaskedLM.from_pretrained(tmp_path)) is BertForMaskedLM
+
+
+class _Tokenizer:
+    pad_token_id = 0
+
+    def __len__(self):
+        return 50
+
+
+def test_pretraining_trains_the_sparse_model_and_saves_a_plain_one(tmp_path, small_params):
+    """The mlm task trains a SparseBertForMaskedLM (same seed, same bytes) and saves a folder that loads as a plain
+    BertForMaskedLM; a plain BertForMaskedLM checkpoint (as bert-base-chinese) starts a pretraining too."""
+    from csc_hf.training import check_config, train
+    from csc_hf.training.run import _mlm_model
+
+    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+
+    def run(out):
+        config = {
+            "task": "mlm",
+            "model_overrides": tiny,
+            "bench_params": small_params,
+            "output_dir": str(out),
+            "max_steps": 4,
+            "per_device_train_batch_size": 8,
+            "use_cpu": True,
+            "report_to": "none",
+            "disable_tqdm": True,
+            "seed": 1,
+            "max_eval_samples": 8,
+            "eval_strategy": "no",
+            "save_strategy": "no",
+        }
+        return train(*check_config(config))
+
+    one, two = run(tmp_path / "one"), run(tmp_path / "two")
+    assert (one / "model.safetensors").read_bytes() == (two / "model.safetensors").read_bytes()
+    assert json.loads((one / "config.json").read_text(encoding="utf-8"))["architectures"] == ["BertForMaskedLM"]
+    assert type(AutoModelForMaskedLM.from_pretrained(one)) is BertForMaskedLM
+    bert = tmp_path / "bert"
+    BertForMaskedLM(BertConfig(**CONFIG)).save_pretrained(bert)
+    (bert / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "中"]), encoding="utf-8")
+    model_args = check_config({"task": "mlm", "output_dir": "x", "init_from": str(bert)})[0]
+    assert type(_mlm_model(model_args, None, 128)) is SparseBertForMaskedLM
+    model_args = check_config({"task": "mlm", "output_dir": "x"})[0]
+    assert type(_mlm_model(model_args, _Tokenizer(), 128)) is SparseBertForMaskedLM

@@ -6,8 +6,11 @@ throws 85% of it away. `SparseBertForMaskedLM` (ModernBERT's ``sparse_prediction
 first: in training, with labels, its ``logits`` are ``(labelled positions, vocab_size)`` in the batch's row-major
 order and its loss is `BertForMaskedLM`'s (the mean cross-entropy over the labelled positions). Without labels, or
 in eval mode (evaluation, `compute_metrics`), it is `BertForMaskedLM` itself. Its weights and saved checkpoints are a
-plain `BertForMaskedLM`'s: `BertForMaskedLM.from_pretrained` and the Auto classes load them.
+plain `BertForMaskedLM`'s, and so is the ``architectures`` entry of their config: `BertForMaskedLM.from_pretrained`,
+the Auto classes and any tool that reads the config load them without this file.
 """
+
+import os
 
 from torch.nn import CrossEntropyLoss
 from transformers import BertForMaskedLM
@@ -60,6 +63,13 @@ class SparseBertForMaskedLM(BertForMaskedLM):
         return MaskedLMOutput(
             loss=loss, logits=scores, hidden_states=outputs.hidden_states, attentions=outputs.attentions
         )
+
+    def save_pretrained(self, save_directory, *args, **kwargs):
+        """`BertForMaskedLM.save_pretrained`, its config naming `BertForMaskedLM` (what the weights are)."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        self.config.architectures = [BertForMaskedLM.__name__]
+        if kwargs.get("is_main_process", True):
+            self.config.to_json_file(os.path.join(save_directory, "config.json"))
 
 
 __all__ = ["SparseBertForMaskedLM"]

@@ -4,7 +4,8 @@
     accelerate launch --config_file trainer_configs/accelerate/cpu_2proc.yaml -m csc_hf.train CONFIG.yaml
     csc-bench train CONFIG.yaml
 
-``task: mlm`` pretrains the semantic encoder (a `BertForMaskedLM` over the character vocabulary) on the training
+``task: mlm`` pretrains the semantic encoder (a `BertForMaskedLM` over the character vocabulary, trained as
+`csc_hf.modeling.SparseBertForMaskedLM`: the output layer only where the loss is) on the training
 targets, or on the text of ``pretrain_corpus`` less the benchmark's held-out sentences; ``task: correction``
 fine-tunes a model of `csc_hf.modeling.VARIANTS` on the ``train`` config of csc_bench, on real pairs
 (``train_files`` / ``validation_files``: a ``wrong<TAB>correct`` TSV, a jsonl with ``source``/``target``, an exported

@@ -26,7 +26,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from ..files import honour_umask
 from ..logging import get_logger
-from ..modeling import CSCTokenizer, build_model, is_seq2seq
+from ..modeling import CSCTokenizer, SparseBertForMaskedLM, build_model, is_seq2seq
 from ..precision import cpu_has_bf16
 from ..run_layout import CHECKPOINT, TRAINER_STATE, TRAINING_RECORD
 from ..scoring import make_compute_metrics, preprocess_logits_for_metrics
@@ -153,15 +153,17 @@ def masked_lm_accuracy(prediction: Any) -> dict[str, float]:
 
 
 def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: int) -> BertForMaskedLM:
+    """The masked LM to pretrain: a `SparseBertForMaskedLM` (the output layer only at the masked positions; its
+    checkpoints are plain `BertForMaskedLM`'s), new or from ``init_from`` (any BertForMaskedLM checkpoint)."""
     if model_args.init_from:
-        return BertForMaskedLM.from_pretrained(model_args.init_from)
+        return SparseBertForMaskedLM.from_pretrained(model_args.init_from)
     config = BertConfig(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         max_position_embeddings=max(512, max_length),
         **model_args.model_overrides,
     )
-    return BertForMaskedLM(config)
+    return SparseBertForMaskedLM(config)
 
 
 def checkpoint_problem(checkpoint: Path) -> str | None:
