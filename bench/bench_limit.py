@@ -40,31 +40,37 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 AVX2_ENV = {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
-if "--isa" in sys.argv and sys.argv[sys.argv.index("--isa") + 1] == "avx2" and os.environ.get("ATEN_CPU_CAPABILITY") != "avx2":
+if (
+    "--isa" in sys.argv
+    and sys.argv[sys.argv.index("--isa") + 1] == "avx2"
+    and os.environ.get("ATEN_CPU_CAPABILITY") != "avx2"
+):
     os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **AVX2_ENV})  # before torch loads its kernels
 
-import torch
-import yaml
-from bench_model import with_edit_rate  # bench/, the script's folder
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
-from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling
-from transformers.trainer_pt_utils import LengthGroupedSampler
+import torch  # noqa: E402 (after --isa's re-execution)
+import yaml  # noqa: E402
+from bench_model import with_edit_rate  # bench/, the script's folder  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+from torch.utils.flop_counter import flop_registry  # noqa: E402
+from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling  # noqa: E402
+from transformers.trainer_pt_utils import LengthGroupedSampler  # noqa: E402
 
-from csc_hf import hardware, resources
-from csc_hf.benchmark.builder import load_dataset
-from csc_hf.modeling import CSCTokenizer, SparseBertForMaskedLM, build_model
-from csc_hf.pipeline import Corrector
-from csc_hf.precision import resolved
-from csc_hf.training import CorrectionCollator, encode_pairs
+from csc_hf import hardware, resources  # noqa: E402
+from csc_hf.benchmark.builder import load_dataset  # noqa: E402
+from csc_hf.modeling import CSCTokenizer, SparseBertForMaskedLM, build_model  # noqa: E402
+from csc_hf.pipeline import Corrector  # noqa: E402
+from csc_hf.precision import resolved  # noqa: E402
+from csc_hf.training.data import CorrectionCollator, encode_sentences  # noqa: E402
 
 aten = torch.ops.aten
 PRESET = yaml.safe_load(resources.preset_path("cpu").read_text(encoding="utf-8"))  # the study's recipe, as data
 MODEL = PRESET["model"]
 GEMMS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
 CONVOLUTIONS = {aten.convolution.default, aten.convolution_backward.default}
-ATTENTION = {aten._scaled_dot_product_flash_attention_for_cpu.default: 2,  # its batched products: QK^T, PV
-             aten._scaled_dot_product_flash_attention_for_cpu_backward.default: 4}  # dP, dS K, dS^T Q, P^T dO
+ATTENTION = {
+    aten._scaled_dot_product_flash_attention_for_cpu.default: 2,  # its batched products: QK^T, PV
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: 4,
+}  # dP, dS K, dS^T Q, P^T dO
 
 
 # ---- the GEMM floor -------------------------------------------------------------------------------------------------
@@ -99,7 +105,11 @@ def thaw(value):
 
 def bmm_key(heads: int, m: int, k: int, n: int, dtype: torch.dtype) -> tuple:
     """The record of a batched product (heads x m x k) @ (heads x k x n), both contiguous."""
-    return (aten.bmm.default, (Spec((heads, m, k), (m * k, k, 1), dtype), Spec((heads, k, n), (k * n, n, 1), dtype)), ())
+    return (
+        aten.bmm.default,
+        (Spec((heads, m, k), (m * k, k, 1), dtype), Spec((heads, k, n), (k * n, n, 1), dtype)),
+        (),
+    )
 
 
 class GemmRecorder(TorchDispatchMode):
@@ -123,8 +133,10 @@ class GemmRecorder(TorchDispatchMode):
         elif func in ATTENTION:
             query, key_, value = args[:3] if ATTENTION[func] == 2 else args[1:4]
             (batch, heads, length, width), keys = query.shape, key_.shape[2]
-            products = (bmm_key(batch * heads, length, width, keys, query.dtype),  # Q K^T
-                        bmm_key(batch * heads, length, keys, value.shape[3], query.dtype))  # P V
+            products = (
+                bmm_key(batch * heads, length, width, keys, query.dtype),  # Q K^T
+                bmm_key(batch * heads, length, keys, value.shape[3], query.dtype),
+            )  # P V
             for key in products * (ATTENTION[func] // 2):
                 self.calls[key] += 1
                 self.flops[key] = 2 * batch * heads * length * keys * width
@@ -183,7 +195,9 @@ class Data:
 
 def optimizer_for(model: torch.nn.Module, recipe: dict, fused: bool = True):
     """AdamW and the linear schedule as the Trainer builds them (no weight decay on biases and LayerNorm weights)."""
-    decay = [p for n, p in model.named_parameters() if p.requires_grad and not n.endswith("bias") and "LayerNorm" not in n]
+    decay = [
+        p for n, p in model.named_parameters() if p.requires_grad and not n.endswith("bias") and "LayerNorm" not in n
+    ]
     rest = [p for n, p in model.named_parameters() if p.requires_grad and (n.endswith("bias") or "LayerNorm" in n)]
     groups = [{"params": decay, "weight_decay": recipe["weight_decay"]}, {"params": rest, "weight_decay": 0.0}]
     optimizer = torch.optim.AdamW(groups, lr=recipe["learning_rate"], fused=fused, foreach=None if fused else True)
@@ -272,14 +286,25 @@ LEVERS = {  # name: how the model or the step differs from the stage's reference
     "torch.compile": {"compile": True},
 }
 STAGE_LEVERS = {
-    "pretrain": ["output layer at masked positions", "masked positions + eager attention",
-                 "masked + eager + FastDropout", "no attention dropout (recipe change)", "AdamW foreach (not fused)"],
+    "pretrain": [
+        "output layer at masked positions",
+        "masked positions + eager attention",
+        "masked + eager + FastDropout",
+        "no attention dropout (recipe change)",
+        "AdamW foreach (not fused)",
+    ],
     "finetune": ["eager attention", "eager attention + FastDropout"],
 }
 
 
-def lever_model(reference: torch.nn.Module, sparse: bool = False, attention: str | None = None,
-                fast_dropout: bool = False, config: dict | None = None, **_) -> torch.nn.Module:
+def lever_model(
+    reference: torch.nn.Module,
+    sparse: bool = False,
+    attention: str | None = None,
+    fast_dropout: bool = False,
+    config: dict | None = None,
+    **_,
+) -> torch.nn.Module:
     """A copy of `reference` (same weights) with a lever's model changes."""
     if config:
         changed = copy.deepcopy(reference.config)
@@ -296,15 +321,23 @@ def lever_model(reference: torch.nn.Module, sparse: bool = False, attention: str
     return with_fast_dropout(model) if fast_dropout else model
 
 
-def training_configs(reference: torch.nn.Module, name: str, levers: list[str], recipe: dict, bf16: bool) -> list[Config]:
+def training_configs(
+    reference: torch.nn.Module, name: str, levers: list[str], recipe: dict, bf16: bool
+) -> list[Config]:
     configs = []
     for lever in [None, *levers]:
         options = LEVERS.get(lever, {})
         model = lever_model(reference, **options)
         optimizer, schedule = optimizer_for(model, recipe, options.get("fused", True))
         compiled = torch.compile(model) if options.get("compile") else None
-        configs.append(Config(lever or name, train_step(model, optimizer, schedule, bf16, compiled),
-                              record=compiled is None, floor_of=name if compiled is not None else None))
+        configs.append(
+            Config(
+                lever or name,
+                train_step(model, optimizer, schedule, bf16, compiled),
+                record=compiled is None,
+                floor_of=name if compiled is not None else None,
+            )
+        )
     return configs
 
 
@@ -323,8 +356,14 @@ def pretrain_batches(data: Data, n: int) -> tuple[list[dict], float]:
 def pretrain_model(data: Data) -> BertForMaskedLM:
     """The `cpu` preset's masked-LM model, as `csc_hf.training` builds it (seed 0)."""
     torch.manual_seed(0)
-    return BertForMaskedLM(BertConfig(vocab_size=len(data.tokenizer), pad_token_id=data.tokenizer.pad_token_id,
-                                      max_position_embeddings=512, **MODEL))
+    return BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(data.tokenizer),
+            pad_token_id=data.tokenizer.pad_token_id,
+            max_position_embeddings=512,
+            **MODEL,
+        )
+    )
 
 
 def pretrain_stage(data: Data, n: int, bf16: bool, levers: list[str]) -> Stage:
@@ -335,12 +374,14 @@ def pretrain_stage(data: Data, n: int, bf16: bool, levers: list[str]) -> Stage:
 
 def finetune_stage(data: Data, variant: str, n: int, bf16: bool, levers: list[str]) -> Stage:
     recipe = PRESET["finetune"]
-    encoded = encode_pairs(data.tokenizer, data.sources, data.targets, 128)
+    encoded = encode_sentences(data.tokenizer, data.sources, data.targets, 128)
     collator = CorrectionCollator(data.tokenizer, recipe["mask_rate"], 0)
     groups = length_grouped(encoded["length"], recipe["per_device_train_batch_size"], n, seed=1)
     start = time.perf_counter()
-    batches = [collator([{"input_ids": encoded["input_ids"][i], "labels": encoded["labels"][i]} for i in group])
-               for group in groups]
+    batches = [
+        collator([{"input_ids": encoded["input_ids"][i], "labels": encoded["labels"][i]} for i in group])
+        for group in groups
+    ]
     collate_ms = 1000 * (time.perf_counter() - start) / n
     torch.manual_seed(0)
     configs = training_configs(build_model(variant, data.tokenizer, **MODEL), variant, levers, recipe, bf16)
@@ -355,8 +396,10 @@ def evaluate_stage(data: Data, bf16: bool, levers: bool) -> Stage:
 
     def forward_pass(batch_size: int, model: torch.nn.Module = model, autocast: bool = bf16) -> Callable[[dict], None]:
         texts = sorted(data.test, key=len, reverse=True)
-        batches = [data.tokenizer(texts[i : i + batch_size], padding=True, return_tensors="pt")
-                   for i in range(0, len(texts), batch_size)]
+        batches = [
+            data.tokenizer(texts[i : i + batch_size], padding=True, return_tensors="pt")
+            for i in range(0, len(texts), batch_size)
+        ]
 
         @torch.no_grad()
         def run(_) -> None:
@@ -367,8 +410,9 @@ def evaluate_stage(data: Data, bf16: bool, levers: bool) -> Stage:
         return run
 
     # the model is random: keep_bias leaves about one edit per sentence, as a trained model does on a test set
-    keep_bias = with_edit_rate(Corrector(model, data.tokenizer, batch_size=size, precision=precision),
-                               data.test[:128]).keep_bias
+    keep_bias = with_edit_rate(
+        Corrector(model, data.tokenizer, batch_size=size, precision=precision), data.test[:128]
+    ).keep_bias
 
     def correct(batch_size: int) -> Callable[[dict], None]:
         corrector = Corrector(model, data.tokenizer, batch_size=batch_size, precision=precision, keep_bias=keep_bias)
@@ -433,8 +477,14 @@ def report(stage: Stage) -> None:
     """Per configuration: the median step (or pass) in wall and CPU time, its GEMM FLOPs and their rate (per CPU
     second), its floor, and the ratios taken per sample (the same batch, measured side by side), then their median."""
     n = len(stage.batches)
-    extra = (f"; {stage.tokens:.0f} tokens per batch ({100 * stage.padding:.1f}% padding); collation "
-             f"{stage.collate_ms:.1f} ms per batch (not in the step times)") if stage.unit == "step" else ""
+    extra = (
+        (
+            f"; {stage.tokens:.0f} tokens per batch ({100 * stage.padding:.1f}% padding); collation "
+            f"{stage.collate_ms:.1f} ms per batch (not in the step times)"
+        )
+        if stage.unit == "step"
+        else ""
+    )
     print(f"\n{stage.name}: {n if stage.unit == 'step' else 1} {stage.unit}(s) per round{extra}")
     print(f"  {'configuration':36} {'wall ms':>8} {'CPU ms':>8} {'GFLOP':>7} {'GFLOP/s':>8} {'floor ms':>9} "
           f"{'x floor':>8} {'x ref':>6}")  # fmt: skip
@@ -480,8 +530,12 @@ def gemm_table(vocab: int, tokens: int, bf16: bool, tries: int = 5) -> None:
 
 # ---- numerics -------------------------------------------------------------------------------------------------------
 
-NUMERICS = ["output layer at masked positions", "masked positions + eager attention", "masked + eager + FastDropout",
-            "no attention dropout (recipe change)"]
+NUMERICS = [
+    "output layer at masked positions",
+    "masked positions + eager attention",
+    "masked + eager + FastDropout",
+    "no attention dropout (recipe change)",
+]
 
 
 def numerics(data: Data, steps: int, bf16: bool) -> None:
@@ -511,9 +565,15 @@ def numerics(data: Data, steps: int, bf16: bool) -> None:
         print(f"  ({name}: {steps} steps done)", flush=True)
     quarter = max(1, steps // 4)
     spans = [(i, min(i + quarter, steps)) for i in range(0, steps, quarter)]
-    print(f"\nnumerics: {steps} pretraining steps from the same weights on the same batches ({'bf16 autocast' if bf16 else 'fp32'})")
-    print(f"  {'configuration':40} {'max |dlogit|':>12} " + " ".join(f"{f'loss {a + 1}-{b}':>12}" for a, b in spans)
-          + f" {'max |dloss|':>11}")
+    print(
+        f"\nnumerics: {steps} pretraining steps from the same weights on the same batches "
+        f"({'bf16 autocast' if bf16 else 'fp32'})"
+    )
+    print(
+        f"  {'configuration':40} {'max |dlogit|':>12} "
+        + " ".join(f"{f'loss {a + 1}-{b}':>12}" for a, b in spans)
+        + f" {'max |dloss|':>11}"
+    )
     base = runs["BertForMaskedLM"]
     for name, losses in runs.items():
         means = [statistics.mean(losses[a:b]) for a, b in spans]
@@ -541,31 +601,53 @@ def sizes(data: Data, shapes: list[str], attention: str | None, precision: str) 
     augmented = PRESET.get("augmentation", {}).get("variants", [])
     steps, pre_steps = PRESET["finetune"]["max_steps"], PRESET["pretrain"]["max_steps"]
     sentences = evaluation_sentences()
-    print(f"\nencoder sizes ({attention or 'default'} attention in training; 1 thread; the grid: {pre_steps} pretraining "
-          f"steps, {len(variants)} variants x {seeds} seeds x {steps} steps, {len(augmented)} augmented x {seeds} x "
-          f"{2 * steps}, {(len(variants) + len(augmented)) * seeds} evaluations of {sentences} sentences; CPU time; "
-          f"s/step: fine-tuning; ms/sent: evaluation; fine-tune h, evaluate h: CPU hours, which the grid halves)")
-    print(f"  {'encoder':10} {'params M':>8} {'pre s/step':>10} {'bert s/step':>11} {'all_gate':>8} {'bart':>8} "
-          f"{'ms/sent':>8} {'bart':>8} {'pretrain h':>10} {'fine-tune h':>11} {'evaluate h':>10} {'grid h':>7}")
+    print(
+        f"\nencoder sizes ({attention or 'default'} attention in training; 1 thread; the grid: {pre_steps} pretraining "
+        f"steps, {len(variants)} variants x {seeds} seeds x {steps} steps, {len(augmented)} augmented x {seeds} x "
+        f"{2 * steps}, {(len(variants) + len(augmented)) * seeds} evaluations of {sentences} sentences; CPU time; "
+        f"s/step: fine-tuning; ms/sent: evaluation; fine-tune h, evaluate h: CPU hours, which the grid halves)"
+    )
+    print(
+        f"  {'encoder':10} {'params M':>8} {'pre s/step':>10} {'bert s/step':>11} {'all_gate':>8} {'bart':>8} "
+        f"{'ms/sent':>8} {'bart':>8} {'pretrain h':>10} {'fine-tune h':>11} {'evaluate h':>10} {'grid h':>7}"
+    )
     for shape in shapes:
         layers, hidden = (int(x) for x in shape.split("x"))
-        model = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": hidden // 64,
-                 "intermediate_size": 4 * hidden}
-        probe = StepProbe.measure(model, len(data.tokenizer), variants, precision, bart=PRESET["bart"], threads=1,
-                                  steps=5, attention=attention, clock=time.process_time,
-                                  pretrain_batch=PRESET["pretrain"]["per_device_train_batch_size"],
-                                  finetune_batch=PRESET["finetune"]["per_device_train_batch_size"],
-                                  eval_batch=PRESET["eval_batch_size"])
-        params = sum(p.numel() for p in BertForMaskedLM(BertConfig(vocab_size=len(data.tokenizer), **model)).parameters())
+        model = {
+            "hidden_size": hidden,
+            "num_hidden_layers": layers,
+            "num_attention_heads": hidden // 64,
+            "intermediate_size": 4 * hidden,
+        }
+        probe = StepProbe.measure(
+            model,
+            len(data.tokenizer),
+            variants,
+            precision,
+            bart=PRESET["bart"],
+            threads=1,
+            steps=5,
+            attention=attention,
+            clock=time.process_time,
+            pretrain_batch=PRESET["pretrain"]["per_device_train_batch_size"],
+            finetune_batch=PRESET["finetune"]["per_device_train_batch_size"],
+            eval_batch=PRESET["eval_batch_size"],
+        )
+        params = sum(
+            p.numel() for p in BertForMaskedLM(BertConfig(vocab_size=len(data.tokenizer), **model)).parameters()
+        )
         pretrain = pre_steps * probe.pretrain_step
         finetune = sum(seeds * steps * probe.finetune_step[v] for v in variants)
         finetune += sum(seeds * 2 * steps * probe.finetune_step[v] for v in augmented)
         evaluate = sum(seeds * sentences * probe.sentence[v] for v in [*variants, *augmented])
         grid = pretrain + (finetune + evaluate) / 2
-        print(f"  {shape:10} {params / 1e6:8.1f} {probe.pretrain_step:10.3f} {probe.finetune_step['bert']:11.3f} "
-              f"{probe.finetune_step['all_gate']:8.3f} {probe.finetune_step['bart']:8.3f} "
-              f"{1000 * probe.sentence['bert']:8.2f} {1000 * probe.sentence['bart']:8.2f} {pretrain / 3600:10.2f} "
-              f"{finetune / 3600:11.2f} {evaluate / 3600:10.2f} {grid / 3600:7.2f}", flush=True)
+        print(
+            f"  {shape:10} {params / 1e6:8.1f} {probe.pretrain_step:10.3f} {probe.finetune_step['bert']:11.3f} "
+            f"{probe.finetune_step['all_gate']:8.3f} {probe.finetune_step['bart']:8.3f} "
+            f"{1000 * probe.sentence['bert']:8.2f} {1000 * probe.sentence['bart']:8.2f} {pretrain / 3600:10.2f} "
+            f"{finetune / 3600:11.2f} {evaluate / 3600:10.2f} {grid / 3600:7.2f}",
+            flush=True,
+        )
 
 
 # ---- contention ------------------------------------------------------------------------------------------------------
@@ -605,8 +687,13 @@ def contention(steps: int, rounds: int) -> None:
                 busy = subprocess.Popen([sys.executable, "-c", BUSY]) if competitor else None
                 try:
                     base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
-                    out = subprocess.run([sys.executable, __file__, "--worker", str(n), "--steps", str(steps)],
-                                         env={**base, **env}, capture_output=True, text=True, check=True)
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--worker", str(n), "--steps", str(steps)],
+                        env={**base, **env},
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    )
                 finally:
                     if busy:
                         busy.kill()
@@ -637,10 +724,19 @@ def main() -> None:
     parser.add_argument("--levers", action="store_true", help="measure the speed levers against each reference")
     parser.add_argument("--compile", action="store_true", help="add torch.compile of the model (compiles first)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    parser.add_argument("--isa", choices=["native", "avx2"], default="native",
-                        help="avx2: MKL, oneDNN and ATen kernels held to AVX2 (re-executes with their variables)")
-    parser.add_argument("--numerics", type=int, default=0, metavar="STEPS",
-                        help="only the numerics table: STEPS pretraining steps of the reference and each lever")
+    parser.add_argument(
+        "--isa",
+        choices=["native", "avx2"],
+        default="native",
+        help="avx2: MKL, oneDNN and ATen kernels held to AVX2 (re-executes with their variables)",
+    )
+    parser.add_argument(
+        "--numerics",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="only the numerics table: STEPS pretraining steps of the reference and each lever",
+    )
     parser.add_argument("--contention", action="store_true", help="only the contention table")
     parser.add_argument("--sizes", nargs="*", metavar="LxH", help="only the encoder-size table (e.g. 4x256 6x384)")
     parser.add_argument("--attention", default=None, help="--sizes: attention implementation of the training models")
@@ -652,8 +748,10 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(hardware.describe() + ("; kernels held to AVX2 (--isa avx2)" if args.isa == "avx2" else ""))
-    print(f"torch {torch.__version__}, kernels {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} "
-          f"threads; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    print(
+        f"torch {torch.__version__}, kernels {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} "
+        f"threads; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}"
+    )
     if args.contention:
         return contention(args.steps, args.rounds)
     bf16 = resolved(args.precision) == "bf16"
@@ -666,10 +764,12 @@ def main() -> None:
     gemm_table(len(data.tokenizer), PRESET["pretrain"]["per_device_train_batch_size"] * 43, bf16)
     chosen = STAGE_LEVERS if args.levers else {"pretrain": [], "finetune": []}
     compiled = ["torch.compile"] if args.compile else []
-    builders = {"pretrain": lambda: pretrain_stage(data, args.batches, bf16, chosen["pretrain"] + compiled),
-                "bert": lambda: finetune_stage(data, "bert", args.batches, bf16, chosen["finetune"] + compiled),
-                "all_gate": lambda: finetune_stage(data, "all_gate", args.batches, bf16, chosen["finetune"]),
-                "evaluate": lambda: evaluate_stage(data, bf16, args.levers)}
+    builders = {
+        "pretrain": lambda: pretrain_stage(data, args.batches, bf16, chosen["pretrain"] + compiled),
+        "bert": lambda: finetune_stage(data, "bert", args.batches, bf16, chosen["finetune"] + compiled),
+        "all_gate": lambda: finetune_stage(data, "all_gate", args.batches, bf16, chosen["finetune"]),
+        "evaluate": lambda: evaluate_stage(data, bf16, args.levers),
+    }
     for name in args.stages:
         stage = builders[name]()
         measure(stage, args.rounds)
