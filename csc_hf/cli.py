@@ -261,7 +261,10 @@ def cmd_train(args: argparse.Namespace) -> None:
     the key takes text: eval_strategy=no). The whole config is checked first."""
     from .training import load_config, train
 
-    train(*load_config(args.config, args.overrides))
+    arguments = load_config(args.config, args.overrides)
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: torch's threads for the free cores
+        hardware.use_free_cores()
+    train(*arguments)
 
 
 def _check_model(model: str) -> None:

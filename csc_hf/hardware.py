@@ -124,6 +124,23 @@ def torch_threads(interval: float = 1.0) -> int:
     return thread_choice(interval)[0]
 
 
+def use_free_cores(interval: float = 1.0) -> int:
+    """Log the CPU (`describe`) and give torch the threads of `thread_choice`, saying why; returns torch's threads
+    before. For a run's shell (``csc-bench run``, ``csc-bench train``, ``python -m csc_hf.train`` as one process):
+    the count holds for the whole run, and a run's bytes depend on it (OMP_NUM_THREADS fixes it)."""
+    import torch
+
+    from .logging import get_logger
+
+    before = torch.get_num_threads()
+    threads, why = thread_choice(interval)
+    torch.set_num_threads(threads)
+    logger = get_logger(__name__)
+    logger.info("CPU: %s", describe())
+    logger.info("torch threads: %d (%s)", threads, why)
+    return before
+
+
 def configure_openmp(environ=os.environ) -> dict[str, str]:
     """Set `OPENMP_DEFAULTS` in ``environ`` where the user set nothing; returns what it set. It takes effect in this
     process only if torch (and its OpenMP runtime) has not loaded yet, and in every process started after it."""
@@ -155,4 +172,5 @@ __all__ = [
     "threads_for",
     "torch_threads",
     "usable_cpus",
+    "use_free_cores",
 ]

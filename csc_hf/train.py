@@ -4,6 +4,7 @@ shell of `csc_hf.training`. A failing run prints one line (``csc_hf.train: error
 
 from __future__ import annotations
 
+import os
 import sys
 
 from . import hardware
@@ -22,7 +23,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args else 2
 
     def run() -> None:
-        training.train(*training.load_config(args[0], args[1:]))
+        arguments = training.load_config(args[0], args[1:])
+        if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: torch's threads for the free cores
+            hardware.use_free_cores()
+        training.train(*arguments)
 
     return run_guarded("csc_hf.train", run)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from csc_hf import hardware
 from csc_hf import logging as csc_logging
 from csc_hf.cli import main
 from csc_hf.run_layout import stage_key
@@ -436,7 +437,7 @@ def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_pa
         encoding="utf-8",
     )
     with caplog.at_level(logging.INFO, logger="csc_hf"):
-        study._choose_threads()
+        hardware.use_free_cores()
         seconds = study.forecast(plan, Stage(build))
     assert {step.directory for step in plan if step.kinds[-1] in ("pretrain", "train", "evaluate")} == set(seconds)
     assert all(s > 0 for s in seconds.values())

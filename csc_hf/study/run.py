@@ -501,9 +501,9 @@ class Study:
         study runs nothing and writes them for the models evaluated so far (e.g. to look at a long run while it goes
         on). Each stage that runs logs its progress line (:class:`Progress`)."""
         grid = self.grid(variants, seeds)
-        threads = torch_threads_before = None
+        threads_before = None
         if not self.finished_only:
-            torch_threads_before, threads = self._choose_threads()
+            threads_before = hardware.use_free_cores()
             self.progress = Progress(self.plan(grid))
             total, finished = len(self.progress.plan), len(self.progress.finished())
             logger.info(
@@ -517,27 +517,15 @@ class Study:
                 path = self._run(grid)
         finally:
             progress, self.progress = self.progress, None
-            if threads is not None and threads != torch_threads_before:
+            if threads_before is not None:
                 import torch
 
-                torch.set_num_threads(torch_threads_before)
+                torch.set_num_threads(threads_before)
         if progress is not None:
             logger.info(
                 "all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started)
             )
         return path
-
-    def _choose_threads(self) -> tuple[int, int]:
-        """Log the CPU and its compute path, and give torch the threads `hardware.thread_choice` picks for the cores
-        other processes leave (OMP_NUM_THREADS, when set, decides); returns torch's threads before and now."""
-        import torch
-
-        before = torch.get_num_threads()
-        threads, why = hardware.thread_choice()
-        torch.set_num_threads(threads)
-        logger.info("CPU: %s", hardware.describe())
-        logger.info("torch threads: %d (%s)", threads, why)
-        return before, threads
 
     def forecast(self, plan: Sequence[Step], build: Stage) -> dict[Path, float]:
         """The seconds each model and pretraining stage of ``plan`` will take here: one step of each kind timed now
