@@ -530,8 +530,8 @@ class Study:
     def forecast(self, plan: Sequence[Step], build: Stage) -> dict[Path, float]:
         """The seconds each model and pretraining stage of ``plan`` will take here: one step of each kind timed now
         (`csc_hf.job_estimate.StepProbe`, a few seconds per variant at the preset's sizes, batches and precision),
-        times the stage's steps (a training) or sentences (an evaluation: its test splits, as the build counted
-        them, and the validation sentences its decoding is tuned on). Logged with the whole job's sum."""
+        times the stage's steps (a training) or sentences (an evaluation: every split of its test configs, as the
+        build counted them, and the validation sentences its decoding is tuned on). Logged with the whole job's sum."""
         import torch
 
         from ..job_estimate import StepProbe
@@ -555,8 +555,8 @@ class Study:
             steps=1,
             threads=torch.get_num_threads(),
         )
-        known = [split.get("test", 0) for split in sizes.values()]
-        mean_test = sum(known) / len(known) if known else 0
+        scored = {name: sum(splits.values()) for name, splits in sizes.items() if name != "train"}  # every split
+        mean_test = sum(scored.values()) / len(scored) if scored else 0
         validation = sizes.get("train", {}).get("validation", 0)
         tuned = min(validation, p.finetune.get("max_eval_samples") or validation) if len(p.keep_bias_grid) > 1 else 0
         seconds = {}
@@ -567,7 +567,7 @@ class Study:
             elif kind == "train" and p.finetune.get("max_steps", 0) > 0:
                 seconds[step.directory] = step.work * p.finetune["max_steps"] * probe.finetune_step[step.variant]
             elif kind == "evaluate":
-                sentences = tuned + sum(sizes.get(test, {}).get("test", mean_test) for test in step.tests)
+                sentences = tuned + sum(scored.get(test, mean_test) for test in step.tests)
                 seconds[step.directory] = sentences * probe.sentence[step.variant]
         logger.info("step times here: %s", probe.summary())
         pending = [step for step in plan if step.directory in seconds and not Stage(step.directory).done]
