@@ -98,3 +98,25 @@ def levenshtein(a, b) -> int:
             current.append(min(previous[j - 1] + (x != y), previous[j] + 1, current[j - 1] + 1))
         previous = current
     return previous[-1]
+
+
+def train_tiny(small_params: dict, out, **keys):
+    """Train a tiny model in this process on the small benchmark (8-sentence batches, no evaluation) with the training
+    config ``keys`` (task, max_steps, save keys, ...); the saved model folder."""
+    from csc_hf.training import check_config, train
+
+    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+    config = {
+        "model_overrides": tiny,
+        "bench_params": small_params,
+        "output_dir": str(out),
+        "per_device_train_batch_size": 8,
+        "use_cpu": True,
+        "report_to": "none",
+        "disable_tqdm": True,
+        "seed": 1,
+        "max_eval_samples": 8,
+        "eval_strategy": "no",
+        **keys,
+    }
+    return train(*check_config(config))

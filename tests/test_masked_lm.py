@@ -4,6 +4,7 @@ import json
 
 import pytest
 import torch
+from conftest import train_tiny
 from transformers import AutoModelForMaskedLM, BertConfig, BertForMaskedLM
 
 from csc_hf.modeling import SparseBertForMaskedLM
@@ -82,28 +83,11 @@ class _Tokenizer:
 def test_pretraining_trains_the_sparse_model_and_saves_a_plain_one(tmp_path, small_params):
     """The mlm task trains a SparseBertForMaskedLM (same seed, same bytes) and saves a folder that loads as a plain
     BertForMaskedLM; a plain BertForMaskedLM checkpoint (as bert-base-chinese) starts a pretraining too."""
-    from csc_hf.training import check_config, train
+    from csc_hf.training import check_config
     from csc_hf.training.run import _mlm_model
 
-    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
-
     def run(out):
-        config = {
-            "task": "mlm",
-            "model_overrides": tiny,
-            "bench_params": small_params,
-            "output_dir": str(out),
-            "max_steps": 4,
-            "per_device_train_batch_size": 8,
-            "use_cpu": True,
-            "report_to": "none",
-            "disable_tqdm": True,
-            "seed": 1,
-            "max_eval_samples": 8,
-            "eval_strategy": "no",
-            "save_strategy": "no",
-        }
-        return train(*check_config(config))
+        return train_tiny(small_params, out, task="mlm", max_steps=4, save_strategy="no")
 
     one, two = run(tmp_path / "one"), run(tmp_path / "two")
     assert (one / "model.safetensors").read_bytes() == (two / "model.safetensors").read_bytes()

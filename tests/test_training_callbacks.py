@@ -5,9 +5,10 @@ import shutil
 
 import pytest
 import torch
+from conftest import train_tiny
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from csc_hf.training import check_config, train
+from csc_hf.training import check_config
 from csc_hf.training.run import SaveEvery, _callbacks
 
 
@@ -97,27 +98,11 @@ def test_a_resume_from_a_checkpoint_made_by_time_gives_the_same_bytes(tmp_path, 
     """A fine-tuning with a checkpoint by time after every step (save_steps far away) ends with the same weights as
     one without checkpoints, and so does a run resumed from its checkpoint of step 5 (as `tests/test_resume.py`'s
     study: `bert`)."""
-    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
 
     def run(out, **keys):
-        config = {
-            "task": "correction",
-            "variant": "bert",
-            "mask_rate": 0.0,
-            "model_overrides": tiny,
-            "bench_params": small_params,
-            "output_dir": str(out),
-            "max_steps": 8,
-            "per_device_train_batch_size": 8,
-            "use_cpu": True,
-            "report_to": "none",
-            "disable_tqdm": True,
-            "seed": 1,
-            "max_eval_samples": 8,
-            "eval_strategy": "no",
-            **keys,
-        }
-        return train(*check_config(config)) / "model.safetensors"
+        return train_tiny(small_params, out, task="correction", variant="bert", mask_rate=0.0, max_steps=8, **keys) / (
+            "model.safetensors"
+        )
 
     plain = run(tmp_path / "plain", save_strategy="no").read_bytes()
     timed = run(tmp_path / "timed", save_strategy="steps", save_steps=1000, save_every_seconds=1e-9)
