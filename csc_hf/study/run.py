@@ -44,7 +44,7 @@ from ..run_layout import (
     train_stage,
 )
 from ..training import check_config, train
-from ..training.config import precision_keys
+from ..training.config import precision_keys, trains_on_cpu
 from .outputs import augmentation_coverage, domain_error_groups, write_results
 from .preset import Preset, check_variants
 from .progress import Progress, Stage, Step, clock, model_label
@@ -538,6 +538,9 @@ class Study:
 
         p = self.preset
         if all(Stage(step.directory).done for step in plan if step.kinds[-1] in ("pretrain", "train", "evaluate")):
+            return {}
+        if p.launcher or not trains_on_cpu(bool(p.finetune.get("use_cpu"))):
+            logger.info("no forecast: the probe times one process on the CPU, and this preset trains otherwise")
             return {}
         sizes = json.loads((build.directory / DONE).read_text(encoding="utf-8")).get("configs", {})
         train_targets = load_dataset("csc_bench", "train", split="train", **p.bench_params)["target"]
