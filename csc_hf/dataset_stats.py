@@ -201,7 +201,7 @@ def _error_ngrams(errors: GoldErrors, n: int) -> tuple[np.ndarray, np.ndarray, n
     return hashes, starts, inside
 
 
-def _training_ngrams(train_targets: Sequence[str], n: int) -> np.ndarray:
+def training_ngrams(train_targets: Sequence[str], n: int) -> np.ndarray:
     """The distinct hashes of the character ``n``-grams of ``train_targets``."""
     train_hashes, train_ok = _ngram_hashes(pack(list(train_targets)), n)
     return np.unique(train_hashes[train_ok])
@@ -221,7 +221,7 @@ def context_overlap(
     train_set = set(train_targets)
     return {
         "sentence_overlap": _share(sum(t in train_set for t in targets), len(targets)),
-        "ngram_overlap": _share(int(np.isin(queries, _training_ngrams(train_targets, n)).sum()), len(queries)),
+        "ngram_overlap": _share(int(np.isin(queries, training_ngrams(train_targets, n)).sum()), len(queries)),
     }
 
 
@@ -231,17 +231,18 @@ character is known to the model (in its vocabulary)."""
 
 
 def error_groups(
-    sources: Sequence[str], targets: Sequence[str], train_targets: Sequence[str], known: Collection[str], n: int = 4
+    sources: Sequence[str], targets: Sequence[str], train_ngrams: np.ndarray, known: Collection[str], n: int = 4
 ) -> np.ndarray:
     """The :data:`ERROR_GROUPS` index of each error of a split (:class:`GoldErrors` read position by position where
     source and target have one length, in target order): its context is
-    seen when one of the target's character ``n``-grams that hold the error's position occurs in ``train_targets``;
+    seen when one of the target's character ``n``-grams that hold the error's position occurs in the training
+    sentences (``train_ngrams``: their :func:`training_ngrams`, with the same ``n``, computed once for every split);
     its correct character is known when it is in ``known`` (a model's vocabulary; a redundant character's: the
     target character after it)."""
     errors = gold_errors(sources, targets, by_position=True)
     hashes, starts, inside = _error_ngrams(errors, n)
     found = np.zeros(starts.shape, dtype=bool)
-    found[inside] = np.isin(hashes[starts[inside]], _training_ngrams(train_targets, n))
+    found[inside] = np.isin(hashes[starts[inside]], train_ngrams)
     target = errors.target
     known_codes = np.array(sorted(ord(c) for c in known if len(c) == 1), dtype=target.codes.dtype)
     is_known = np.isin(target.codes[errors.target_positions], known_codes)

@@ -132,14 +132,14 @@ def test_held_out_covers_every_test_side_pool(small_params):
 
 
 def test_error_groups():
-    from csc_hf.dataset_stats import ERROR_GROUPS, error_groups
+    from csc_hf.dataset_stats import ERROR_GROUPS, error_groups, training_ngrams
 
     train = ["我们今天去学校上课。"]
     sources = ["我门今天去学校上课。", "他们明天去公圆玩。"]
     targets = ["我们今天去学校上课。", "他们明天去公园玩。"]
-    groups = error_groups(sources, targets, train, known=set("我们今天去学校上课他明公玩。"), n=3)
+    groups = error_groups(sources, targets, training_ngrams(train, 3), known=set("我们今天去学校上课他明公玩。"), n=3)
     assert [ERROR_GROUPS[g] for g in groups] == ["seen context, known", "unseen context, unknown"]
-    groups = error_groups(sources, targets, train, known=set("园"), n=3)
+    groups = error_groups(sources, targets, training_ngrams(train, 3), known=set("园"), n=3)
     assert [ERROR_GROUPS[g] for g in groups] == ["seen context, unknown", "unseen context, known"]
 
 

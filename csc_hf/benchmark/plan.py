@@ -598,8 +598,15 @@ def _version(package: str) -> str | None:
     """The installed version of the package that provides the import name ``package``, or None."""
     if importlib.util.find_spec(package) is None:
         return None
-    names = importlib.metadata.packages_distributions().get(package, [package])
+    names = _distributions().get(package, [package])
     return importlib.metadata.version(names[0])
+
+
+@cache
+def _distributions() -> dict[str, list[str]]:
+    """Import names -> the distributions that provide them: a scan of every installed package's file list, so once a
+    process."""
+    return importlib.metadata.packages_distributions()
 
 
 def _sha256s(path: Path, pattern: str = "") -> str | dict[str, str] | None:

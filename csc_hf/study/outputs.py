@@ -16,7 +16,7 @@ from ..benchmark.builder import load_dataset
 from ..benchmark.configs import DOMAINS, split_name, splits_of
 from ..benchmark.plan import BenchParams
 from ..confusion import ConfusionSet
-from ..dataset_stats import ERROR_GROUPS, coverage, error_groups, error_pairs
+from ..dataset_stats import ERROR_GROUPS, coverage, error_groups, error_pairs, training_ngrams
 from ..files import read_predictions, write_atomic
 from ..logging import get_logger
 from ..model_folder import DECODING_KEYS
@@ -66,7 +66,7 @@ def domain_error_groups(
     splits = [("test", "test")] + [
         (config, spec.split) for config in DOMAINS for spec in splits_of(config, params.probs) if spec.error_prob
     ]
-    train_targets: list[str] | None = None
+    train_ngrams: np.ndarray | None = None
     found = []
     for config, split in splits:
         folders = {
@@ -76,11 +76,12 @@ def domain_error_groups(
         }
         if not folders:
             continue
-        if train_targets is None:
+        if train_ngrams is None:
             train_targets = load_dataset("csc_bench", "train", split="train", **bench_params)["target"]
+            train_ngrams = training_ngrams(train_targets, n)
         data = load_dataset("csc_bench", config, split=split, **bench_params)
         sources, targets = data["source"], data["target"]
-        groups = error_groups(sources, targets, train_targets, known, n)
+        groups = error_groups(sources, targets, train_ngrams, known, n)
         wrong = [(i, j) for i, (s, t) in enumerate(zip(sources, targets)) for j in range(len(t)) if s[j] != t[j]]
         for (variant, seed), path in folders.items():
             predictions = read_predictions(path, sources)
