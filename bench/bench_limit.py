@@ -652,11 +652,11 @@ def sizes(data: Data, shapes: list[str], attention: str | None, precision: str) 
 
 # ---- contention ------------------------------------------------------------------------------------------------------
 
-LAYOUTS = {  # name: (torch threads, 0: hardware.torch_threads() at the start; extra environment)
+LAYOUTS = {  # name: (torch threads, 0: the advice of hardware.thread_choice at the start; extra environment)
     "2 threads": (2, {}),
     "2 threads, OMP_WAIT_POLICY=passive": (2, {"OMP_WAIT_POLICY": "PASSIVE"}),
     "1 thread": (1, {}),
-    "hardware.torch_threads()": (0, {}),
+    "hardware.threads_for (the advice)": (0, {}),
 }
 BUSY = "while True: pass"
 
@@ -664,7 +664,7 @@ BUSY = "while True: pass"
 def worker(steps: int, threads: int) -> None:
     """One timing in a fresh process: the pretraining reference step, `steps` times; prints its median seconds."""
     if threads == 0:
-        threads = hardware.torch_threads()
+        threads = hardware.threads_for(hardware.usable_cpus(), hardware.busy_cpus())
     torch.set_num_threads(threads)
     data = Data.load(0)
     stage = pretrain_stage(data, steps + 2, resolved("auto") == "bf16", [])

@@ -262,8 +262,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     from .training import load_config, train
 
     arguments = load_config(args.config, args.overrides)
-    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: torch's threads for the free cores
-        hardware.use_free_cores()
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: torch's threads, and advice on a busy machine
+        hardware.set_threads()
     train(*arguments)
 
 

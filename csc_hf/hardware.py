@@ -108,15 +108,21 @@ def threads_for(usable: int, busy: float) -> int:
 
 
 def thread_choice(interval: float = 1.0) -> tuple[int, str]:
-    """Threads a run should give torch here and now, and why (for the log): ``OMP_NUM_THREADS`` when set (the user
-    chose), else `threads_for` of the usable CPUs and the other processes' load measured over ``interval`` seconds."""
+    """Threads a run gives torch, and why (for the log): ``OMP_NUM_THREADS`` when set (the user chose), else every
+    usable CPU. The count never follows the load (a run's bytes depend on its threads: same seed, same bytes); when
+    other processes keep CPUs busy, the reason says so and names the ``OMP_NUM_THREADS`` (`threads_for`) that
+    leaves them theirs."""
     chosen = os.environ.get("OMP_NUM_THREADS", "")
     if chosen.isdigit() and int(chosen) > 0:
         return int(chosen), f"OMP_NUM_THREADS={chosen}"
     usable, busy = usable_cpus(), busy_cpus(interval)
-    threads = threads_for(usable, busy)
-    left = "" if threads == usable else "; one thread per core left: a thread the OS puts aside stalls the others"
-    return threads, f"other processes keep {busy:.1f} of {usable} usable CPUs busy{left}; OMP_NUM_THREADS decides"
+    advice = threads_for(usable, busy)
+    if advice == usable:
+        return usable, f"other processes keep {busy:.1f} of {usable} usable CPUs busy; OMP_NUM_THREADS decides"
+    return usable, (
+        f"other processes keep {busy:.1f} of {usable} usable CPUs busy: OMP_NUM_THREADS={advice} (and nice) would run "
+        "beside them several times faster; the count stays fixed so that the bytes do not depend on the load"
+    )
 
 
 def torch_threads(interval: float = 1.0) -> int:
@@ -124,10 +130,10 @@ def torch_threads(interval: float = 1.0) -> int:
     return thread_choice(interval)[0]
 
 
-def use_free_cores(interval: float = 1.0) -> int:
-    """Log the CPU (`describe`) and give torch the threads of `thread_choice`, saying why; returns torch's threads
-    before. For a run's shell (``csc-bench run``, ``csc-bench train``, ``python -m csc_hf.train`` as one process):
-    the count holds for the whole run, and a run's bytes depend on it (OMP_NUM_THREADS fixes it)."""
+def set_threads(interval: float = 1.0) -> int:
+    """Log the CPU (`describe`) and give torch the threads of `thread_choice`, saying why (with the advice for a
+    busy machine); returns torch's threads before. For a run's shell (``csc-bench run``, ``csc-bench train``,
+    ``python -m csc_hf.train`` as one process): the count holds for the whole run."""
     import torch
 
     from .logging import get_logger
@@ -172,5 +178,5 @@ __all__ = [
     "threads_for",
     "torch_threads",
     "usable_cpus",
-    "use_free_cores",
+    "set_threads",
 ]

@@ -24,8 +24,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> None:
         arguments = training.load_config(args[0], args[1:])
-        if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: torch's threads for the free cores
-            hardware.use_free_cores()
+        if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: torch's threads, and advice on a busy machine
+            hardware.set_threads()
         training.train(*arguments)
 
     return run_guarded("csc_hf.train", run)

@@ -437,7 +437,7 @@ def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_pa
         encoding="utf-8",
     )
     with caplog.at_level(logging.INFO, logger="csc_hf"):
-        hardware.use_free_cores()
+        hardware.set_threads()
         seconds = study.forecast(plan, Stage(build))
     assert {step.directory for step in plan if step.kinds[-1] in ("pretrain", "train", "evaluate")} == set(seconds)
     assert all(s > 0 for s in seconds.values())

@@ -503,7 +503,7 @@ class Study:
         grid = self.grid(variants, seeds)
         threads_before = None
         if not self.finished_only:
-            threads_before = hardware.use_free_cores()
+            threads_before = hardware.set_threads()
             self.progress = Progress(self.plan(grid))
             total, finished = len(self.progress.plan), len(self.progress.finished())
             logger.info(
