@@ -56,6 +56,21 @@ def decoding_cell(keep_bias: float, similarity_prior: float) -> str:
     return f"{keep_bias:g}/{similarity_prior:g}"
 
 
+def check_seq2seq_grids(grids: dict[str, Sequence[float] | None], where: str) -> None:
+    """A seq2seq model gives no logits per character: it decodes with ``keep_bias`` and ``similarity_prior`` 0, so a
+    grid without 0 asks for what it cannot do (an error naming ``where``); the other values of a grid with 0 are
+    left out, with a log line."""
+    for name, grid in grids.items():
+        if grid is None or set(grid) <= {0.0}:
+            continue
+        if 0.0 not in grid:
+            raise ValueError(
+                f"{where}: {name} {', '.join(f'{v:g}' for v in grid)}: a seq2seq model has no logits per character "
+                f"and decodes with {name} 0; give 0 (or no {name} grid)"
+            )
+        logger.info("%s: %s stays 0 (a seq2seq model has no logits per character)", where, name)
+
+
 def tune_decoding(
     corrector, validation, keep_bias_grid: Sequence[float], similarity_prior_grid: Sequence[float] = (0.0,)
 ) -> tuple[dict[str, float], dict[str, float]]:
@@ -178,6 +193,8 @@ def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[obje
     if o.keep_bias_grid is None and o.similarity_prior_grid is None:
         return corrector, None
     given = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
+    if corrector.seq2seq:
+        check_seq2seq_grids(given, f"{model_dir} (a seq2seq model)")
     grids = {
         name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
         for name, grid in given.items()

@@ -316,10 +316,18 @@ class Corrector:
         check_precision(kwargs.get("precision", "auto"))  # before any loading
         if is_local(path):
             path = os.path.expanduser(path)
-            check_model_folder(path)
+            check_model_folder(path, trust_remote_code=trust_remote_code)
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
-        model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
+        try:
+            model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
+        except RuntimeError as err:
+            if "mismatched" not in str(err):
+                raise
+            raise ValueError(
+                f"the weights of {path} do not fit its config.json: some tensors have other shapes than the config "
+                "makes (the load report above lists them); save the model and its config together again"
+            ) from None
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
         return cls(model, tokenizer, **{**saved_options(path), **kwargs})
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .corruption import ERROR_TYPES
-from .data import DataSplit, read_data, read_split, training_sentences
+from .data import DataSplit, read_data, read_split, spec_paths, training_sentences
 from .dataset_stats import error_pairs, judge_pair
 from .evaluation import training_pairs
 from .files import EDITS_LINE, check_output, iter_jsonl, read_lines, read_predictions, write_atomic
@@ -196,6 +196,12 @@ def parse_predictions(
     if len(lines) != len(references.sources):
         raise _count_error(path, len(lines), "lines", references)
     if fmt == "text":
+        for number, (line, source) in enumerate(zip(lines, references.sources), 1):
+            if "\t" in line and "\t" not in source:
+                raise ValueError(
+                    f"{path}, line {number}: a TAB in a predicted sentence whose source has none: is this a "
+                    "wrong<TAB>correct file? --predictions takes one predicted sentence a line"
+                )
         return list(lines), fmt
     return read_predictions(Path(path), references.sources), fmt
 
@@ -366,7 +372,7 @@ def score_files(
         if value is not None and value not in PREDICTION_FORMATS:
             raise ValueError(f"{option} {value!r} is not a predictions format; choose {', '.join(PREDICTION_FORMATS)}")
     _check_bootstrap(bootstrap, baseline is not None)
-    check_output(output)
+    check_output(output, inputs=[predictions, baseline, *spec_paths(references), *(spec_paths(train) if train else [])])
     lines = read_lines(predictions, "predictions")
     baseline_lines = read_lines(baseline, "baseline") if baseline is not None else None
     refs = load_references(references, params, cache_dir)

@@ -146,6 +146,14 @@ def test_correct_file_lines_end_at_newline_only(tiny_model, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]  # no temporary file left
 
 
+def test_correct_of_an_empty_file_prints_no_line(tiny_model, tmp_path, capsys, caplog):
+    (tmp_path / "in.txt").write_text("", encoding="utf-8")
+    assert main(["correct", str(tiny_model), "--file", str(tmp_path / "in.txt")]) == 0
+    assert capsys.readouterr().out == "" and "holds no line: nothing to correct" in caplog.text
+    assert main(["correct", str(tiny_model), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o").read_text(encoding="utf-8") == ""  # zero lines in, zero lines out
+
+
 def test_evaluate_checks_its_arguments_before_any_work(tiny_model, tmp_path, capsys, monkeypatch):
     import csc_hf.evaluation
 

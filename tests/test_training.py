@@ -172,7 +172,7 @@ def test_finetuning_config_is_the_cpu_presets_stage():
 def test_variant_configs_are_written_from_the_table(tmp_path, monkeypatch):
     """trainer_configs/variants/ holds what write_variant_configs writes from VARIANTS, nothing else: each file is its
     variant and output folder over finetune.yaml (bart: with the cpu preset's BART fields)."""
-    from csc_hf.modeling import VARIANTS
+    from csc_hf.modeling import VARIANTS, CSCTokenizer
     from csc_hf.study import Preset
     from csc_hf.training.config import write_variant_configs
 
@@ -202,7 +202,7 @@ def test_variant_configs_are_written_from_the_table(tmp_path, monkeypatch):
         FileNotFoundError, match="tokenizer_path=runs/pretrain_mlm: the folder holds no tokenizer files"
     ):
         load_config(ROOT / "trainer_configs" / "variants" / "all_gate.yaml")
-    (tmp_path / "runs" / "pretrain_mlm" / "tokenizer.json").write_text("{}")
+    CSCTokenizer.from_texts(["我们"]).save_pretrained(tmp_path / "runs" / "pretrain_mlm")
     model, _, training = load_config(
         ROOT / "trainer_configs" / "variants" / "all_gate.yaml", ["max_steps=500", "seed=1"]
     )

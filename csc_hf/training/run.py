@@ -147,7 +147,7 @@ def masked_lm_accuracy(prediction: Any) -> dict[str, float]:
 
 def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: int) -> BertForMaskedLM:
     if model_args.init_from:
-        return BertForMaskedLM.from_pretrained(model_args.init_from)
+        return BertForMaskedLM.from_pretrained(model_args.init_from, **model_args.model_overrides)
     config = BertConfig(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
