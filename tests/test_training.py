@@ -441,10 +441,8 @@ def test_mlm_logs_top1_accuracy_and_passes_the_replacement_shares(tmp_path, smal
         "accuracy": 2 / 3
     }
     made = []
-    collator = training_run.DataCollatorForLanguageModeling
-    monkeypatch.setattr(
-        training_run, "DataCollatorForLanguageModeling", lambda *a, **k: made.append(k) or collator(*a, **k)
-    )
+    collator = training_run.MaskedLMCollator
+    monkeypatch.setattr(training_run, "MaskedLMCollator", lambda *a, **k: made.append(k) or collator(*a, **k))
     config = write_config(
         tmp_path / "c.yaml",
         **base_config(
