@@ -5,17 +5,17 @@ before any work."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from .. import resources
 from ..benchmark.configs import SIGHAN15, TEST_CONFIGS, check_configs
 from ..benchmark.plan import PACKAGED_CONFUSION, BenchParams, load_augmentation
+from ..fields import Range, check_fields, check_range, field_types
+from ..files import read_yaml
 from ..model_folder import check_decoding_grid
-from ..modeling import VARIANTS
+from ..modeling import VARIANTS, is_seq2seq
 from ..results import CONTROLLED
 from ..stats import RESAMPLES, check_resamples
 
@@ -37,14 +37,12 @@ class AugmentationStudy:
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> AugmentationStudy:
         """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
-        known = [f.name for f in fields(cls)]
         if not isinstance(data, dict):
             raise ValueError(
                 f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
                 f"[bert, bart]}}, not {data!r}"
             )
-        if unknown := sorted(set(data) - set(known)):
-            raise ValueError(f"{origin}: augmentation: unknown keys {unknown}; it has {known}")
+        check_fields(data, field_types(cls), f"{origin}: augmentation")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
@@ -83,17 +81,27 @@ class Preset:
         if not path.is_file():
             known = ", ".join(resources.preset_names())
             raise FileNotFoundError(f"preset {name_or_path!r} not found ({path}); presets: {known}")
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        keys = {f.name for f in fields(cls)} - {"name"}  # the name is the file's
-        unknown = sorted(set(data) - keys)
-        if unknown:
-            raise ValueError(f"{path}: unknown keys {unknown}; a preset has {sorted(keys)}")
+        data = read_yaml(path, "preset")
+        data = {} if data is None else data
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{path}: a preset is a mapping of keys (variants, seeds, tests, pretrain, finetune, ...), not "
+                f"{type(data).__name__} {data!r:.60}"
+            )
+        hints = {k: v for k, v in field_types(cls).items() if k != "name"}  # the name is the file's
+        check_fields(data, hints, str(path))
         preset = cls(name=path.stem, **data)
         preset.validate(path)
         return preset
 
     def validate(self, origin: Path | str) -> None:
-        BenchParams(**self.bench_params).validate()
+        """Check every value (the training configs it makes are checked by the study, before any work)."""
+        BenchParams.of(self.bench_params, str(origin))
+        for key in ("variants", "seeds", "tests"):
+            if not getattr(self, key):
+                raise ValueError(f"{origin}: {key} is empty; give at least one")
+        check_seeds(self.seeds, f"{origin}: seeds")
+        check_range("eval_batch_size", self.eval_batch_size, Range(1), str(origin))
         check_variants(self.variants, origin)
         check_resamples(self.bootstrap, f"{origin}: bootstrap")
         check_configs(self.tests, "test config", TEST_CONFIGS, where=f"{origin}: tests")
@@ -102,6 +110,11 @@ class Preset:
             if not isinstance(grid, list) or not grid:
                 raise ValueError(f"{origin}: {name}_grid={grid!r} must be a non-empty list of numbers")
             check_decoding_grid(name, grid, f"{origin}: {name}_grid")
+            if 0.0 not in grid and (seq2seq := [v for v in self.variants if is_seq2seq(v)]):
+                raise ValueError(
+                    f"{origin}: {name}_grid={grid} lacks 0, with which the seq2seq variants {seq2seq} decode (they "
+                    "have no logits per character); add 0 to the grid"
+                )
         if self.launcher:
             found = resources.trainer_config(self.launcher)  # as given, or a shipped accelerate config
             if not found.is_file():
@@ -130,6 +143,12 @@ class Preset:
             load_augmentation(confusion)
         except (ValueError, FileNotFoundError) as err:
             raise type(err)(f"{origin}: augmentation: {err}") from None
+
+
+def check_seeds(seeds: Sequence[int], origin: str) -> None:
+    """Raise a ValueError naming ``origin`` unless every seed is at least 0 (a training seed)."""
+    for seed in seeds:
+        check_range("seed", seed, Range(0), origin)
 
 
 def check_variants(variants: Sequence[str], origin: Path | str) -> None:
