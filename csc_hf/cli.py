@@ -330,7 +330,8 @@ def cmd_correct(args: argparse.Namespace) -> None:
     for name in DECODING_KEYS:
         if getattr(args, name) is not None:
             check_decoding(name, getattr(args, name), _option(name))
-    check_output(args.output, inputs=[args.file, *_local(args.model)])
+    size = os.path.getsize(args.file) if args.file and os.path.isfile(args.file) else None  # the output's, about
+    check_output(args.output, inputs=[args.file, *_local(args.model)], size=size)
     texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
     _check_model(args.model, args.trust_remote_code)
     given = {name: getattr(args, name) for name in DECODING_KEYS if getattr(args, name) is not None}

@@ -8,6 +8,7 @@ long work (never one of the command's inputs, never a folder of other files repl
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -111,10 +112,13 @@ def check_writable(folder: Path, option: str) -> None:
     os.unlink(probe)
 
 
-def check_output(path: str | Path | None, option: str = "--output", inputs: Paths = ()) -> None:
+def check_output(
+    path: str | Path | None, option: str = "--output", inputs: Paths = (), size: int | None = None
+) -> None:
     """Fail before any work when an output file cannot be written or would destroy what the command reads: a
     folder, a file in a missing or read-only folder, one of the command's ``inputs`` or a path inside one of them
-    (the files and folders it reads: a model folder, data)."""
+    (the files and folders it reads: a model folder, data), or (``size``: the bytes it will about take) a disk
+    without that much room."""
     if path is None:
         return
     target = Path(path)
@@ -127,6 +131,9 @@ def check_output(path: str | Path | None, option: str = "--output", inputs: Path
             where = "is" if _same(target, given) else "is inside"
             raise ValueError(f"{option} {target} {where} {given}, which the command reads; give another path")
     check_writable(target.parent, option)
+    if size is not None and (free := shutil.disk_usage(target.parent).free) < size:
+        message = f"{option} {target}: needs about {size:,} bytes, and its disk has {free:,} free"
+        raise OSError(errno.ENOSPC, message)
 
 
 OUTPUT_MARKER = ".csc_hf_output"

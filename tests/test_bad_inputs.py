@@ -217,6 +217,16 @@ def _write(name: str, text: str, then: Callable[[Path], object]) -> Callable[[Pa
     return call
 
 
+def _write_bytes(name: str, data: bytes, then: Callable[[Path], object]) -> Callable[[Path], object]:
+    """A call that first writes ``data`` to ``tmp/name``, then calls ``then(tmp)``."""
+
+    def call(tmp: Path):
+        (tmp / name).write_bytes(data)
+        return then(tmp)
+
+    return call
+
+
 def _study(finished_only: bool = False, **run):
     """``Study.run`` of the smoke preset in an empty run folder (``run``: a part of the grid)."""
 
@@ -911,7 +921,34 @@ def _seq2seq_with_keep_bias(tmp: Path):
     return evaluate_model(tmp / "bart", ["test"], EvaluationOptions(keep_bias_grid=[2.0]))
 
 
+def _full_disk(tmp: Path):
+    """``write_atomic`` on a disk that fills up during the write."""
+    from unittest import mock
+
+    from csc_hf.files import write_atomic
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(28, "No space left on device")
+
+    with mock.patch("csc_hf.files.os.fdopen", lambda handle, *args, **kwargs: os.close(handle) or Full()):
+        return write_atomic(tmp / "out.txt", "我们\n")
+
+
+def _export_over_the_current_folder(tmp: Path):
+    """``export(".", overwrite=True)`` from inside an earlier export (it holds the marker)."""
+    from csc_hf.benchmark.export import export
+    from csc_hf.files import OUTPUT_MARKER
+
+    (tmp / "exp").mkdir()
+    (tmp / "exp" / OUTPUT_MARKER).write_text("written by csc-bench export\n")
+    with contextlib.chdir(tmp / "exp"):
+        return export(".", ["test"], overwrite=True)
+
+
 LIBRARY_TRAINING: list[Bad] = [
+    Bad("write_atomic: a full disk", _full_disk, "cannot write"),
+    Bad("export: --overwrite the current folder", _export_over_the_current_folder, "holds the current folder"),
     Bad("init_from: a tokenizer without [MASK]", _tokenizer_without("[MASK]"), "lacks the special tokens ['[MASK]']"),
     Bad("init_from: a tokenizer without [PAD]", _tokenizer_without("[PAD]"), "lacks the special tokens ['[PAD]']"),
     Bad("evaluate: a seq2seq model with keep_bias 2", _seq2seq_with_keep_bias, "keep_bias 2: a seq2seq model has no"),
@@ -926,6 +963,7 @@ LIBRARY_TRAINING: list[Bad] = [
     Bad("preset: no tests", _write("p.yaml", "tests: []\n", _preset), "tests is empty"),
     Bad("preset: variants a word", _write("p.yaml", "variants: bert\n", _preset), "variants='bert' must be a list"),
     Bad("preset: a YAML list", _write("p.yaml", "- variants: [bert]\n", _preset), "a preset is a mapping of keys"),
+    Bad("preset: in GBK", _write_bytes("p.yaml", "# 说明\nseeds: [0]\n".encode("gbk"), _preset), "p.yaml: not UTF-8"),
     Bad(
         "preset: a bench_params typo",
         _write("p.yaml", "bench_params: {n_tset: 5}\n", _preset),
