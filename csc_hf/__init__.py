@@ -17,6 +17,7 @@ _EXPORTS = {
     "divide": "csc_hf.confusion",
     "score": "csc_hf.scoring",
     "Corrector": "csc_hf.pipeline",
+    "LLMCorrector": "csc_hf.llm.corrector",
     "compare": "csc_hf.scoring",
 }
 __all__ = sorted(_EXPORTS)

@@ -26,6 +26,7 @@ from .confusion import FORMATS
 from .data import DATA_KINDS
 from .fields import field_types, from_text
 from .files import check_output, check_output_folder, write_atomic
+from .llm.policy import DEFAULT_LENGTH_POLICY, LENGTH_POLICIES
 from .logging import ENV as VERBOSITY_ENV
 from .logging import env_verbosity, get_logger, verbosity
 from .model_folder import DECODING_KEYS, check_decoding, check_decoding_grid, check_model_folder, is_local
@@ -240,7 +241,8 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def _check_model(model: str, trust_remote_code: bool = False) -> None:
     if is_local(model):
-        check_model_folder(model, trust_remote_code=trust_remote_code)
+        # its tokenizer files are checked once its kind is known (an LLM's differ)
+        check_model_folder(model, tokenizer=False, trust_remote_code=trust_remote_code)
 
 
 def _local(model: str) -> list[str]:
@@ -256,15 +258,20 @@ def _option(name: str) -> str:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """score a saved model on test configs
 
-    Correct every split of the given configs and score them with bootstrap intervals. The model is any checkpoint folder
-    or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with bert-base-chinese's vocab.txt) or any seq2seq model
-    (generated, then aligned to the source)."""
+    Correct every split of the given configs and score them with bootstrap intervals, with the sentences corrected per
+    second. The model is any checkpoint folder or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with
+    bert-base-chinese's vocab.txt), any seq2seq model (generated, then aligned to the source) or any causal language
+    model (an LLM corrector: prompted, its answers scored under the length policy; the table adds the share of answers
+    whose length changed and the failed sentences, and any contamination of a test set follows it)."""
     check_resamples(args.bootstrap, "--bootstrap")
     for name in ("keep_bias", "similarity_prior"):
         check_decoding_grid(name, getattr(args, name) or (), _option(name))
     check_configs(args.configs, "test config", TEST_CONFIGS, where="--configs")
     check_output(args.output, inputs=_local(args.model))
+    if args.predictions_dir is not None:
+        check_output_folder(args.predictions_dir, "--predictions-dir", inputs=_local(args.model))
     _check_model(args.model, args.trust_remote_code)
+    llm = _llm_options(args)
     from .evaluation import EvaluationOptions, evaluate_model
 
     tuned = any(grid is not None and len(set(grid)) > 1 for grid in (args.keep_bias, args.similarity_prior))
@@ -276,14 +283,71 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         save_decoding=tuned,
         trust_remote_code=args.trust_remote_code,
         precision=args.precision,
+        llm=llm,
+        predictions_dir=None if args.predictions_dir is None else Path(args.predictions_dir),
+        **({"batch_size": args.batch_size} if args.batch_size is not None else {}),
     )
     records = evaluate_model(args.model, args.configs, options)
-    rows = {f"{r['config']}/{r['split']}": {k: round(r["scores"][k], 4) for k in HEADLINE} for r in records}
-    decoding = ", ".join(f"{name} {records[0][name]:g}" for name in DECODING_KEYS) if records else "-"
-    _print_table(f"{args.model} ({decoding}{'; tuned and saved with the model' if tuned else ''})", rows)
+    if records and "llm" in records[0]:
+        from .llm import describe_flag, describe_settings
+
+        title = describe_settings(records[0]["llm"]["settings"])
+    else:
+        title = ", ".join(f"{name} {records[0][name]:g}" for name in DECODING_KEYS) if records else "-"
+        title += "; tuned and saved with the model" if tuned else ""
+    rows = {f"{r['config']}/{r['split']}": _evaluation_row(r) for r in records}
+    if rows:
+        _print_table(f"{args.model} ({title})", rows)
+    for flag in (flag for r in records for flag in r.get("llm", {}).get("contamination", ())):
+        print(describe_flag(flag))
     if args.output:
         write_atomic(args.output, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.output}")
+
+
+def _evaluation_row(record: dict) -> dict:
+    """One row of evaluate's table: the headline scores, an LLM's share of answers whose length changed and its
+    failed sentences, and the sentences corrected per second."""
+    row = {k: round(record["scores"][k], 4) for k in HEADLINE}
+    if llm := record.get("llm"):
+        row.update(length_changed=round(llm["length_changed_share"], 4), failed=sum(llm["failed"].values()))
+    per_s = record.get("sentences_per_s")
+    return {**row, "sentences/s": "-" if per_s is None else f"{per_s:.1f}"}
+
+
+def _json_object(text: str) -> dict:
+    """An option's JSON object (``--chat-template-kwargs``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not JSON ({err}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object such as '{{\"enable_thinking\": false}}', got {text!r}"
+        )
+    return value
+
+
+LLM_ARGS = {  # the LLM options on the command line: the dest of each, and the LLMCorrector argument it sets
+    "template": "template",
+    "length_policy": "length_policy",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "generation_seed": "seed",
+    "max_new_tokens_ratio": "max_new_tokens_ratio",
+    "max_new_tokens_extra": "max_new_tokens_extra",
+    "backend": "backend",
+    "chat_template_kwargs": "chat_template_kwargs",
+    "training_data": "training_data",
+}
+
+
+def _llm_options(args: argparse.Namespace) -> dict:
+    """The LLM options given on the command line (those not given keep the LLM corrector's defaults)."""
+    given = {key: getattr(args, dest) for dest, key in LLM_ARGS.items() if getattr(args, dest, None) is not None}
+    if args.no_chat_template:
+        given["use_chat_template"] = False
+    return given
 
 
 def cmd_score(args: argparse.Namespace) -> None:
@@ -305,6 +369,7 @@ def cmd_score(args: argparse.Namespace) -> None:
         seed=args.bootstrap_seed,
         cache_dir=args.cache_dir,
         output=args.output,
+        length_policy=args.length_policy,
     )
     print(scores_markdown(report), end="")
     if args.output:
@@ -315,7 +380,7 @@ def cmd_correct(args: argparse.Namespace) -> None:
     """correct sentences with a saved model
 
     Correct TEXT arguments, or a file with one sentence a line (lines end at \\n; output line i answers input line
-    i)."""
+    i). The model is any model evaluate takes, a causal language model too (an LLM corrector)."""
     from .files import read_lines
     from .pipeline import Corrector
 
@@ -335,6 +400,9 @@ def cmd_correct(args: argparse.Namespace) -> None:
     texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
     _check_model(args.model, args.trust_remote_code)
     given = {name: getattr(args, name) for name in DECODING_KEYS if getattr(args, name) is not None}
+    given.update(_llm_options(args))
+    if args.batch_size is not None:
+        given["batch_size"] = args.batch_size
     corrector = Corrector.from_pretrained(
         args.model, trust_remote_code=args.trust_remote_code, precision=args.precision, **given
     )
@@ -438,6 +506,67 @@ def _add_precision(command: argparse.ArgumentParser) -> None:
         help="auto (default: bf16 autocast on a CPU "
         "with bf16 in hardware or a CUDA GPU that supports it, else fp32), bf16 or fp32",
     )
+
+
+def _policy_help(what: str) -> str:
+    """The help of a ``--length-policy`` option, from the policies' table."""
+    rules = ", ".join(f"{name} ({words})" for name, words in LENGTH_POLICIES.items())
+    return f"how {what} of another length than its source is scored: {rules}; default {DEFAULT_LENGTH_POLICY}"
+
+
+def _add_llm_options(command: argparse.ArgumentParser, training_data: bool = False) -> None:
+    """The options of an LLM corrector (a causal language model), in their own group; ``--batch-size`` for every
+    model."""
+    command.add_argument(
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="sentences (an LLM: prompts) per forward pass (default: evaluate 64; correct 32, an LLM 16)",
+    )
+    group = command.add_argument_group("LLM correctors (a causal language model; given to another model, an error)")
+    group.add_argument(
+        "--template",
+        help="prompt template: a shipped one (zh_zero_shot, the default; zh_few_shot; NAME@VERSION pins a version) or "
+        "a file (.txt: the user message, .yaml: see the README), {text} where the sentence goes",
+    )
+    group.add_argument(
+        "--length-policy",
+        choices=LENGTH_POLICIES,
+        help=_policy_help("an LLM's answer"),
+    )
+    group.add_argument("--temperature", type=float, help="0 (default): greedy decoding; above 0: sampling")
+    group.add_argument("--top-p", type=float, metavar="P", help="with --temperature: nucleus sampling (default 1)")
+    group.add_argument(
+        "--generation-seed", type=int, metavar="SEED", help="the seed of the sampling (default 0; greedy ignores it)"
+    )
+    group.add_argument(
+        "--max-new-tokens-ratio",
+        type=float,
+        metavar="R",
+        help="each sentence may generate R times its own tokens + --max-new-tokens-extra (default 2); an answer "
+        "that reaches it without stopping fails (unfinished)",
+    )
+    group.add_argument("--max-new-tokens-extra", type=int, metavar="N", help="see --max-new-tokens-ratio (default 16)")
+    group.add_argument("--backend", help="transformers (default) or vllm (a GPU machine with vLLM installed)")
+    group.add_argument(
+        "--chat-template-kwargs",
+        type=_json_object,
+        metavar="JSON",
+        help="more variables for the tokenizer's chat template, e.g. '{\"enable_thinking\": false}' for Qwen3",
+    )
+    group.add_argument(
+        "--no-chat-template",
+        action="store_true",
+        help="write a plain prompt even when the tokenizer has a chat template",
+    )
+    if training_data:
+        group.add_argument(
+            "--training-data",
+            nargs="+",
+            metavar="NAME[:SPLIT]",
+            help="what the model was trained on (its model card's datasets are read too): a test set drawn from it is "
+            "reported as contaminated",
+        )
 
 
 def _add_cache_dir(command: argparse.ArgumentParser) -> None:
@@ -547,7 +676,15 @@ def parser_evaluate(sub) -> None:
         help="run the model's own code from its folder (models whose classes transformers and csc_hf lack)",
     )
     evaluate.add_argument("--output", help="write the result records (json)")
+    evaluate.add_argument(
+        "--predictions-dir",
+        metavar="DIR",
+        help="save each split's predictions in DIR: CONFIG.SPLIT.txt (edits), or an LLM's CONFIG.SPLIT.jsonl (each "
+        "answer as written, before the length policy, with the raw output: csc-bench score reads it under any "
+        "--length-policy)",
+    )
     _add_precision(evaluate)
+    _add_llm_options(evaluate, training_data=True)
 
 
 def parser_score(sub) -> None:
@@ -588,6 +725,12 @@ def parser_score(sub) -> None:
     score.add_argument(
         "--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)"
     )
+    score.add_argument(
+        "--length-policy",
+        choices=LENGTH_POLICIES,
+        default=DEFAULT_LENGTH_POLICY,
+        help=_policy_help("a prediction") + "; the baseline's too",
+    )
     score.add_argument("--output", metavar="FILE.json", help="also write the report to this json file")
     _add_cache_dir(score)
 
@@ -618,6 +761,7 @@ def parser_correct(sub) -> None:
     )
     correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
     _add_precision(correct)
+    _add_llm_options(correct)
 
 
 def parser_push(sub) -> None:

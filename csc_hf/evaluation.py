@@ -1,8 +1,9 @@
 """Evaluation of saved models, shared by ``csc-bench evaluate`` and ``csc-bench run``: correct every split of the test
 configs with a model (``keep_bias`` and ``similarity_prior`` tuned on the validation split, or the decoding saved
-with the model) and score it (:func:`evaluate_model`, with :class:`EvaluationOptions`), saving each split's
-predictions as edits (:func:`csc_hf.files.write_predictions`); and compare two models' saved predictions on the same
-sentences (:func:`paired_comparisons`).
+with the model; an LLM with its prompt, decoding and length policy) and score it (:func:`evaluate_model`, with
+:class:`EvaluationOptions`), timing the correction of every split, saving each split's predictions as edits
+(:func:`csc_hf.files.write_predictions`; an LLM's as jsonl records with its raw output); and compare two models'
+saved predictions on the same sentences (:func:`paired_comparisons`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -20,7 +22,8 @@ from .benchmark.configs import splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
 from .dataset_stats import error_pairs
-from .files import read_predictions, write_atomic, write_predictions
+from .files import read_predictions, write_atomic, write_prediction_records, write_predictions
+from .llm.policy import apply_length_policy
 from .logging import get_logger
 from .model_folder import DECODING_KEYS, is_local, save_decoding
 from .run_layout import PREDICTIONS, paired_file, predictions_file, predictions_split
@@ -103,7 +106,9 @@ class EvaluationOptions:
     loading the model decodes as it was scored. With ``predictions_dir`` each split's predictions are saved there as
     edits. Seen and unseen pairs are those of the first ``max_train_samples`` training sentences of
     ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``). ``batch_size``, ``precision`` and
-    ``trust_remote_code`` are the Corrector's (``precision="auto"``: bf16 autocast where the CPU computes bf16)."""
+    ``trust_remote_code`` are the Corrector's (``precision="auto"``: bf16 autocast where the CPU computes bf16).
+    ``llm``: options of an LLM corrector (``csc_hf.llm.corrector.LLM_OPTIONS``: ``template``, ``length_policy``,
+    ``training_data``, ...); given or not, a causal LM loads as one, takes no decoding grid and saves no decoding."""
 
     bench_params: dict = field(default_factory=dict)
     bootstrap: int = RESAMPLES
@@ -117,22 +122,35 @@ class EvaluationOptions:
     trust_remote_code: bool = False
     training_params: dict | None = None
     precision: str = "auto"
+    llm: Mapping[str, Any] = field(default_factory=dict)
 
 
 def evaluate_model(
     model_dir: str | Path, tests: Iterable[str], options: EvaluationOptions = EvaluationOptions()
 ) -> list[dict]:
     """Correct every test split with the model in ``model_dir`` (a folder or a Hub id: any checkpoint
-    ``csc_hf.pipeline.Corrector`` loads) and score it as ``options`` say. Each split logs its size, score and time,
-    and a progress bar runs over the splits."""
-    from .pipeline import Corrector  # torch: loaded only to correct (csc-bench score reads this module too)
+    ``csc_hf.pipeline.Corrector`` loads, an LLM too) and score it as ``options`` say. Each record holds the split's
+    scores, the seconds its correction took and the sentences per second; an LLM's also its settings (prompt,
+    decoding, length policy), the answers whose length changed, the failures by kind and the contamination flags of
+    the split's sources. Each split logs its size, score and time, and a progress bar runs over the splits."""
+    from .pipeline import Corrector, loads_as_llm  # torch: loaded only to correct (csc-bench score reads this module)
 
     o = options
+    llm = loads_as_llm(model_dir, o.llm, o.trust_remote_code)
+    if llm and (o.keep_bias_grid is not None or o.similarity_prior_grid is not None):
+        raise ValueError(
+            f"{model_dir} is an LLM corrector: it has no keep_bias or similarity_prior to tune (no --keep-bias or "
+            "--similarity-prior grid)"
+        )
     corrector = Corrector.from_pretrained(
-        str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision
+        str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision, **o.llm
     )
-    corrector, tuning = _tuned(corrector, o, model_dir)
-    if o.save_decoding:
+    tuning = None
+    if not llm:
+        corrector, tuning = _tuned(corrector, o, model_dir)
+    if o.save_decoding and llm:
+        logger.info("%s is an LLM corrector: no decoding is saved with it", model_dir)
+    elif o.save_decoding:
         if is_local(model_dir):
             saved = save_decoding(model_dir, {name: getattr(corrector, name) for name in DECODING_KEYS}, tuning)
             if corrector.similarity_prior:  # its characters too: they depend on pypinyin and the fonts found
@@ -148,15 +166,19 @@ def evaluate_model(
     progress = tqdm(splits, desc=f"evaluate {Path(str(model_dir)).name}", unit="split")
     for name, spec in progress:
         progress.set_postfix_str(f"{name}/{spec.split}")
-        started = time.monotonic()
         try:
             data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
         except FileNotFoundError as err:  # sighan15 without its file
             logger.warning("skipping %s: %s", name, err)
             continue
-        predictions = corrector.correct(data["source"])
+        started = time.perf_counter()
+        run = corrector.run(data["source"]) if llm else None
+        predictions = corrector.correct(data["source"]) if run is None else run.answers
+        seconds = time.perf_counter() - started
         if o.predictions_dir is not None:
-            write_predictions(o.predictions_dir / predictions_file(name, spec.split), data["source"], predictions)
+            _save_predictions(o.predictions_dir, name, spec.split, data, predictions, run)
+        if run is not None:  # the answers as written are saved; the policy is applied to score them
+            predictions = apply_length_policy(data["source"], predictions, corrector.length_policy)
         scores = score(
             data["source"],
             predictions,
@@ -165,26 +187,52 @@ def evaluate_model(
             train_pairs=pairs,
             bootstrap=o.bootstrap,
         )
+        record = {"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec)}
+        if llm:
+            record["llm"] = _llm_record(corrector, run, name, params.corpus)
+        else:
+            record.update({key: getattr(corrector, key) for key in DECODING_KEYS})
+        n = len(predictions)
         records.append(
-            {
-                "config": name,
-                "split": spec.split,
-                "error_prob": params.error_prob_of(spec),
-                **{name: getattr(corrector, name) for name in DECODING_KEYS},
-                "scores": scores,
-            }
+            {**record, "scores": scores, "seconds": seconds, "sentences_per_s": n / seconds if seconds else None}
         )
         changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
         logger.info(
             "%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
             name,
             spec.split,
-            len(predictions),
+            n,
             changed,
             scores["char_cor_f1"],
-            time.monotonic() - started,
+            seconds,
         )
     return records
+
+
+def _llm_record(corrector, run, config: str, corpus: str) -> dict[str, Any]:
+    """What an LLM's record holds besides its scores: the corrector's settings, the run's length changes, failures and
+    new tokens (its timing is the record's), and the contamination flags of the config's sources."""
+    from .llm.contamination import benchmark_sources, contamination_flags
+
+    summary = {k: v for k, v in run.summary().items() if k not in ("sentences", "seconds", "sentences_per_s")}
+    flags = contamination_flags(corrector.training_data, benchmark_sources([config], corpus))
+    return {**summary, "settings": corrector.settings, "contamination": flags}
+
+
+def _save_predictions(folder: Path, config: str, split: str, data, predictions: list[str], run) -> None:
+    """A split's predictions in ``folder``: a tagging model's as edits (``CONFIG.SPLIT.txt``), an LLM's (``run``) as
+    jsonl records (``CONFIG.SPLIT.jsonl``) of ``id``, ``prediction`` (its answer before the length policy:
+    ``csc-bench score --length-policy P`` gives evaluate's scores under any ``P``), the parsed ``answer``, the raw
+    ``output`` and the ``status``."""
+    if run is None:
+        write_predictions(folder / predictions_file(config, split), data["source"], predictions)
+        return
+    keys = ("answer", "output", "status")
+    records = (
+        {"id": i, "prediction": prediction, **{k: result[k] for k in keys}}
+        for i, prediction, result in zip(data["id"], predictions, run.results)
+    )
+    write_prediction_records(folder / predictions_file(config, split, ".jsonl"), records)
 
 
 def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[object, dict | None]:

@@ -2,8 +2,9 @@
 whose errors name the line, YAML without keys given twice, and outputs written whole or not at all, checked before any
 long work (never one of the command's inputs, never a folder of other files replaced: :func:`check_output`,
 :func:`check_output_folder`, :func:`output_folder`); and the file formats of CSC data: sentence pairs as a
-``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, and a model's predictions as edits
-(``position:character`` per line)."""
+``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, texts to correct (:func:`check_texts`), and a
+model's predictions as edits (``position:character`` per line) or, for an LLM, as jsonl records (``id``,
+``prediction``, its raw output)."""
 
 from __future__ import annotations
 
@@ -231,6 +232,17 @@ def check_sentence_pair(source: object, target: object, where: str, equal_length
         raise ValueError(f"{where}: source has {len(source)} characters, target {len(target)}")
 
 
+def check_texts(texts: Iterable[str]) -> list[str]:
+    """`texts` as a list, or a TypeError naming the first item that is not a str."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        raise TypeError(f"texts must be a str or an iterable of str, got {type(texts).__name__}")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
+    return texts
+
+
 def check_sentences(sources: Sequence[str], targets: Sequence[str], equal_lengths: bool = True) -> None:
     """Check that ``sources`` and ``targets`` are as many sentence pairs, at least one (see
     :func:`check_sentence_pair`)."""
@@ -301,6 +313,17 @@ def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[
         if not EDITS_LINE.fullmatch(line):
             raise ValueError(f"{path}: prediction {i} changes a character into whitespace, which edits cannot hold")
     write_atomic(path, "".join(line + "\n" for line in lines), make_parents=True)
+
+
+def write_prediction_records(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    """One JSON object per line (``id`` and ``prediction`` first: what ``csc-bench score`` reads as jsonl, whatever
+    the predictions' lengths), written whole."""
+    lines = []
+    for i, record in enumerate(records):
+        if "id" not in record or not isinstance(record.get("prediction"), str):
+            raise ValueError(f"{path}: record {i} needs an id and a str prediction, got {sorted(record)}")
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    write_atomic(path, "".join(lines), make_parents=True)
 
 
 def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:

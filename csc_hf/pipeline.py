@@ -6,8 +6,8 @@ Routes, picked from the model's config:
   token per character and `[SEP]`: each character is looked up in the vocabulary as its own token (else as the
   tokenizer's normalizer writes it, else `[UNK]`), never given to the tokenizer as text;
 - csc_hf's BART (`CSCTokenizer`) generates with `csc_hf.modeling.bart_correct` and is read position by position;
-- any other seq2seq model generates; its output is aligned to the source (`aligned_substitutions`) and only
-  substitutions at a source position are kept. It gives no probabilities: `threshold`, `keep_bias` and
+- any other seq2seq model generates; its output is aligned to the source (`csc_hf.scoring.aligned_substitutions`)
+  and only substitutions at a source position are kept. It gives no probabilities: `threshold`, `keep_bias` and
   `similarity_prior` must stay 0.
 
 Rules, for every model:
@@ -30,9 +30,8 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from difflib import SequenceMatcher
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import (
@@ -47,13 +46,16 @@ from transformers import (
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from csc_hf.chars.pinyin import is_han
-from csc_hf.files import write_atomic
+from csc_hf.files import check_texts, write_atomic
 from csc_hf.logging import get_logger
 from csc_hf.model_folder import DECODING_DEFAULTS, check_decoding, check_model_folder, is_local, saved_options
 from csc_hf.modeling import CSCTokenizer, bart_correct
 from csc_hf.precision import check_precision, inference_bf16
 from csc_hf.run_layout import SIMILAR_FILE
-from csc_hf.scoring import align
+from csc_hf.scoring import aligned_substitutions
+
+if TYPE_CHECKING:
+    from csc_hf.llm.corrector import LLMCorrector
 
 logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
@@ -63,6 +65,8 @@ Edit = tuple[int, str, float | None]
 """A kept correction: position in the text, the right character, its probability (None for BART)."""
 OPTIONS = ("threshold", "keep_bias", "protected_chars", "protected_terms", "similarity_prior")
 """The Corrector's options that a copy may change (`Corrector.with_options`)."""
+TAGGING_OPTIONS = (*OPTIONS, "similar_characters", "overlap")
+"""The options of a tagging or seq2seq model's Corrector that an LLM corrector does not take."""
 Candidate = tuple[int, int, str, float | None]  # an edit of a batch: (row, column, right character, probability)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded; they stand in as U+FFFD (unknown)
 
@@ -78,17 +82,6 @@ def plan_windows(length: int, size: int, overlap: int) -> list[tuple[int, int, i
     starts = [*range(0, length - size, size - overlap), length - size]
     bounds = [0, *((a + b + size) // 2 for a, b in zip(starts, starts[1:])), length]
     return [(start, start + size, low, high) for start, low, high in zip(starts, bounds, bounds[1:])]
-
-
-def check_texts(texts: Iterable[str]) -> list[str]:
-    """`texts` as a list, or a TypeError naming the first item that is not a str."""
-    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
-        raise TypeError(f"texts must be a str or an iterable of str, got {type(texts).__name__}")
-    texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
-    return texts
 
 
 def protected_positions(text: str, terms: Iterable[str]) -> set[int]:
@@ -152,24 +145,6 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
     return "".join(chars)
 
 
-def aligned_substitutions(source: str, prediction: str) -> list[tuple[int, str]]:
-    """The characters of `prediction` that replace one of `source` at the same position, as `(position, character)`.
-
-    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
-    hide a substitution. The characters both texts share are matched first (`difflib`'s matching blocks), so a
-    character that moved is never read as a chain of substitutions ("，去" -> "去了" is a deletion, a match and an
-    insertion); what lies between matches is aligned by minimum edits (`csc_hf.scoring.align`). Insertions and
-    deletions are dropped."""
-    kept = [i for i, char in enumerate(source) if not char.isspace()]
-    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
-    found = []
-    for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "replace":
-            substitutions, _ = align(a[a_start:a_end], b[b_start:b_end])
-            found += [(kept[a_start + i], char) for i, char in substitutions]
-    return found
-
-
 @torch.no_grad()
 def generate_corrections(
     model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], max_length: int
@@ -190,6 +165,29 @@ def generate_corrections(
     ).to(model.device)
     outputs = model.generate(**inputs, max_new_tokens=2 * inputs["input_ids"].shape[1] + 8)
     return tokenizer.batch_decode(outputs, skip_special_tokens=True)
+
+
+def _model_config(path: str | os.PathLike, trust_remote_code: bool) -> tuple[str, Any]:
+    """The path (a local folder's expanded) and the config of a model, read before anything else of it: a local folder
+    must exist and hold a config.json (its tokenizer files are checked once the kind of model is known: an LLM's come
+    in other files, tokenizer.model, ...)."""
+    path = str(path)
+    if is_local(path):
+        path = os.path.expanduser(path)
+        check_model_folder(path, tokenizer=False, trust_remote_code=trust_remote_code)
+    return path, AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+
+
+def _is_llm(config: Any, options: Iterable[str]) -> bool:
+    from csc_hf.llm.corrector import LLM_OPTIONS, is_causal_lm
+
+    return is_causal_lm(config) or bool(set(options) & set(LLM_OPTIONS))
+
+
+def loads_as_llm(path: str | os.PathLike, options: Iterable[str] = (), trust_remote_code: bool = False) -> bool:
+    """Whether ``Corrector.from_pretrained(path, **options)`` gives an LLM corrector (a causal LM, or an option only
+    an LLM corrector takes), from the model's config alone: no weights load."""
+    return _is_llm(_model_config(path, trust_remote_code)[1], options)
 
 
 class Corrector:
@@ -305,19 +303,36 @@ class Corrector:
         return corrector
 
     @classmethod
-    def from_pretrained(cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any) -> "Corrector":
+    def from_pretrained(
+        cls, path: str | os.PathLike, *, trust_remote_code: bool = False, **kwargs: Any
+    ) -> "Corrector | LLMCorrector":
         """A corrector for the model and tokenizer saved at `path`: a local folder (`csc_hf.model_folder.is_local`: one
         that exists, a path starting with `/`, `.` or `~`, `runs/...`; a missing one is an error, the Hub is never
         tried) or a Hub id. Encoder-decoder models load as `AutoModelForSeq2SeqLM`, every other as
         `AutoModelForMaskedLM`; `trust_remote_code` runs the model's own code from its folder. The decoding saved with
         the model (`csc_hf.model_folder.saved_options`) gives the defaults of `keep_bias`, `threshold`,
-        `similarity_prior` and `similar_characters`; `kwargs` go to `Corrector` and win."""
-        path = str(path)
+        `similarity_prior` and `similar_characters`; `kwargs` go to `Corrector` and win.
+
+        A causal language model, or a call with an option only an LLM corrector takes
+        (`csc_hf.llm.corrector.LLM_OPTIONS`: `template`, `length_policy`, ...), returns
+        `csc_hf.llm.LLMCorrector.from_pretrained(path, ...)` instead: `precision` sets the dtype its weights load in
+        (`csc_hf.llm.weights_dtype`), no decoding is read from the folder, and a tagging option (`TAGGING_OPTIONS`)
+        is a ValueError."""
+        from csc_hf.llm.corrector import LLM_OPTIONS, LLMCorrector, weights_dtype
+
         check_precision(kwargs.get("precision", "auto"))  # before any loading
+        path, config = _model_config(path, trust_remote_code)
+        if _is_llm(config, kwargs):
+            if tagging := [name for name in TAGGING_OPTIONS if name in kwargs]:
+                raise ValueError(
+                    f"{path} loads as an LLM corrector: {', '.join(tagging)} belong to a tagging or seq2seq model's "
+                    f"Corrector; an LLM corrector takes {', '.join(LLM_OPTIONS)}, batch_size, device and precision"
+                )
+            precision = kwargs.pop("precision", "auto")
+            kwargs.setdefault("dtype", weights_dtype(precision))
+            return LLMCorrector.from_pretrained(path, trust_remote_code=trust_remote_code, **kwargs)
         if is_local(path):
-            path = os.path.expanduser(path)
             check_model_folder(path, trust_remote_code=trust_remote_code)
-        config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
         try:
             model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
@@ -579,8 +594,6 @@ __all__ = [
     "ChineseSpellingCheckPipeline",
     "Corrector",
     "Edit",
-    "aligned_substitutions",
-    "check_texts",
     "decode_edits",
     "generate_corrections",
     "plan_windows",

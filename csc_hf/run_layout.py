@@ -52,9 +52,15 @@ TRAINER_STATE = "trainer_state.json"  # the Trainer's state, in a checkpoint and
 CHECKPOINT = "checkpoint-"  # a checkpoint's folder: checkpoint-STEP
 
 
-def predictions_file(config: str, split: str) -> str:
-    """The file name of one test split's predictions in ``predictions/``: ``CONFIG.SPLIT.txt``."""
-    return f"{config}.{split}.txt"
+PREDICTIONS_SUFFIXES = (".txt", ".jsonl")  # a tagging model's edits; an LLM's records (prediction and raw output)
+
+
+def predictions_file(config: str, split: str, suffix: str = ".txt") -> str:
+    """The file name of one test split's predictions in ``predictions/``: ``CONFIG.SPLIT.txt`` (edits, of a model
+    whose predictions keep their sources' lengths) or ``CONFIG.SPLIT.jsonl`` (an LLM's records)."""
+    if suffix not in PREDICTIONS_SUFFIXES:
+        raise ValueError(f"predictions files end in {' or '.join(PREDICTIONS_SUFFIXES)}, not {suffix!r}")
+    return f"{config}.{split}{suffix}"
 
 
 def predictions_split(path: Path) -> tuple[str, str]:

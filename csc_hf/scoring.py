@@ -43,6 +43,7 @@ scikit-learn's ``zero_division=0``); the ``n_*`` counts in the output tell when 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from difflib import SequenceMatcher
 from functools import partial
 from typing import Any, TypeVar
 
@@ -55,6 +56,7 @@ __all__ = [
     "CONVENTIONS",
     "ERROR_TYPES",
     "align",
+    "aligned_substitutions",
     "check_inputs",
     "compare",
     "make_compute_metrics",
@@ -271,6 +273,24 @@ def align(source: Sequence[T], prediction: Sequence[T]) -> tuple[list[tuple[int,
         else:
             indels, j = indels + 1, j - 1
     return substitutions, indels
+
+
+def aligned_substitutions(source: str, prediction: str) -> list[tuple[int, str]]:
+    """The characters of `prediction` that replace one of `source` at the same position, as `(position, character)`.
+
+    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
+    hide a substitution. The characters both texts share are matched first (`difflib`'s matching blocks), so a
+    character that moved is never read as a chain of substitutions ("，去" -> "去了" is a deletion, a match and an
+    insertion); what lies between matches is aligned by minimum edits (`align`). Insertions and
+    deletions are dropped."""
+    kept = [i for i, char in enumerate(source) if not char.isspace()]
+    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
+    found = []
+    for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "replace":
+            substitutions, _ = align(a[a_start:a_end], b[b_start:b_end])
+            found += [(kept[a_start + i], char) for i, char in substitutions]
+    return found
 
 
 def _banded_distances(a: Sequence[T], b: Sequence[T], band: int) -> list[list[int]]:

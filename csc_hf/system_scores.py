@@ -10,10 +10,14 @@ References (``REF``) are the one split that a data spec of :func:`csc_hf.data.re
 parameters), an exported folder (``FOLDER:CONFIG``, ``FOLDER:CONFIG/SPLIT``, or a bare ``FOLDER`` holding one split), a
 ``wrong<TAB>correct`` TSV or a ``.jsonl`` with ``source``/``target``.
 
-The report holds both precision conventions of :func:`csc_hf.scoring.score` with bootstrap intervals, the breakdown
-by error type (the rows' own ``errors`` where they carry typed errors, else judged by character knowledge) and, with
-training pairs, by seen/unseen pair; the length changes of predictions that :func:`csc_hf.scoring.align` aligned
-(LLM and seq2seq output); and, with a baseline, the paired test of :func:`csc_hf.scoring.compare`.
+The predictions are scored under a declared length policy (:mod:`csc_hf.llm.policy`: ``edits``, the default, scores
+a prediction of another length than its source as written; ``substitutions`` keeps its same-position substitutions;
+``strict`` keeps the source instead), recorded in the report. The report holds both precision conventions of
+:func:`csc_hf.scoring.score` with bootstrap intervals, the breakdown by error type (the rows' own ``errors`` where
+they carry typed errors, else judged by character knowledge) and, with training pairs, by seen/unseen pair; the length
+changes of the predictions as given, before the policy (LLM and seq2seq output; aligned by
+:func:`csc_hf.scoring.align`); and, with a baseline (under the same policy), the paired test of
+:func:`csc_hf.scoring.compare`.
 :func:`score_files` is the shell that reads the files (checking every argument and file before any scoring work);
 :func:`detect_format`, :func:`length_changes`, :func:`score_report` and :func:`scores_markdown` are pure.
 """
@@ -31,6 +35,7 @@ from .data import DataSplit, read_data, read_split, spec_paths, training_sentenc
 from .dataset_stats import error_pairs, judge_pair
 from .evaluation import training_pairs
 from .files import EDITS_LINE, check_output, iter_jsonl, read_lines, read_predictions, write_atomic
+from .llm.policy import DEFAULT_LENGTH_POLICY, LENGTH_POLICIES, apply_length_policy, check_length_policy
 from .logging import get_logger
 from .markdown import percent, percent_range, signed_points, table
 from .scoring import CONVENTIONS, HEADLINE, MAIN_SCORES, align, compare, score, score_name
@@ -238,18 +243,27 @@ def score_report(
     baseline: Sequence[str] | None = None,
     bootstrap: int = RESAMPLES,
     seed: int = 0,
+    length_policy: str = DEFAULT_LENGTH_POLICY,
 ) -> dict[str, Any]:
-    """Scores under both conventions (with ``bootstrap`` resamples), the length changes and, with ``baseline``, the
-    paired test of the predictions against it (``delta`` = predictions - baseline; ``bootstrap`` resamples for the
-    interval and the permutation p-value)."""
+    """Scores under both conventions (with ``bootstrap`` resamples) of the predictions under ``length_policy``
+    (:func:`csc_hf.llm.policy.apply_length_policy`, to the baseline too), the length changes of the predictions as
+    given and, with ``baseline``, the paired test of the predictions against it (``delta`` = predictions - baseline;
+    ``bootstrap`` resamples for the interval and the permutation p-value)."""
     _check_bootstrap(bootstrap, baseline is not None)
+    check_length_policy(length_policy)
+    changes = length_changes(references.sources, predictions)
+    predictions = apply_length_policy(references.sources, predictions, length_policy)
+    if baseline is not None:
+        baseline_changes = length_changes(references.sources, baseline)
+        baseline = apply_length_policy(references.sources, baseline, length_policy)
     data = (references.sources, predictions, references.targets)
     options = {"metadata": references.metadata, "train_pairs": train_pairs}
     report: dict[str, Any] = {
         "references": references.name,
         "n_sentences": len(references.sources),
         "error_types": "from the rows' errors" if references.typed_rows else "judged by character knowledge",
-        "length_changes": length_changes(references.sources, predictions),
+        "length_policy": length_policy,
+        "length_changes": changes,
         "scores": {
             c: score(*data, convention=c, bootstrap=bootstrap, confidence=CONFIDENCE, seed=seed, **options)
             for c in CONVENTIONS
@@ -257,7 +271,7 @@ def score_report(
     }
     if baseline is not None:
         report["baseline"] = {
-            "length_changes": length_changes(references.sources, baseline),
+            "length_changes": baseline_changes,
             "paired": {
                 c: compare(
                     references.sources,
@@ -316,11 +330,11 @@ def scores_markdown(report: Mapping[str, Any]) -> str:
         f"{report.get('train_pairs_from') or 'no training data: give --train DATA'})",
         table(["errors", "count", *(score_name(f"char_{task}_r") for task in ("det", "cor"))], rows),
     ]
-    changes = report["length_changes"]
+    changes, policy = report["length_changes"], report.get("length_policy", DEFAULT_LENGTH_POLICY)
     parts.append(
-        f"Length changes: {changes['sentences']} predictions differ in length from their source "
-        f"({changes['inserted']} characters inserted, {changes['deleted']} deleted; aligned by minimum edit, "
-        "every insertion and deletion is a wrong change)."
+        f"Length changes: {changes['sentences']} predictions ({percent(changes['sentences'] / report['n_sentences'])}%)"
+        f" differ in length from their source ({changes['inserted']} characters inserted, {changes['deleted']} "
+        f"deleted, aligned by minimum edit). Length policy {policy}: such a prediction is {LENGTH_POLICIES[policy]}."
     )
     if "baseline" in report:
         base = report["baseline"]
@@ -365,6 +379,7 @@ def score_files(
     seed: int = 0,
     cache_dir: str | None = None,
     output: str | Path | None = None,
+    length_policy: str = DEFAULT_LENGTH_POLICY,
 ) -> dict[str, Any]:
     """Score the predictions file against the references ``REF`` (see the module docstring) and return the report;
     with ``output``, also write it there as json. Every argument and file is checked before any scoring work."""
@@ -372,6 +387,7 @@ def score_files(
         if value is not None and value not in PREDICTION_FORMATS:
             raise ValueError(f"{option} {value!r} is not a predictions format; choose {', '.join(PREDICTION_FORMATS)}")
     _check_bootstrap(bootstrap, baseline is not None)
+    check_length_policy(length_policy, "--length-policy")
     check_output(output, inputs=[predictions, baseline, *spec_paths(references), *(spec_paths(train) if train else [])])
     lines = read_lines(predictions, "predictions")
     baseline_lines = read_lines(baseline, "baseline") if baseline is not None else None
@@ -384,7 +400,13 @@ def score_files(
         "format": found,
         "train_pairs_from": pairs_from,
         **score_report(
-            refs, system, train_pairs=pairs, baseline=None if base is None else base[0], bootstrap=bootstrap, seed=seed
+            refs,
+            system,
+            train_pairs=pairs,
+            baseline=None if base is None else base[0],
+            bootstrap=bootstrap,
+            seed=seed,
+            length_policy=length_policy,
         ),
     }
     if base is not None:

@@ -629,7 +629,7 @@ CLI_MODELS: list[BadCli] = [  # a model folder's problems named before it loads
         "correct: tokenizer.json not JSON",
         ("correct", "{tmp}/model", "我门"),
         "model/tokenizer.json: not JSON",
-        _model(**{"tokenizer.json": "{"}),
+        _model(config='{"model_type": "bert"}', **{"tokenizer.json": "{"}),
     ),
     BadCli(
         "correct: config.json in GBK", ("correct", "{tmp}/model", "我门"), "config.json: not UTF-8", _model(config=GBK)
@@ -742,7 +742,25 @@ CLI: list[BadCli] = [
         "correct: a model folder without tokenizer files",
         ("correct", "{tmp}/model", "我门"),
         "no tokenizer files",
-        {"model/config.json": "{}"},
+        {"model/config.json": '{"model_type": "bert"}'},  # read first: an LLM's tokenizer files are others
+    ),
+    BadCli(
+        "correct: an LLM template without {text}",
+        ("correct", "{tmp}/model", "我门", "--template", "{tmp}/t.txt"),
+        "t.txt: the user message has no {text} placeholder",
+        {"model/config.json": '{"model_type": "bert"}', "t.txt": "请改正错别字。"},
+    ),
+    BadCli(
+        "correct: an LLM option for a masked LM",
+        ("correct", "{tmp}/model", "我门", "--length-policy", "strict"),
+        "is a BertForMaskedLM model, not a causal language model",
+        {"model/config.json": '{"model_type": "bert", "architectures": ["BertForMaskedLM"]}'},
+    ),
+    BadCli(
+        "correct: an unknown LLM backend",
+        ("correct", "{tmp}/model", "我门", "--backend", "tgi"),
+        "backend 'tgi': choose transformers, vllm",
+        {"model/config.json": '{"model_type": "bert"}'},
     ),
     BadCli(
         "evaluate: --bootstrap -1",

@@ -24,7 +24,8 @@ from csc_hf.chars.pinyin import is_han
 from csc_hf.cli import main
 from csc_hf.evaluation import EvaluationOptions, evaluate_model
 from csc_hf.files import read_lines, read_predictions
-from csc_hf.pipeline import Corrector, aligned_substitutions
+from csc_hf.pipeline import Corrector
+from csc_hf.scoring import aligned_substitutions
 
 SENTENCES = [
     "今年接收720余名转业干部。",
@@ -257,6 +258,7 @@ def check_evaluation(folder, small_params, tmp_path, caplog) -> None:
     assert [(r["config"], r["split"]) for r in records] == [("test", "test")]
     assert 0.0 <= records[0]["scores"]["char_cor_f1"] <= 1.0 and 0.0 <= records[0]["scores"]["fpr"] <= 1.0
     assert "test/test: 80 sentences" in caplog.text  # one line per split: counts and time
+    assert records[0]["sentences_per_s"] > 0 and records[0]["seconds"] > 0  # the throughput beside the scores
     from csc_hf import load_dataset
 
     sources = load_dataset("csc_bench", "test", split="test", **small_params)["source"]

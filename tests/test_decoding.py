@@ -311,6 +311,8 @@ def test_evaluate_model_of_a_hub_id_does_not_save(monkeypatch, tiny_dir, small_p
         "from_pretrained",
         classmethod(lambda cls, path, **kwargs: real(cls, tiny_dir, **kwargs)),
     )
+    loads_as_llm = pipeline_module.loads_as_llm
+    monkeypatch.setattr(pipeline_module, "loads_as_llm", lambda path, *args: loads_as_llm(tiny_dir, *args))
     records = evaluate_model(
         "user/some-model",
         ["test"],

@@ -72,6 +72,8 @@ metric = evaluate.load(resources.metric_path())
 found["metric_file"] = inspect.getfile(type(metric))
 scores = metric.compute(sources=["我今天很高心"], predictions=["我今天很高兴"], references=["我今天很高兴"])
 found["f1"] = scores["sent_cor_f1"]
+from csc_hf.llm import load_template
+found["template"] = load_template("zh_few_shot").record()  # the prompt templates are package data
 main(["export", "exported", "test", *sys.argv[1:]])
 json.dump(found, open("found.json", "w", encoding="utf-8"))
 """
@@ -140,6 +142,9 @@ def test_wheel_installed_in_a_fresh_environment_runs_everything(tmp_path, small_
         assert Path(found[key]).resolve().is_relative_to(site), (key, found[key])
     assert found["presets"] == resources.preset_names() and found["smoke"] == Preset.load("smoke").variants
     assert found["f1"] == 1.0
+    from csc_hf.llm import load_template
+
+    assert found["template"] == load_template("zh_few_shot").record()
     assert Path(found["metric_file"]).name == "csc.py"
     card = (work / "exported" / "README.md").read_text(encoding="utf-8")
     assert resources.dataset_card().read_text(encoding="utf-8").split("---\n", 2)[2] in card  # not the fallback

@@ -159,13 +159,39 @@ def test_length_changing_predictions_are_aligned_and_counted(tsv, tmp_path, caps
     assert system_scores.length_changes(SOURCES, llm) == {"sentences": 3, "inserted": 1, "deleted": 3}
     path = write_lines(tmp_path / "llm.txt", llm)
     code, stdout, _ = run(capsys, "--predictions", str(path), "--references", str(tsv), "--bootstrap", "0")
-    assert code == 0 and "Length changes: 3 predictions differ in length" in stdout
+    assert code == 0 and "Length changes: 3 predictions (75.0%) differ in length" in stdout
     assert "1 characters inserted, 3 deleted" in stdout and "no bootstrap intervals" in stdout
+    assert "Length policy edits: such a prediction is scored as written" in stdout
     report = scored(path, tsv)
-    assert report["length_changes"] == {"sentences": 3, "inserted": 1, "deleted": 3}
+    assert (
+        report["length_changes"] == {"sentences": 3, "inserted": 1, "deleted": 3} and report["length_policy"] == "edits"
+    )
     assert report["scores"]["strict"]["n_length_mismatch"] == 3 and report["scores"]["strict"]["n_indels"] == 4
     assert report["scores"]["strict"]["char_cor_r"] == 3 / 3  # substitutions scored at their source positions
     assert report["scores"]["strict"]["sent_cor_r"] == 1 / 3  # a sentence with an indel is never right
+
+
+def test_length_policies_of_csc_bench_score(tsv, tmp_path, capsys):
+    """--length-policy: the length changes are those of the predictions as given; the scores are of the predictions
+    under the policy (substitutions: only same-position substitutions; strict: such sentences unchanged), the
+    baseline's too."""
+    llm = write_lines(tmp_path / "llm.txt", ["我们今天去了公园。", "他说得对。", "天气好", "今天的天气不错。"])
+    kept = scored(llm, tsv, "--length-policy", "substitutions", "--baseline", str(llm))
+    strict = scored(llm, tsv, "--length-policy", "strict")
+    for report, policy in ((kept, "substitutions"), (strict, "strict")):
+        assert report["length_policy"] == policy and report["length_changes"]["sentences"] == 3
+        assert report["scores"]["strict"]["n_length_mismatch"] == 0
+    assert kept["baseline"]["length_changes"]["sentences"] == 3
+    assert kept["baseline"]["paired"]["strict"]["sent_cor_f1"]["delta"] == 0  # the same file, the same policy
+    assert kept["scores"]["strict"]["sent_cor_r"] == 3 / 3 and kept["scores"]["strict"]["fpr"] == 0
+    assert strict["scores"]["strict"]["sent_cor_r"] == 1 / 3 and strict["scores"]["strict"]["fpr"] == 0
+    code, stdout, _ = run(capsys, "--predictions", str(llm), "--references", str(tsv), "--length-policy", "strict")
+    assert code == 0 and "Length policy strict: such a prediction is rejected" in stdout
+    with pytest.raises(SystemExit):
+        run(capsys, "--predictions", str(llm), "--references", str(tsv), "--length-policy", "loose")
+    assert "invalid choice: 'loose'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--length-policy 'loose' is not a length policy"):
+        system_scores.score_files(llm, str(tsv), length_policy="loose")
 
 
 def test_text_lines_split_at_newlines_only(tsv, tmp_path):

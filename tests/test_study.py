@@ -43,6 +43,7 @@ def test_smoke_run_writes_every_result(smoke_run):
         assert r["keep_bias"] in preset.keep_bias_grid
     header = (smoke_run / "results.csv").read_text().splitlines()[0].split(",")
     assert header[:6] == ["model", "seed", "config", "split", "error_prob", "keep_bias"] and "char_cor_f1" in header
+    assert "sentences_per_s" in header and all(r["sentences_per_s"] > 0 for r in records)  # throughput by every score
     paired = results["paired"]  # every model against bert on every test split, both metrics
     assert {(e["model"], e["baseline"]) for e in paired} == {(m, "bert") for m in preset.variants if m != "bert"}
     assert len(paired) == 2 * (len(preset.variants) - 1) * len({(r["config"], r["split"]) for r in records})

@@ -73,7 +73,7 @@ def write_results(
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})
     table = io.StringIO(newline="")
     writer = csv.writer(table)
-    writer.writerow(["model", "seed", "config", "split", "error_prob", *DECODING_KEYS, *numeric])
+    writer.writerow(["model", "seed", "config", "split", "error_prob", *DECODING_KEYS, "sentences_per_s", *numeric])
     for r in records:
         writer.writerow(
             [
@@ -83,6 +83,7 @@ def write_results(
                 r["split"],
                 r["error_prob"],
                 *(r.get(k, "") for k in DECODING_KEYS),
+                r.get("sentences_per_s", ""),  # none in records evaluated before it was timed
                 *(r["scores"].get(k, "") for k in numeric),
             ]
         )
