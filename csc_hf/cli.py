@@ -241,8 +241,8 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def _check_model(model: str, trust_remote_code: bool = False) -> None:
     if is_local(model):
-        # its tokenizer files are checked once its kind is known (an LLM's differ)
-        check_model_folder(model, tokenizer=False, trust_remote_code=trust_remote_code)
+        # its weights and tokenizer files are checked once its kind is known (an LLM's tokenizer files differ)
+        check_model_folder(model, tokenizer=False, trust_remote_code=trust_remote_code, weights=False)
 
 
 def _local(model: str) -> list[str]:

@@ -53,12 +53,17 @@ def model_file(path: str | Path, name: str) -> Path | None:
 
 
 def check_model_folder(
-    path: str | Path, what: str = "model folder", tokenizer: bool = True, trust_remote_code: bool = False
+    path: str | Path,
+    what: str = "model folder",
+    tokenizer: bool = True,
+    trust_remote_code: bool = False,
+    weights: bool = True,
 ) -> None:
     """Raise an error that names what is wrong with a local model folder before anything loads from it: the folder,
     its ``config.json`` (missing, not JSON, a ``model_type`` that transformers and csc_hf lack, or the model's own code
-    without ``trust_remote_code``), its weights (:func:`weights_problem`) or (with ``tokenizer``) its tokenizer files
-    (missing, or a ``tokenizer.json`` that is not JSON)."""
+    without ``trust_remote_code``), (with ``weights``) its weights (:func:`check_weights`) or (with ``tokenizer``) its
+    tokenizer files (missing, or a ``tokenizer.json`` that is not JSON). A caller that reads the config first to know
+    the kind of model checks the weights and tokenizer once it knows it."""
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(
@@ -66,10 +71,9 @@ def check_model_folder(
         )
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{what} {folder} holds no saved model (config.json)")
-    config = _json_object(folder / "config.json")
-    check_model_type(folder / "config.json", config, trust_remote_code)
-    if problem := weights_problem(folder, config):
-        raise ValueError(f"{what} {folder}: {problem}")
+    check_model_type(folder / "config.json", _json_object(folder / "config.json"), trust_remote_code)
+    if weights:
+        check_weights(folder, what)
     if tokenizer and not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise FileNotFoundError(
             f"{what} {folder} holds no tokenizer files ({' or '.join(TOKENIZER_FILES)}); "
@@ -112,6 +116,14 @@ def check_model_type(path: Path, config: dict, trust_remote_code: bool = False) 
             f"{path}: model_type {model_type!r} comes with the folder's own code (auto_map); pass "
             "--trust-remote-code (trust_remote_code=True) to run it, for a folder you trust"
         )
+
+
+def check_weights(path: str | Path, what: str = "model folder") -> None:
+    """Raise a ValueError naming the folder when its weights cannot be what its config.json describes
+    (:func:`weights_problem`)."""
+    folder = Path(path)
+    if problem := weights_problem(folder, read_json_object(folder / "config.json")):
+        raise ValueError(f"{what} {folder}: {problem}")
 
 
 EMBEDDINGS = re.compile(r"(^|\.)(word_embeddings|shared|embed_tokens)\.weight$")  # a model's token embeddings

@@ -174,7 +174,7 @@ def _model_config(path: str | os.PathLike, trust_remote_code: bool) -> tuple[str
     path = str(path)
     if is_local(path):
         path = os.path.expanduser(path)
-        check_model_folder(path, tokenizer=False, trust_remote_code=trust_remote_code)
+        check_model_folder(path, tokenizer=False, trust_remote_code=trust_remote_code, weights=False)
     return path, AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
 
 

@@ -601,7 +601,7 @@ CLI_MODELS: list[BadCli] = [  # a model folder's problems named before it loads
         "correct: empty weights",
         ("correct", "{tmp}/model", "我门"),
         "model.safetensors is not a complete safetensors file",
-        _model(**{"model.safetensors": b""}),
+        _model(config='{"model_type": "bert"}', **{"model.safetensors": b""}),
     ),
     BadCli(
         "correct: weights of another vocabulary",
@@ -609,7 +609,7 @@ CLI_MODELS: list[BadCli] = [  # a model folder's problems named before it loads
         "holds bert.embeddings.word_embeddings.weight of shape [10, 8], but config.json says vocab_size x hidden "
         "size [13, 8]",
         _model(
-            config='{"vocab_size": 13, "hidden_size": 8}',
+            config='{"model_type": "bert", "vocab_size": 13, "hidden_size": 8}',
             **{"model.safetensors": _weights(**{"bert.embeddings.word_embeddings.weight": (10, 8)})},
         ),
     ),
@@ -749,6 +749,12 @@ CLI: list[BadCli] = [
         ("correct", "{tmp}/model", "我门", "--template", "{tmp}/t.txt"),
         "t.txt: the user message has no {text} placeholder",
         {"model/config.json": '{"model_type": "bert"}', "t.txt": "请改正错别字。"},
+    ),
+    BadCli(
+        "correct: an LLM template with a key given twice",
+        ("correct", "{tmp}/model", "我门", "--template", "{tmp}/t.yaml"),
+        "t.yaml, line 3: the key 'user' is given twice (also on line 1)",
+        {"model/config.json": '{"model_type": "bert"}', "t.yaml": "user: '改正：{text}'\nsystem: 你好\nuser: 改\n"},
     ),
     BadCli(
         "correct: an LLM option for a masked LM",

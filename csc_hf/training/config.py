@@ -270,8 +270,8 @@ def check_special_tokens(path: str, vocab_size: int | None, where: str) -> None:
 
     try:
         tokenizer = start_tokenizer(path)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{where}: {err}") from None
+    except Exception as err:  # a tokenizer file another program wrote fails in its own way
+        raise ValueError(f"{where}={path}: its tokenizer does not load ({type(err).__name__}: {err})") from None
     vocab = tokenizer.backend_tokenizer.get_vocab(with_added_tokens=False)  # an added token has no row of its own
     uses = Counter(vocab.values())
     missing = [t for t in REQUIRED_TOKENS if t not in vocab]
