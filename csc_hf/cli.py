@@ -23,13 +23,21 @@ from . import resources
 from .benchmark.configs import CONFIGS, CONFUSION_SUBSETS, TEST_CONFIGS, check_configs, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
-from .data import DATA_KINDS
+from .data import DATA_KINDS, is_data_spec, spec_paths
 from .fields import field_types, from_text
 from .files import check_output, check_output_folder, write_atomic
 from .llm.policy import DEFAULT_LENGTH_POLICY, LENGTH_POLICIES
 from .logging import ENV as VERBOSITY_ENV
 from .logging import env_verbosity, get_logger, verbosity
-from .model_folder import DECODING_KEYS, check_decoding, check_decoding_grid, check_model_folder, is_local
+from .markdown import score_text
+from .model_folder import (
+    DECODING_KEYS,
+    check_decoding,
+    check_decoding_grid,
+    check_model_folder,
+    is_local,
+    training_record,
+)
 from .precision import PRECISIONS
 from .run_layout import REPORT_FILE, RESULTS_CSV, RUNS_DIR
 from .scoring import HEADLINE
@@ -39,23 +47,36 @@ from .system_scores import PREDICTION_FORMATS
 logger = get_logger(__name__)
 
 
+class _BenchOption(argparse.Action):
+    """Store a benchmark parameter and note that the command line gave it (:func:`given_bench_params`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.bench_given = [*getattr(namespace, "bench_given", []), self.dest]
+
+
 def add_bench_params(parser: argparse.ArgumentParser) -> None:
     """One option per field of BenchParams (configs are data: a new field is a new option)."""
     group = parser.add_argument_group("benchmark parameters (see csc_hf.benchmark.BenchParams)")
     hints = field_types(BenchParams)
     for f in fields(BenchParams):
         hint, option = hints[f.name], "--" + f.name.replace("_", "-")
+        common = {"type": from_text(hint), "default": f.default, "action": _BenchOption}
         if typing.get_origin(hint) is tuple:
-            group.add_argument(option, type=from_text(hint), nargs="+", default=f.default, help=f.metadata["help"])
+            group.add_argument(option, nargs="+", help=f.metadata["help"], **common)
             continue
-        group.add_argument(
-            option, type=from_text(hint), default=f.default, help=f"{f.metadata['help']} (default: {f.default})"
-        )
+        group.add_argument(option, help=f"{f.metadata['help']} (default: {f.default})", **common)
 
 
 def bench_params(args: argparse.Namespace) -> dict:
     """The benchmark parameters given on the command line that differ from the defaults."""
     return BenchParams.changed(vars(args))
+
+
+def given_bench_params(args: argparse.Namespace) -> dict:
+    """The benchmark parameters given on the command line, default values too (lists as tuples)."""
+    given = dict.fromkeys(getattr(args, "bench_given", []))
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in ((k, getattr(args, k)) for k in given)}
 
 
 DEBUG_ENV = "CSC_HF_DEBUG"  # set to 1: a failing command prints its traceback (as --debug does)
@@ -153,11 +174,20 @@ def cmd_build(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    """write configs in the Hub layout (parquet + README.md)
+    """write configs in the Hub layout (parquet + README.md), or check an export
 
-    Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads."""
-    from .benchmark.export import export
+    Write parquet files and a dataset card that plain datasets.load_dataset(DIR, CONFIG) reads (offline), with the
+    record of how they were made (csc_bench_params.json); --check DIR says whether an export still holds what this
+    csc_hf generates with its recorded parameters (its files unchanged, its inputs unchanged, the same rows)."""
+    from .benchmark.export import check_export, export
 
+    if args.check:
+        if args.configs or given_bench_params(args):
+            raise ValueError("--check verifies DIRECTORY as its record says: give no configs or benchmark options")
+        if problems := check_export(args.directory, cache_dir=args.cache_dir):
+            raise ValueError(f"{args.directory} differs from what this csc_hf generates: {'; '.join(problems)}")
+        print(f"{args.directory} holds what this csc_hf generates with its recorded parameters")
+        return
     configs = args.configs or BenchParams(**bench_params(args)).available_configs()
     path = export(args.directory, configs, overwrite=args.overwrite, cache_dir=args.cache_dir, **bench_params(args))
     print(f"exported {', '.join(configs)} to {path}; load with datasets.load_dataset({str(path)!r}, CONFIG)")
@@ -256,27 +286,38 @@ def _option(name: str) -> str:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    """score a saved model on test configs
+    """score a saved model on test configs or test files
 
-    Correct every split of the given configs and score them with bootstrap intervals, with the sentences corrected per
-    second. The model is any checkpoint folder or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with
+    Correct every split of the given test configs (built with the benchmark parameters the model was trained with:
+    those of its training record, each option given here winning) or data files and score them with bootstrap
+    intervals, with the sentences corrected per second; a test sentence the model trained on is an error unless
+    --allow-train-overlap. Several --keep-bias / --similarity-prior values are tuned on the validation split, or on
+    --validation. The model is any checkpoint folder or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with
     bert-base-chinese's vocab.txt), any seq2seq model (generated, then aligned to the source) or any causal language
     model (an LLM corrector: prompted, its answers scored under the length policy; the table adds the share of answers
     whose length changed and the failed sentences, and any contamination of a test set follows it)."""
     check_resamples(args.bootstrap, "--bootstrap")
     for name in ("keep_bias", "similarity_prior"):
         check_decoding_grid(name, getattr(args, name) or (), _option(name))
-    check_configs(args.configs, "test config", TEST_CONFIGS, where="--configs")
-    check_output(args.output, inputs=_local(args.model))
+    data = [name for name in args.configs if is_data_spec(name)]
+    try:
+        check_configs([n for n in args.configs if n not in data], "test config", TEST_CONFIGS, where="--configs")
+    except ValueError as err:
+        raise ValueError(f"{err}; or a test data file or folder that exists") from None
+    tuned = any(grid is not None and len(set(grid)) > 1 for grid in (args.keep_bias, args.similarity_prior))
+    if args.validation is not None and not tuned:
+        raise ValueError("--validation tunes the decoding: give several --keep-bias or --similarity-prior values")
+    read = [*_local(args.model), *(p for spec in [*data, args.validation] if spec for p in spec_paths(spec))]
+    check_output(args.output, inputs=read)
     if args.predictions_dir is not None:
-        check_output_folder(args.predictions_dir, "--predictions-dir", inputs=_local(args.model))
+        check_output_folder(args.predictions_dir, "--predictions-dir", inputs=read)
     _check_model(args.model, args.trust_remote_code)
     llm = _llm_options(args)
-    from .evaluation import EvaluationOptions, evaluate_model
+    from .evaluation import EvaluationOptions, evaluate_model, scoring_params
 
-    tuned = any(grid is not None and len(set(grid)) > 1 for grid in (args.keep_bias, args.similarity_prior))
+    params, source = scoring_params(args.model, given_bench_params(args))
     options = EvaluationOptions(
-        bench_params=bench_params(args),
+        bench_params=params,
         bootstrap=args.bootstrap,
         keep_bias_grid=args.keep_bias,
         similarity_prior_grid=args.similarity_prior,
@@ -285,9 +326,14 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         precision=args.precision,
         llm=llm,
         predictions_dir=None if args.predictions_dir is None else Path(args.predictions_dir),
+        validation=args.validation,
+        allow_train_overlap=args.allow_train_overlap,
         **({"batch_size": args.batch_size} if args.batch_size is not None else {}),
     )
     records = evaluate_model(args.model, args.configs, options)
+    for r in records:
+        if "bench_params" in r:
+            r["bench_params_from"] = source
     if records and "llm" in records[0]:
         from .llm import describe_flag, describe_settings
 
@@ -295,11 +341,15 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     else:
         title = ", ".join(f"{name} {records[0][name]:g}" for name in DECODING_KEYS) if records else "-"
         title += "; tuned and saved with the model" if tuned else ""
-    rows = {f"{r['config']}/{r['split']}": _evaluation_row(r) for r in records}
+    rows = {(r["config"] if "data" in r else f"{r['config']}/{r['split']}"): _evaluation_row(r) for r in records}
     if rows:
         _print_table(f"{args.model} ({title})", rows)
     for flag in (flag for r in records for flag in r.get("llm", {}).get("contamination", ())):
         print(describe_flag(flag))
+    if len(data) < len(args.configs):
+        print(
+            f"\ncsc_bench parameters: {json.dumps(params, ensure_ascii=False) if params else 'the defaults'} ({source})"
+        )
     if args.output:
         write_atomic(args.output, json.dumps(records, indent=1, ensure_ascii=False) + "\n")
         print(f"wrote {args.output}")
@@ -308,7 +358,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 def _evaluation_row(record: dict) -> dict:
     """One row of evaluate's table: the headline scores, an LLM's share of answers whose length changed and its
     failed sentences, and the sentences corrected per second."""
-    row = {k: round(record["scores"][k], 4) for k in HEADLINE}
+    row = {k: score_text(record["scores"][k], lambda v: f"{v:.4f}") for k in HEADLINE}
     if llm := record.get("llm"):
         row.update(length_changed=round(llm["length_changed_share"], 4), failed=sum(llm["failed"].values()))
     per_s = record.get("sentences_per_s")
@@ -422,9 +472,10 @@ def cmd_push(args: argparse.Namespace) -> None:
     model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with trust_remote_code=True, no csc_hf needed),
     without machine-local fields, and a card whose YAML holds the licence, base model, datasets and a model-index of
     the scores; upload it only with --upload (the token of HF_TOKEN or of `hf auth login`, as huggingface_hub reads
-    it; never on the command line, where the process list shows it). The benchmark options state the parameters the
-    --results were scored with (default: those a run's results.json records, else the model's training
-    parameters)."""
+    it; never on the command line, where the process list shows it). With a run's results.json, the card takes the
+    model's own records (its variant and seed, as its folder records them). The benchmark options state the
+    parameters the --results were scored with where the records do not (a run's results.json and csc-bench
+    evaluate's output state them)."""
     from . import hub
 
     if args.token is not None:
@@ -433,14 +484,26 @@ def cmd_push(args: argparse.Namespace) -> None:
             "once with `hf auth login`, then give --upload"
         )
     hub.check_license(args.license)
-    hub.check_repo_id(args.repo)
+    folder = args.folder or f"{args.model.rstrip('/')}-hub"
+    hub.check_repo_id(args.repo, folder)
     token = hub.upload_token() if args.upload else None  # before any work: a missing token is named now
-    records = hub.load_records(args.results, args.model_name) if args.results else []
+    chosen = {"--model-name": args.model_name, "--model-seed": args.model_seed}
+    if not args.results and (named := [option for option, value in chosen.items() if value is not None]):
+        raise ValueError(f"{' and '.join(named)} choose records of --results; give --results too")
+    records = hub.load_records(args.results) if args.results else []
+    if records:  # a run's results hold every model's: this model's own
+        records = hub.model_records(records, training_record(args.model), *chosen.values(), args.results)
     given = bench_params(args)  # the parameters the results were scored with, when the records do not say
     if given and not records:
         raise ValueError(f"benchmark options {sorted(given)} describe the scores of --results; give --results too")
-    records = [{**r, "bench_params": given} for r in records] if given else records
-    folder = args.folder or f"{args.model.rstrip('/')}-hub"
+    if given:
+        for r in records:
+            if isinstance(r.get("bench_params"), dict) and BenchParams.changed(r["bench_params"]) != given:
+                raise ValueError(
+                    f"--results {args.results} says its {r['config']}/{r['split']} was scored with the benchmark "
+                    f"parameters {r['bench_params']}, the options say {given}: drop the options"
+                )
+        records = [r if "data" in r else {**r, "bench_params": given} for r in records]
     folder = hub.prepare(args.model, args.repo, folder, records, args.license, inputs=[args.results])
     print(
         f"prepared {folder} ({len(records)} scored test sets in its card)"
@@ -456,7 +519,7 @@ def cmd_analyze(args: argparse.Namespace) -> None:
 
     Table-9 statistics of each DATA; with --train / --confusion, how much of its errors they cover and how much context
     it shares with --train."""
-    from .data import analyze_data, spec_paths
+    from .data import analyze_data
 
     specs = [*args.data, *(args.train or ())]
     check_output(args.output, inputs=[*(p for spec in specs for p in spec_paths(spec)), *(args.confusion or ())])
@@ -484,6 +547,22 @@ def cmd_report(args: argparse.Namespace) -> None:
         print(f"  the numbers mean nothing ({analysis.not_evidence}): the verdicts are not evidence")
     for number, conclusion in analysis.conclusions.items():
         print(f"  {number}. {conclusion.claim} {conclusion.verdict}")
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: options and positional arguments may come in any order (``csc-bench correct M
+    --similarity-prior 3 TEXT``), as ``parse_intermixed_args`` reads them."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self._intermixing:  # the two passes of the intermixed parse (Python < 3.12 calls back here)
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
 
 def _command(sub, func: Callable[[argparse.Namespace], None], bench: bool = False) -> argparse.ArgumentParser:
@@ -594,6 +673,12 @@ def parser_export(sub) -> None:
     export.add_argument("directory")
     export.add_argument("configs", nargs="*", help="configs to export (default: all those available, as build)")
     export.add_argument("--overwrite", action="store_true", help="replace DIRECTORY if it exists")
+    export.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing: check that the export in DIRECTORY holds what this csc_hf generates with the "
+        "parameters it records (exit status 2 and what differs if not)",
+    )
     _add_cache_dir(export)
 
 
@@ -648,7 +733,25 @@ def parser_train(sub) -> None:
 def parser_evaluate(sub) -> None:
     evaluate = _command(sub, cmd_evaluate, bench=True)
     evaluate.add_argument("model", help="a model folder or Hub id")
-    evaluate.add_argument("--configs", nargs="+", default=["test"], help="test configs (default: test)")
+    evaluate.add_argument(
+        "--configs",
+        nargs="+",
+        default=["test"],
+        metavar="TEST",
+        help=f"test configs (default: test: {', '.join(TEST_CONFIGS)}) or test data: {DATA_KINDS}",
+    )
+    evaluate.add_argument(
+        "--validation",
+        metavar="DATA",
+        help="tune the --keep-bias / --similarity-prior grid on this data (its validation splits, else all of it: "
+        "a TSV, a jsonl, an exported folder, ...) instead of the benchmark's validation split",
+    )
+    evaluate.add_argument(
+        "--allow-train-overlap",
+        action="store_true",
+        help="score test sets that share sentences with the model's training sentences (each record counts them); "
+        "without it they are an error",
+    )
     evaluate.add_argument(
         "--bootstrap", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES}; 0: none)"
     )
@@ -767,10 +870,24 @@ def parser_correct(sub) -> None:
 def parser_push(sub) -> None:
     push = _command(sub, cmd_push, bench=True)
     push.add_argument("model", help="a saved model folder")
-    push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate")
+    push.add_argument(
+        "repo", help="Hub repository id, e.g. user/csc-all-gate (the card's name; --upload uploads there)"
+    )
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
-    push.add_argument("--model-name", help="with a run's results.json: which model's records")
-    push.add_argument("--folder", help="where to prepare the folder (default: MODEL-hub)")
+    push.add_argument(
+        "--model-name",
+        metavar="VARIANT",
+        help="with a run's results.json: the model's variant (default: the one the model folder records)",
+    )
+    push.add_argument(
+        "--model-seed",
+        type=int,
+        metavar="SEED",
+        help="with a run's results.json: the model's training seed (default: the one the model folder records)",
+    )
+    push.add_argument(
+        "--folder", help="the local folder to write the Hub-ready model to (default: MODEL-hub); --upload uploads it"
+    )
     push.add_argument(
         "--license", default="apache-2.0", help="the card's licence, a Hub licence id (default: apache-2.0)"
     )
@@ -842,7 +959,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"reports); the default shows progress (info) unless {VERBOSITY_ENV} says otherwise",
     )
     loudness.add_argument("-q", "--quiet", action="store_true", help="warnings and errors only, no progress messages")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     for add in COMMANDS:
         add(sub)
     return parser

@@ -161,6 +161,16 @@ def check_installed(corpus: str) -> None:
         )
 
 
+def is_installed(corpus: str) -> bool:
+    """Whether every source of the named corpus ``corpus`` can be read here: its package, and OpenCC where a source
+    converts to simplified characters (any other corpus: True)."""
+    names = MIXES.get(corpus, (corpus,) if corpus in TEXT_SOURCES else ())
+    needed = {TEXT_SOURCES[name].package for name in names}
+    if any(TEXT_SOURCES[name].to_simplified for name in names):
+        needed.add("opencc")
+    return all(importlib.util.find_spec(package) is not None for package in needed)
+
+
 def _tagged(path: Path, source: TextSource) -> Iterator[Line]:
     for line in read_text_lines([path]):
         words = (token.rsplit("/", 1)[0] for token in line.text.split())

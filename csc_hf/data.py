@@ -22,16 +22,27 @@ import datasets
 
 from .benchmark import CONFIGS, BenchParams, load_dataset, plan_for
 from .benchmark.configs import CONFUSION_SUBSETS, split_name, splits_of
+from .benchmark.export import stale_export
 from .confusion import ConfusionSet
 from .corpus import is_saved_dataset, open_dataset, t2s_converter
 from .dataset_stats import analyze
 from .files import Sentences, check_sentences, read_sentence_file
+from .logging import get_logger
+
+logger = get_logger(__name__)
 
 DATA_KINDS = (
     "a wrong<TAB>correct .tsv, a .jsonl with source/target, an exported benchmark FOLDER or FOLDER:CONFIG, "
     "a save_to_disk folder or datasets:PATH with source/target columns"
 )
 """What a data spec may be besides a csc_bench config, in words (for help texts)."""
+
+
+def is_data_spec(spec: str) -> bool:
+    """Whether ``spec`` names data other than a csc_bench config: an existing file or folder, ``FOLDER:CONFIG`` of an
+    existing folder, or ``datasets:PATH``."""
+    folder = spec.rpartition(":")[0]
+    return Path(spec).exists() or spec.startswith("datasets:") or bool(folder) and Path(folder).is_dir()
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,14 @@ def _candidates(
     else:
         raise FileNotFoundError(
             f"{spec}: not a file, a folder, FOLDER:CONFIG or a csc_bench config ({', '.join(CONFIGS)})"
+        )
+    for problem in stale_export(folder):
+        logger.warning(
+            "%s is a csc-bench export that may differ from what csc_hf generates now: %s "
+            "(csc-bench export %s --check compares it)",
+            folder,
+            problem,
+            folder,
         )
     candidates = {}
     for config in configs:

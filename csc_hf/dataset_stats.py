@@ -161,6 +161,34 @@ def context_overlap(
     }
 
 
+ERROR_GROUPS = ("seen context, known", "seen context, unknown", "unseen context, known", "unseen context, unknown")
+"""The groups of :func:`error_groups`: whether an error's context occurs in training, and whether its correct
+character is known to the model (in its vocabulary)."""
+
+
+def error_groups(
+    sources: Sequence[str], targets: Sequence[str], train_targets: Sequence[str], known: Collection[str], n: int = 4
+) -> np.ndarray:
+    """The :data:`ERROR_GROUPS` index of each error of a split (its positions where source and target differ, in
+    order): its context is seen when one of the target's character ``n``-grams that hold the error's position
+    occurs in ``train_targets``; its correct character is known when it is in ``known`` (a model's vocabulary)."""
+    if n < 1:
+        raise ValueError(f"n-gram length {n} must be at least 1")
+    source, target = _pack_sentences(sources, targets)
+    train_hashes, train_ok = _ngram_hashes(pack(list(train_targets)), n)
+    seen_hashes = np.unique(train_hashes[train_ok])
+    hashes, _ = _ngram_hashes(target, n)
+    errors = np.flatnonzero(source.codes != target.codes)
+    sentence = np.searchsorted(target.offsets, errors, side="right") - 1
+    starts = errors[:, None] - np.arange(n)[None, :]
+    inside = (starts >= target.offsets[sentence][:, None]) & (starts + n <= target.offsets[sentence + 1][:, None])
+    found = np.zeros(starts.shape, dtype=bool)
+    found[inside] = np.isin(hashes[starts[inside]], seen_hashes)
+    known_codes = np.array(sorted(ord(c) for c in known if len(c) == 1), dtype=target.codes.dtype)
+    is_known = np.isin(target.codes[errors], known_codes)
+    return 2 * (~found.any(axis=1)) + (~is_known)
+
+
 # ---- every statistic of loaded data -----------------------------------------------------------------------------
 
 

@@ -1,9 +1,11 @@
 """Evaluation of saved models, shared by ``csc-bench evaluate`` and ``csc-bench run``: correct every split of the test
-configs with a model (``keep_bias`` and ``similarity_prior`` tuned on the validation split, or the decoding saved
-with the model; an LLM with its prompt, decoding and length policy) and score it (:func:`evaluate_model`, with
-:class:`EvaluationOptions`), timing the correction of every split, saving each split's predictions as edits
-(:func:`csc_hf.files.write_predictions`; an LLM's as jsonl records with its raw output); and compare two models'
-saved predictions on the same sentences (:func:`paired_comparisons`).
+configs (or of any CSC data) with a model (``keep_bias`` and ``similarity_prior`` tuned on the validation split or a
+validation file, or the decoding saved with the model; an LLM with its prompt, decoding and length policy) and score
+it (:func:`evaluate_model`, with :class:`EvaluationOptions`), timing the correction of every split, saving each
+split's predictions as edits (:func:`csc_hf.files.write_predictions`; an LLM's as jsonl records with its raw output);
+refuse to score a model on its own training sentences (:func:`trained_sentences`, from the model folder's training
+record; :func:`scoring_params` builds the test sets as the model was trained); and compare two models' saved
+predictions on the same sentences (:func:`paired_comparisons`).
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from .benchmark.builder import load_dataset
-from .benchmark.configs import splits_of
+from .benchmark.configs import CONFIGS, depends_on_training, split_name, splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
+from .data import is_data_spec, read_data, training_sentences, validation_sentences
 from .dataset_stats import error_pairs
-from .files import read_predictions, write_atomic, write_prediction_records, write_predictions
+from .files import Sentences, read_predictions, write_atomic, write_prediction_records, write_predictions
 from .llm.policy import apply_length_policy
 from .logging import get_logger
-from .model_folder import DECODING_KEYS, is_local, save_decoding
+from .model_folder import DECODING_KEYS, is_local, save_decoding, training_record
 from .run_layout import PREDICTIONS, paired_file, predictions_file, predictions_split
 from .scoring import REPORTED, compare, score
 from .stats import RESAMPLES
@@ -44,14 +47,153 @@ def _metadata(dataset) -> list[dict]:
     ]
 
 
+@dataclass(frozen=True)
+class ScoredSplit:
+    """One split a model is scored on: a split of a csc_bench test config, or (``data``: its spec) of any CSC data
+    that :func:`csc_hf.data.read_data` reads (``config`` is then its table name); ``ids``: its rows' ids (their row
+    numbers where the data has none). ``seen_context``: its sentences are training sentences by design
+    (``scontext``)."""
+
+    config: str
+    split: str
+    ids: list
+    sources: list[str]
+    targets: list[str]
+    metadata: list[dict] | None
+    error_prob: float | None
+    data: str | None = None
+    seen_context: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.config if self.data else f"{self.config}/{self.split}"
+
+
+def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]:
+    """Every split of ``tests``: csc_bench configs built with ``bench_params`` (``sighan15`` without its file is
+    skipped with a warning), or data specs (a TSV, a jsonl, an exported folder, ``FOLDER:CONFIG``, ...)."""
+    params, found = BenchParams(**bench_params), []
+    for name in tests:
+        if is_data_spec(name) or name not in CONFIGS:
+            for part in read_data(name, bench_params).values():
+                columns = part.rows.column_names if part.rows is not None else []
+                metadata = _metadata(part.rows) if "errors" in columns else None
+                ids = list(part.rows["id"]) if "id" in columns else list(range(len(part.sources)))
+                found.append(ScoredSplit(part.name, "test", ids, part.sources, part.targets, metadata, None, name))
+            continue
+        for spec in splits_of(name, params.probs):
+            try:
+                data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
+            except FileNotFoundError as err:  # sighan15 without its file
+                logger.warning("skipping %s: %s", name, err)
+                continue
+            found.append(
+                ScoredSplit(
+                    name,
+                    spec.split,
+                    data["id"],
+                    data["source"],
+                    data["target"],
+                    _metadata(data),
+                    params.error_prob_of(spec),
+                    seen_context=spec.pool == "scontext",
+                )
+            )
+    return found
+
+
+# ---- what the model trained on -------------------------------------------------------------------------------------
+
+
+def scoring_params(model_dir: str | Path, given: dict) -> tuple[dict, str]:
+    """The benchmark parameters to build a model's test sets with, and where they come from in words: those it
+    trained with (its training record's ``bench_params``, less ``augmentation``, which changes only the train split),
+    the ``given`` ones (the command line's) winning; the defaults where it records no benchmark training."""
+    record = training_record(model_dir)
+    trained = record.get("bench_params") if record.get("use_benchmark", True) else None
+    if not isinstance(trained, dict):
+        trained = None
+    params = {k: v for k, v in (trained or {}).items() if k != "augmentation"}
+    trained_value = BenchParams(**params)  # a parameter it does not record is the default
+
+    def as_given(value):
+        return tuple(value) if isinstance(value, list) else value
+
+    changed = sorted(k for k, v in given.items() if as_given(getattr(trained_value, k)) != as_given(v))
+    source = (
+        "the model's training record"
+        if trained is not None
+        else "the defaults (the model did not train on the benchmark)"
+        if record
+        else "the defaults (the model records no training)"
+    )
+    if changed:
+        source += f", {', '.join(changed)} from the command line"
+    return BenchParams.changed({**params, **given}), source
+
+
+def trained_sentences(model_dir: str | Path, fallback: dict | None = None, max_samples: int | None = None) -> Sentences:
+    """The sentence pairs a model trained on, in its training's order, as its training record states them: the
+    ``train_files`` (their train splits), then the benchmark's train split of its ``bench_params`` (with
+    ``use_benchmark``; an augmentation's sentences too), cut to its ``max_train_samples``. A model without a record:
+    the benchmark's train split of ``fallback`` (default parameters when None), cut to ``max_samples``. Files that
+    cannot be read (a Hub model's, named without their folder) and pretraining text (``pretrain_corpus``, which
+    leaves out the held-out pools of its own parameters) are logged as not included."""
+    record = training_record(model_dir)
+    if not record:
+        return benchmark_train(fallback or {}, max_samples)
+    sources, targets = [], []
+    for spec in record.get("train_files") or []:
+        try:
+            part = training_sentences(read_data(str(spec), equal_lengths=False))
+        except (OSError, ValueError) as err:
+            logger.warning("%s: its train_files %s cannot be read (%s): not checked", model_dir, spec, err)
+            continue
+        sources += part[0]
+        targets += part[1]
+    if record.get("use_benchmark", True) and isinstance(record.get("bench_params", {}), dict):
+        if record.get("pretrain_corpus"):
+            logger.info("%s: its pretraining text (%s) is not checked", model_dir, record["pretrain_corpus"])
+        else:
+            train = benchmark_train(record.get("bench_params", {}))
+            sources += train[0]
+            targets += train[1]
+    limit = record.get("max_train_samples")
+    if isinstance(limit, int) and limit > 0:
+        sources, targets = sources[:limit], targets[:limit]
+    return sources, targets
+
+
+def train_overlap(model_dir: str | Path, splits: Iterable[ScoredSplit], trained: Iterable[str]) -> dict[str, tuple]:
+    """``{split name: (its sentences that are training sentences, its sentences)}`` of every split whose targets
+    include a target of ``trained`` (the model's own training sentences) or of the training of the local ``init_from``
+    it started from (followed as far as records go), less those built from training sentences by design
+    (``scontext``)."""
+    known, start, seen = set(trained), training_record(model_dir).get("init_from"), {str(model_dir)}
+    while isinstance(start, str) and start not in seen and is_local(start) and training_record(start):
+        known.update(trained_sentences(start)[1])
+        seen.add(start)
+        start = training_record(start).get("init_from")
+    found = {}
+    for split in splits:
+        if not split.seen_context and (n := sum(target in known for target in split.targets)):
+            found[split.name] = (n, len(split.targets))
+    return found
+
+
+def benchmark_train(bench_params: dict, max_samples: int | None = None, cache_dir: str | None = None) -> Sentences:
+    """The benchmark's training sentences with ``bench_params`` (its first ``max_samples``)."""
+    train = load_dataset("csc_bench", "train", split="train", cache_dir=cache_dir, **bench_params)
+    if max_samples:
+        train = train.select(range(min(max_samples, len(train))))
+    return list(train["source"]), list(train["target"])
+
+
 def training_pairs(
     bench_params: dict, max_train_samples: int | None, cache_dir: str | None = None
 ) -> set[tuple[str, str]]:
     """The (right, wrong) pairs that occur in the training sentences a model saw."""
-    train = load_dataset("csc_bench", "train", split="train", cache_dir=cache_dir, **bench_params)
-    if max_train_samples:
-        train = train.select(range(min(max_train_samples, len(train))))
-    return set(error_pairs(train["source"], train["target"]))
+    return set(error_pairs(*benchmark_train(bench_params, max_train_samples, cache_dir)))
 
 
 def decoding_cell(keep_bias: float, similarity_prior: float) -> str:
@@ -99,16 +241,21 @@ def tune_decoding(
 class EvaluationOptions:
     """How :func:`evaluate_model` corrects and scores.
 
-    ``keep_bias`` and ``similarity_prior`` are chosen together on the validation split (best character-level
-    correction F1, its first ``max_validation`` sentences) among ``keep_bias_grid`` × ``similarity_prior_grid``
-    (:func:`tune_decoding`); a setting without a grid is the decoding saved with the model (0 without one). With
-    ``save_decoding`` the decoding used is saved in the model folder with how it was chosen, so that every way of
-    loading the model decodes as it was scored. With ``predictions_dir`` each split's predictions are saved there as
-    edits. Seen and unseen pairs are those of the first ``max_train_samples`` training sentences of
-    ``training_params`` (default ``bench_params``; e.g. with an ``augmentation``). ``batch_size``, ``precision`` and
-    ``trust_remote_code`` are the Corrector's (``precision="auto"``: bf16 autocast where the CPU computes bf16).
-    ``llm``: options of an LLM corrector (``csc_hf.llm.corrector.LLM_OPTIONS``: ``template``, ``length_policy``,
-    ``training_data``, ...); given or not, a causal LM loads as one, takes no decoding grid and saves no decoding."""
+    The csc_bench test configs are built with ``bench_params`` (:func:`scoring_params`: as the model was trained).
+    ``keep_bias`` and ``similarity_prior`` are chosen together (best character-level correction F1) among
+    ``keep_bias_grid`` × ``similarity_prior_grid`` (:func:`tune_decoding`) on the validation split of
+    ``bench_params`` (its first ``max_validation`` sentences), or on ``validation``: any CSC data (its validation
+    splits, else all of it: a TSV, a jsonl, an exported folder); a setting without a grid is the decoding saved with
+    the model (0 without one). With ``save_decoding`` the decoding used is saved in the model folder with how it was
+    chosen, so that every way of loading the model decodes as it was scored. With ``predictions_dir`` each split's
+    predictions are saved there as edits. Seen and unseen pairs are those of the model's training sentences
+    (:func:`trained_sentences`; for a model that records no training, the first ``max_train_samples`` training
+    sentences of ``training_params``, default ``bench_params``). A test split that shares sentences with the model's
+    training sentences is an error before any correction, unless ``allow_train_overlap`` (then a warning, and each
+    record counts them). ``batch_size``, ``precision`` and ``trust_remote_code`` are the Corrector's
+    (``precision="auto"``: bf16 autocast where the CPU computes bf16). ``llm``: options of an LLM corrector
+    (``csc_hf.llm.corrector.LLM_OPTIONS``: ``template``, ``length_policy``, ``training_data``, ...); given or not, a
+    causal LM loads as one, takes no decoding grid and saves no decoding."""
 
     bench_params: dict = field(default_factory=dict)
     bootstrap: int = RESAMPLES
@@ -123,16 +270,20 @@ class EvaluationOptions:
     training_params: dict | None = None
     precision: str = "auto"
     llm: Mapping[str, Any] = field(default_factory=dict)
+    validation: str | None = None
+    allow_train_overlap: bool = False
 
 
 def evaluate_model(
     model_dir: str | Path, tests: Iterable[str], options: EvaluationOptions = EvaluationOptions()
 ) -> list[dict]:
-    """Correct every test split with the model in ``model_dir`` (a folder or a Hub id: any checkpoint
-    ``csc_hf.pipeline.Corrector`` loads, an LLM too) and score it as ``options`` say. Each record holds the split's
-    scores, the seconds its correction took and the sentences per second; an LLM's also its settings (prompt,
-    decoding, length policy), the answers whose length changed, the failures by kind and the contamination flags of
-    the split's sources. Each split logs its size, score and time, and a progress bar runs over the splits."""
+    """Correct every test split (:func:`scored_splits`: csc_bench configs or data specs) with the model in
+    ``model_dir`` (a folder or a Hub id: any checkpoint ``csc_hf.pipeline.Corrector`` loads, an LLM too) and score it
+    as ``options`` say. Every split is read, and checked against the model's training sentences, before the model is
+    loaded. Each record holds the split's scores, the benchmark parameters it was built with (or the data it is), the
+    seconds its correction took and the sentences per second; an LLM's also its settings (prompt, decoding, length
+    policy), the answers whose length changed, the failures by kind and the contamination flags of the split's
+    sources. Each split logs its size, score and time, and a progress bar runs over the splits."""
     from .pipeline import Corrector, loads_as_llm  # torch: loaded only to correct (csc-bench score reads this module)
 
     o = options
@@ -142,12 +293,20 @@ def evaluate_model(
             f"{model_dir} is an LLM corrector: it has no keep_bias or similarity_prior to tune (no --keep-bias or "
             "--similarity-prior grid)"
         )
+    validation = None if llm else _validation(o)
+    splits = scored_splits(tests, o.bench_params)
+    trained = trained_sentences(model_dir, o.training_params or o.bench_params, o.max_train_samples)
+    if training_record(model_dir):
+        overlap = _checked_overlap(model_dir, splits, trained[1], o.allow_train_overlap)
+    else:  # its training sentences are unknown (the benchmark's stand in for its seen pairs alone)
+        overlap = {}
+        logger.info("%s records no training: its test sets are not checked against its training sentences", model_dir)
     corrector = Corrector.from_pretrained(
         str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision, **o.llm
     )
     tuning = None
     if not llm:
-        corrector, tuning = _tuned(corrector, o, model_dir)
+        corrector, tuning = _tuned(corrector, o, model_dir, validation)
     if o.save_decoding and llm:
         logger.info("%s is an LLM corrector: no decoding is saved with it", model_dir)
     elif o.save_decoding:
@@ -158,49 +317,48 @@ def evaluate_model(
             logger.info("saved the decoding in %s", saved)
         else:
             logger.warning("%s is not a local folder: its decoding is not saved", model_dir)
-    bench_params = o.bench_params
-    pairs = training_pairs(o.training_params or bench_params, o.max_train_samples)
+    pairs = set(error_pairs(*trained))
+    corpus = BenchParams(**o.bench_params).corpus
     records = []
-    params = BenchParams(**bench_params)
-    splits = [(name, spec) for name in tests for spec in splits_of(name, params.probs)]
     progress = tqdm(splits, desc=f"evaluate {Path(str(model_dir)).name}", unit="split")
-    for name, spec in progress:
-        progress.set_postfix_str(f"{name}/{spec.split}")
-        try:
-            data = load_dataset("csc_bench", name, split=spec.split, **bench_params)
-        except FileNotFoundError as err:  # sighan15 without its file
-            logger.warning("skipping %s: %s", name, err)
-            continue
+    for split in progress:
+        progress.set_postfix_str(split.name)
         started = time.perf_counter()
-        run = corrector.run(data["source"]) if llm else None
-        predictions = corrector.correct(data["source"]) if run is None else run.answers
+        run = corrector.run(split.sources) if llm else None
+        predictions = corrector.correct(split.sources) if run is None else run.answers
         seconds = time.perf_counter() - started
-        if o.predictions_dir is not None:
-            _save_predictions(o.predictions_dir, name, spec.split, data, predictions, run)
+        if o.predictions_dir is not None and not split.data:
+            _save_predictions(o.predictions_dir, split, predictions, run)
         if run is not None:  # the answers as written are saved; the policy is applied to score them
-            predictions = apply_length_policy(data["source"], predictions, corrector.length_policy)
+            predictions = apply_length_policy(split.sources, predictions, corrector.length_policy)
         scores = score(
-            data["source"],
+            split.sources,
             predictions,
-            data["target"],
-            metadata=_metadata(data),
+            split.targets,
+            metadata=split.metadata,
             train_pairs=pairs,
             bootstrap=o.bootstrap,
         )
-        record = {"config": name, "split": spec.split, "error_prob": params.error_prob_of(spec)}
+        record = {
+            "config": split.config,
+            "split": split.split,
+            **({"data": split.data} if split.data else {"bench_params": dict(o.bench_params)}),
+            "error_prob": split.error_prob,
+        }
         if llm:
-            record["llm"] = _llm_record(corrector, run, name, params.corpus)
+            record["llm"] = _llm_record(corrector, run, split, corpus)
         else:
             record.update({key: getattr(corrector, key) for key in DECODING_KEYS})
+        if split.name in overlap:
+            record["train_overlap"] = overlap[split.name][0]
         n = len(predictions)
         records.append(
             {**record, "scores": scores, "seconds": seconds, "sentences_per_s": n / seconds if seconds else None}
         )
-        changed = sum(source != prediction for source, prediction in zip(data["source"], predictions))
+        changed = sum(source != prediction for source, prediction in zip(split.sources, predictions))
         logger.info(
-            "%s/%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
-            name,
-            spec.split,
+            "%s: %d sentences, %d changed, char_cor_f1 %.4f, %.1f s",
+            split.name,
             n,
             changed,
             scores["char_cor_f1"],
@@ -209,35 +367,71 @@ def evaluate_model(
     return records
 
 
-def _llm_record(corrector, run, config: str, corpus: str) -> dict[str, Any]:
+def _llm_record(corrector, run, split: ScoredSplit, corpus: str) -> dict[str, Any]:
     """What an LLM's record holds besides its scores: the corrector's settings, the run's length changes, failures and
-    new tokens (its timing is the record's), and the contamination flags of the config's sources."""
+    new tokens (its timing is the record's), and the contamination flags of the split's sources (a csc_bench config's;
+    none for other data)."""
     from .llm.contamination import benchmark_sources, contamination_flags
 
     summary = {k: v for k, v in run.summary().items() if k not in ("sentences", "seconds", "sentences_per_s")}
-    flags = contamination_flags(corrector.training_data, benchmark_sources([config], corpus))
+    sources = {split.name: []} if split.data else benchmark_sources([split.config], corpus)
+    flags = contamination_flags(corrector.training_data, sources)
     return {**summary, "settings": corrector.settings, "contamination": flags}
 
 
-def _save_predictions(folder: Path, config: str, split: str, data, predictions: list[str], run) -> None:
+def _save_predictions(folder: Path, split: ScoredSplit, predictions: list[str], run) -> None:
     """A split's predictions in ``folder``: a tagging model's as edits (``CONFIG.SPLIT.txt``), an LLM's (``run``) as
     jsonl records (``CONFIG.SPLIT.jsonl``) of ``id``, ``prediction`` (its answer before the length policy:
     ``csc-bench score --length-policy P`` gives evaluate's scores under any ``P``), the parsed ``answer``, the raw
     ``output`` and the ``status``."""
     if run is None:
-        write_predictions(folder / predictions_file(config, split), data["source"], predictions)
+        write_predictions(folder / predictions_file(split.config, split.split), split.sources, predictions)
         return
     keys = ("answer", "output", "status")
     records = (
         {"id": i, "prediction": prediction, **{k: result[k] for k in keys}}
-        for i, prediction, result in zip(data["id"], predictions, run.results)
+        for i, prediction, result in zip(split.ids, predictions, run.results)
     )
-    write_prediction_records(folder / predictions_file(config, split, ".jsonl"), records)
+    write_prediction_records(folder / predictions_file(split.config, split.split, ".jsonl"), records)
 
 
-def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[object, dict | None]:
-    """The corrector with the decoding that the grids of ``o`` choose (:func:`tune_decoding`), and how it was chosen
-    (None without a grid)."""
+def _checked_overlap(
+    model_dir: str | Path, splits: Sequence[ScoredSplit], trained: Sequence[str], allow: bool
+) -> dict[str, tuple]:
+    """:func:`train_overlap`; any is an error naming each split and its count, or with ``allow`` a warning."""
+    overlap = train_overlap(model_dir, splits, trained)
+    if not overlap:
+        return overlap
+    counts = "; ".join(f"{name}: {n} of its {total} sentences" for name, (n, total) in overlap.items())
+    what = f"test sentences that {model_dir} trained on ({counts})"
+    if not allow:
+        raise ValueError(
+            f"{what}: its scores there would be on training sentences. Build the test sets with the benchmark "
+            "parameters it trained with (csc-bench evaluate's default: drop the benchmark options), or score them "
+            "anyway with --allow-train-overlap (allow_train_overlap=True)"
+        )
+    logger.warning("scoring on %s: THESE SCORES COUNT TRAINING SENTENCES (each record says how many)", what)
+    return overlap
+
+
+def _validation(o: EvaluationOptions) -> Sentences | None:
+    """The sentences the grids of ``o`` are tuned on (None without a grid of several cells): the benchmark's
+    validation split (its first ``max_validation`` sentences) or those of ``o.validation``."""
+    cells = len(set(o.keep_bias_grid or [0])) * len(set(o.similarity_prior_grid or [0]))
+    if o.validation is not None:
+        return validation_sentences(read_data(o.validation, o.bench_params))
+    if cells < 2:
+        return None
+    data = load_dataset("csc_bench", "train", split="validation", **o.bench_params)
+    data = data.select(range(min(o.max_validation, len(data)))) if o.max_validation else data
+    return list(data["source"]), list(data["target"])
+
+
+def _tuned(
+    corrector, o: EvaluationOptions, model_dir: str | Path, validation: Sentences | None
+) -> tuple[object, dict | None]:
+    """The corrector with the decoding that the grids of ``o`` choose on ``validation`` (:func:`tune_decoding`),
+    and how it was chosen (None without a grid)."""
     if o.keep_bias_grid is None and o.similarity_prior_grid is None:
         return corrector, None
     given = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
@@ -247,20 +441,21 @@ def _tuned(corrector, o: EvaluationOptions, model_dir: str | Path) -> tuple[obje
         name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
         for name, grid in given.items()
     }
-    validation = None
-    if len(grids["keep_bias"]) * len(grids["similarity_prior"]) > 1 and not corrector.seq2seq:
-        validation = load_dataset("csc_bench", "train", split="validation", **o.bench_params)
-        if o.max_validation:
-            validation = validation.select(range(min(o.max_validation, len(validation))))
-    chosen, validation_f1 = tune_decoding(corrector, validation, grids["keep_bias"], grids["similarity_prior"])
+    several = len(grids["keep_bias"]) * len(grids["similarity_prior"]) > 1 and not corrector.seq2seq
+    sources, targets = validation if several and validation else ([], [])
+    chosen, validation_f1 = tune_decoding(
+        corrector, {"source": sources, "target": targets}, grids["keep_bias"], grids["similarity_prior"]
+    )
     tuning = {"grid": grids}
-    if validation is not None:
-        tuning.update(split="train/validation", sentences=len(validation), metric="char_cor_f1", scores=validation_f1)
+    if several:
+        split = o.validation or split_name("train", "validation")
+        tuning.update(split=split, sentences=len(sources), metric="char_cor_f1", scores=validation_f1)
         logger.info(
-            "%s: keep_bias %g, similarity_prior %g (validation char_cor_f1 by keep_bias/similarity_prior: %s)",
+            "%s: keep_bias %g, similarity_prior %g (%s char_cor_f1 by keep_bias/similarity_prior: %s)",
             model_dir,
             chosen["keep_bias"],
             chosen["similarity_prior"],
+            split,
             validation_f1,
         )
     return corrector.with_options(**chosen), tuning  # checks the values
@@ -307,23 +502,56 @@ def augmentation_comparisons(
     return results
 
 
-def kept_comparisons(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
+def training_set_comparisons(
+    params: Mapping[str | None, dict],
+    evaluations: Mapping[tuple[str, int, str | None], Path],
+    baseline: str = "bert",
+    n_resamples: int = RESAMPLES,
+) -> list[dict]:
+    """The paired comparisons of the training-distribution stage (``evaluations``: ``{(variant, seed, training set,
+    None for the grid's own): evaluation folder}``; ``params``: the benchmark parameters of each training set, None
+    the grid's): each set's model against the grid's model of the same variant and seed (``against: "grid"``), on
+    the test splits that both training sets give the same sentences (not ``seen`` or ``scontext``); and within each
+    training set, the grid's included, each variant against ``baseline`` of the same seed (``against: baseline``),
+    on every split. ``delta`` is the first minus the second."""
+    results = []
+    for (model, seed, name), folder in tqdm(evaluations.items(), desc="paired tests of the training sets", leave=False):
+        if name is not None and (grid := evaluations.get((model, seed, None))) is not None:
+            found = kept_comparisons(params[None], folder, grid, n_resamples, seed, same_training=False)
+            results += [{"model": model, "seed": seed, "training_set": name, "against": "grid", **e} for e in found]
+        if model != baseline and (base := evaluations.get((baseline, seed, name))) is not None:
+            found = kept_comparisons(params[name], folder, base, n_resamples, seed)
+            results += [{"model": model, "seed": seed, "training_set": name, "against": baseline, **e} for e in found]
+    return results
+
+
+def kept_comparisons(
+    bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int, same_training: bool = True
+) -> list[dict]:
     """:func:`compare_predictions`, kept in ``folder`` (``paired-BASE-N.json``) so that a re-run reads them."""
     kept = folder / paired_file(base.name, n_resamples)
     if kept.is_file():
         return json.loads(kept.read_text(encoding="utf-8"))
-    if found := compare_predictions(bench_params, folder, base, n_resamples, seed):
+    if found := compare_predictions(bench_params, folder, base, n_resamples, seed, same_training):
         write_atomic(kept, json.dumps(found) + "\n")  # two processes of one run may both write it: each whole
     return found
 
 
-def compare_predictions(bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int) -> list[dict]:
-    """The paired comparisons of the predictions saved in the evaluation folders ``folder`` and ``base``."""
+def compare_predictions(
+    bench_params: dict, folder: Path, base: Path, n_resamples: int, seed: int, same_training: bool = True
+) -> list[dict]:
+    """The paired comparisons of the predictions saved in the evaluation folders ``folder`` and ``base``; unless
+    both models saw the same training set (``same_training``), only on the splits that do not depend on it."""
     found = []
+    probs = BenchParams(**bench_params).probs
     for path in sorted((folder / PREDICTIONS).glob("*.txt")):
         if not (base_path := base / PREDICTIONS / path.name).is_file():
             continue
         config, split = predictions_split(path)
+        if not same_training and any(
+            depends_on_training(spec) for spec in splits_of(config, probs) if spec.split == split
+        ):
+            continue
         data = load_dataset("csc_bench", config, split=split, **bench_params)
         sources, targets = data["source"], data["target"]
         stats = compare(

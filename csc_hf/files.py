@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -179,6 +180,7 @@ def output_folder(path: str | Path, command: str) -> Iterator[Path]:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
+    os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes it 0700: a folder of the umask's mode, as mkdir gives
     try:
         yield staging
         (staging / OUTPUT_MARKER).write_text(f"written by {command}\n", encoding="utf-8")
@@ -194,18 +196,44 @@ def output_folder(path: str | Path, command: str) -> Iterator[Path]:
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask sets it: set it back at once
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    """The permission bits a new file gets from the process's umask (``0o666`` less it), as ``open`` gives them."""
+    return 0o666 & ~_umask()
+
+
+def honour_umask(paths: Iterable[str | Path]) -> None:
+    """Give each file the mode of a new file (:func:`new_file_mode`): for files written by a library that makes
+    them private whatever the umask (safetensors writes its weights with mode 0600), so that a shared model folder
+    is as readable as any other file its owner writes."""
+    mode = new_file_mode()
+    for path in paths:
+        os.chmod(path, mode)
+
+
 def write_atomic(path: str | Path, text: str, make_parents: bool = False) -> Path:
     """Write a UTF-8 file whole or not at all: a temporary file next to it, then renamed over it (a reader never sees
-    a half-written file, and a killed writer leaves the old file or none). A failed write (a full disk) names the
-    file. Returns the path."""
+    a half-written file, and a killed writer leaves the old file or none). The file keeps the mode of the file it
+    replaces, and a new one gets the umask's (:func:`new_file_mode`), as a plain write gives. A failed write (a full
+    disk) names the file. Returns the path."""
     target = Path(path)
     if make_parents:
         target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = new_file_mode()
     try:
         handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as err:
         raise type(err)(err.errno, f"cannot write {target}: {err.strerror or err}") from None
     try:
+        os.fchmod(handle, mode)  # mkstemp makes it 0600
         with os.fdopen(handle, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(partial, target)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .files import OUTPUT_MARKER, check_output_folder, output_folder, read_text
-from .markdown import table
+from .markdown import score_text, table
 from .model_folder import (
     DECODING_DEFAULTS,
     DECODING_KEYS,
@@ -23,7 +23,7 @@ from .model_folder import (
     training_record,
 )
 from .run_layout import DONE, RECORDS, TRAINER_STATE
-from .scoring import HEADLINE, score_name
+from .scoring import HEADLINE, UNDEFINABLE, score_name
 
 LICENSES = (  # the licence ids the Hub's model card metadata accepts (huggingface.co/docs/hub/repositories-licenses)
     "apache-2.0",
@@ -104,10 +104,20 @@ PUSH = "csc-bench push"  # the command that prepares a Hub folder (and may repla
 REMOTE_TOKENIZER = Path(__file__).resolve().parent / "modeling" / "tokenization_csc.py"
 
 
-def check_repo_id(repo_id: str) -> str:
-    """``repo_id`` if it is a Hub repository id ``OWNER/NAME``, else a ValueError saying so."""
+def check_repo_id(repo_id: str, folder: str | Path | None = None) -> str:
+    """``repo_id`` if it is a Hub repository id ``OWNER/NAME``, else a ValueError saying so, and (a path given where
+    the id goes) that ``--folder`` chooses the local folder, written to ``folder`` by default, nothing uploaded
+    without --upload."""
     if not HUB_ID.fullmatch(repo_id) or "/" not in repo_id:
-        raise ValueError(f"repo {repo_id!r}: give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate")
+        path = is_local(repo_id) and not HUB_ID.fullmatch(repo_id)
+        raise ValueError(
+            f"repo {repo_id!r}"
+            + (" is a path, not a Hub repository id" if path else "")
+            + ": give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate (the card names the model so, and "
+            "--upload uploads there); the Hub-ready folder is written locally"
+            + (f" to {folder}" if folder else "")
+            + " (--folder DIR chooses another), and nothing is uploaded without --upload"
+        )
     return repo_id
 
 
@@ -139,16 +149,29 @@ def scrub(value):
     return value
 
 
-def scored_with(record: dict, training: dict) -> dict | None:
+def scored_with(record: dict) -> dict | None:
     """The benchmark parameters a record was scored with (those that differ from the defaults): its own
-    ``bench_params``, else the model's training parameters when it trained on the benchmark (the study scores with
-    them); None when unknown."""
-    if isinstance(record.get("bench_params"), dict):
-        return record["bench_params"]
-    if training and training.get("use_benchmark", True):
-        params = training.get("bench_params", {})
-        return params if isinstance(params, dict) else None
-    return None
+    ``bench_params`` (``csc-bench evaluate`` and a run's results say them); None when unknown (never guessed from the
+    model's training: a test set may have been built with other parameters)."""
+    params = record.get("bench_params")
+    return params if isinstance(params, dict) else None
+
+
+def _dataset(record: dict) -> dict:
+    """A record's model-index dataset: the csc_bench config and split with the parameters it was built with, or a
+    data file (its name, without its folder)."""
+    if "data" in record:
+        name = scrub(str(record["config"]))
+        return {"type": name, "name": name}
+    dataset = {
+        "type": BENCHMARK,
+        "name": f"{BENCHMARK} {record['config']}/{record['split']}",
+        "config": record["config"],
+        "split": record["split"],
+    }
+    if params := scored_with(record):
+        dataset["args"] = scrub(dict(params))
+    return dataset
 
 
 def card_metadata(
@@ -183,15 +206,7 @@ def card_metadata(
         meta["datasets"] = list(dict.fromkeys(dataset_ids))
     results = []
     for r in records:
-        params = scored_with(r, training)
-        dataset = {
-            "type": BENCHMARK,
-            "name": f"{BENCHMARK} {r['config']}/{r['split']}",
-            "config": r["config"],
-            "split": r["split"],
-        }
-        if params:
-            dataset["args"] = scrub(dict(params))
+        dataset = _dataset(r)
         convention = r["scores"].get("convention", "strict")
         metrics = [
             {
@@ -201,6 +216,7 @@ def card_metadata(
                 "args": {"convention": convention, **{k: r[k] for k in DECODING_KEYS if k in r}},
             }
             for key in HEADLINE
+            if r["scores"][key] is not None  # undefined on this set (no error-free sentence): no value to state
         ]
         results.append({"task": dict(TASK), "dataset": dataset, "metrics": metrics})
     if results:
@@ -248,25 +264,46 @@ def model_card(
             cells = []
             for key in HEADLINE:
                 low, high = s.get(f"{key}_ci_low"), s.get(f"{key}_ci_high")
-                cells.append(f"{s[key]:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else ""))
+                cells.append(
+                    score_text(s[key], "{:.3f}".format) + (f" [{low:.3f}, {high:.3f}]" if low is not None else "")
+                )
             decoding = ", ".join(f"{k} {r[k]:g}" for k in DECODING_KEYS if k in r) or "-"
-            rows.append([f"{r['config']}/{r['split']}", decoding, *cells])
+            name = scrub(str(r["config"])) if "data" in r else f"{r['config']}/{r['split']}"
+            rows.append([name, decoding, *cells])
         scores = table(["test set", "decoding", *HEADLINE], rows)
+        bench = [r for r in records if "data" not in r]
         params = {
             json.dumps(scrub(p), ensure_ascii=False, sort_keys=True) if p is not None else None
-            for p in (scored_with(r, training) for r in records)
+            for p in (scored_with(r) for r in bench)
         }
         said = (
-            "not recorded (push with --results of a run, or with the benchmark options the scores were computed with)"
+            "not recorded (push with --results of a run or of csc-bench evaluate, or with the benchmark options the "
+            "scores were computed with)"
             if None in params
             else "the defaults"
             if params == {"{}"}
             else " / ".join(sorted(params))
         )
+        sources = sorted({r["bench_params_from"] for r in bench if isinstance(r.get("bench_params_from"), str)})
+        said += f" ({'; '.join(sources)})" if sources and None not in params else ""
+        overlap = [f"{row[0]} ({r['train_overlap']})" for row, r in zip(rows, records) if r.get("train_overlap")]
         parts.append(
-            "## Scores on the csc_bench test sets\n\nBootstrap 95% intervals in brackets (csc_hf.scoring, "
-            f"{records[0]['scores'].get('convention', 'strict')} convention); csc_bench parameters: {said}."
-            f"\n\n{scores}"
+            "## Scores\n\nBootstrap 95% intervals in brackets (csc_hf.scoring, "
+            f"{records[0]['scores'].get('convention', 'strict')} convention)"
+            + (
+                f"; csc_bench parameters: {said}. The csc_bench test sets are generated by csc_hf: "
+                '`csc_hf.load_dataset("csc_bench", CONFIG, **args)` builds one with the parameters above, and '
+                "`datasets.load_dataset` reads it from the folder that `csc-bench export` writes"
+                if bench
+                else ""
+            )
+            + "."
+            + (
+                f" **Some scores count sentences the model trained on** (how many): {', '.join(overlap)}."
+                if overlap
+                else ""
+            )
+            + f"\n\n{scores}"
         )
     else:
         parts.append(
@@ -326,7 +363,7 @@ def prepare(
     with output_folder(target, PUSH) as staging:
         for name, content in files.items():
             if isinstance(content, Path):
-                shutil.copy2(content, staging / name)
+                shutil.copyfile(content, staging / name)  # a new file: the umask's mode
             else:
                 (staging / name).write_text(content, encoding="utf-8")
     return target
@@ -381,10 +418,10 @@ def push(folder: str | Path, repo_id: str, token: str) -> str:
     return str(api.upload_folder(folder_path=str(folder), repo_id=repo_id, ignore_patterns=[OUTPUT_MARKER]))
 
 
-def load_records(path: str | Path, model: str | None = None) -> list[dict]:
-    """Result records from an evaluation json (a list) or a run's results.json (filtered by ``model``; each record
-    gets the run's ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the
-    file and what is wrong."""
+def load_records(path: str | Path) -> list[dict]:
+    """Result records from an evaluation json (a list) or a run's results.json (each record gets the run's
+    ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the file and what is
+    wrong."""
     try:
         data = json.loads(read_text(path, "results file"))
     except json.JSONDecodeError as err:
@@ -403,14 +440,60 @@ def load_records(path: str | Path, model: str | None = None) -> list[dict]:
     bench_params = params.get("bench_params") if isinstance(params, dict) else None
     if isinstance(bench_params, dict):
         records = [{"bench_params": bench_params, **r} for r in records]
-    chosen = [r for r in records if model is None or r.get("model") == model]
-    if model is not None and not chosen:
-        names = sorted({str(r["model"]) for r in records if "model" in r})
-        raise ValueError(
-            f"results file {path}: no record of the model {model!r}"
-            + (f"; its models are {', '.join(names)}" if names else " (its records name no model)")
-        )
-    return chosen
+    return records
+
+
+MODEL_KEYS = ("model", "seed", "augmentation")
+"""What tells the models of a run's records apart: the variant, the seed and the augmentation it trained with."""
+
+
+def model_label(key: tuple) -> str:
+    """A model of a run's records in words: ``bert (seed 0)``, ``bert (seed 1, augmentation sighan13)``."""
+    model, seed, augmentation = key
+    details = [f"seed {seed}"] if seed is not None else []
+    details += [f"augmentation {augmentation}"] if augmentation is not None else []
+    return f"{model}" + (f" ({', '.join(details)})" if details else "")
+
+
+def model_records(
+    records: list[dict],
+    training: dict,
+    model_name: str | None = None,
+    model_seed: int | None = None,
+    where: str = "the results file",
+) -> list[dict]:
+    """The records of one model among ``records`` (a run's results hold every model's): those whose variant, seed
+    and augmentation (:data:`MODEL_KEYS`, where the records carry them) are the model's, as ``model_name`` /
+    ``model_seed`` or else its ``training`` record (variant, seed, ``bench_params``' augmentation) say. Records of
+    one model (an evaluation json) are all its own. A choice that leaves no model, or several, is a ValueError that
+    lists the models ``where`` holds; so is a ``model_name`` that is not the trained variant."""
+    variant = training.get("variant")
+    if model_name is not None and isinstance(variant, str) and model_name != variant:
+        raise ValueError(f"--model-name {model_name}: the model folder holds a {variant} model")
+    bench = training.get("bench_params") if isinstance(training.get("bench_params"), dict) else {}
+    wanted = {
+        "model": model_name if model_name is not None else variant,
+        "seed": model_seed if model_seed is not None else training.get("seed"),
+    }
+    carried = {key for r in records for key in MODEL_KEYS if key in r}
+    chosen = [
+        r
+        for r in records
+        if all(r.get(key) == value for key, value in wanted.items() if key in carried and value is not None)
+        and ("augmentation" not in carried or not training or r.get("augmentation") == bench.get("augmentation"))
+    ]
+    found = {tuple(r.get(key) for key in MODEL_KEYS) for r in chosen}
+    if len(found) == 1:
+        return chosen
+    models = ", ".join(model_label(key) for key in dict.fromkeys(tuple(r.get(k) for k in MODEL_KEYS) for r in records))
+    if not found:
+        said = ", ".join(f"{key} {value}" for key, value in wanted.items() if value is not None) or "its choice"
+        raise ValueError(f"{where} holds no records of this model ({said}); it holds {models}")
+    fitting = ", ".join(model_label(key) for key in sorted(found, key=str))
+    raise ValueError(
+        f"{where} holds the records of {len(found)} models ({fitting}) and the model folder does not say which it "
+        "is: give --model-name VARIANT and --model-seed SEED"
+    )
 
 
 def _record_problem(record: object) -> str | None:
@@ -424,6 +507,9 @@ def _record_problem(record: object) -> str | None:
     if not isinstance(scores, dict):
         return f"has scores of type {type(scores).__name__}, not a mapping"
     bad = [
-        key for key in HEADLINE if not isinstance(scores.get(key), (int, float)) or isinstance(scores.get(key), bool)
+        key
+        for key in HEADLINE
+        if not isinstance(value := scores.get(key, False), (int, float)) or isinstance(value, bool)
+        if not (value is None and key in UNDEFINABLE)  # undefined on its set: None
     ]
     return f"has no numeric scores {bad}" if bad else None

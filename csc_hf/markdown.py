@@ -3,7 +3,11 @@ cards): a GitHub table, and scores in percent."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+
+UNDEFINED = "n/a"
+"""How a score that the data leaves undefined (None: the false positive rate of a set without an error-free sentence)
+reads; a missing one reads ``-``."""
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
@@ -16,6 +20,11 @@ def table(header: Sequence[str], rows: Iterable[Sequence]) -> str:
 def percent(value: float | None) -> str | None:
     """A share in percent with one decimal (``0.7123`` -> ``71.2``); None stays None."""
     return None if value is None else f"{100 * value:.1f}"
+
+
+def score_text(value: float | None, form: Callable[[float], str] = percent) -> str:
+    """A score as text by ``form`` (default :func:`percent`), or :data:`UNDEFINED` where it is None."""
+    return UNDEFINED if value is None else form(value)
 
 
 def percent_range(low: float, high: float) -> str:

@@ -177,16 +177,17 @@ def read_json_object(path: Path) -> dict:
 
 
 def training_record(model_dir: str | Path) -> dict:
-    """What a model folder says about its training: ``csc_training.json`` (``csc-bench train``) under the study's
-    ``train_config.yaml``; {} when neither is there or readable."""
+    """What a model says about its training: ``csc_training.json`` (``csc-bench train``; a pushed model has it too)
+    under the study's ``train_config.yaml`` (a local folder's); {} when neither is there or readable."""
     import yaml
 
     folder = Path(model_dir)
     try:
-        config = yaml.safe_load((folder / TRAIN_CONFIG).read_text(encoding="utf-8"))
+        config = yaml.safe_load((folder / TRAIN_CONFIG).read_text(encoding="utf-8")) if is_local(model_dir) else None
     except (OSError, yaml.YAMLError):
         config = None
-    record = read_json_object(folder / TRAINING_RECORD)
+    found = model_file(model_dir, TRAINING_RECORD)
+    record = read_json_object(found) if found else {}
     return {**(config if isinstance(config, dict) else {}), **{k: v for k, v in record.items() if k != "log_history"}}
 
 

@@ -14,14 +14,19 @@ from .benchmark.plan import AUGMENTED_COPIES
 from .markdown import percent, percent_range, signed_points, table
 from .results import (
     CREDIBILITY_RULE,
+    GRID_SET,
     PRIMARY,
+    TRAINING_QUESTIONS,
+    TRAINING_RULE,
     VERDICT_RULE,
     AugmentationEffect,
     Cell,
     Comparison,
     Conclusion,
     Credibility,
+    DomainDrop,
     RunAnalysis,
+    TrainingSets,
     analyze_results,
     is_seq2seq_model,
     load_results,
@@ -172,6 +177,42 @@ def plot_bars(analysis: RunAnalysis, test_sets: Sequence[str], path: Path, title
 def plot_pe(analysis: RunAnalysis, path: Path) -> Path:
     """Save :func:`pe_figure` to ``path``."""
     pe_figure(analysis).savefig(path, dpi=110)
+    return path
+
+
+def training_figure(sets: TrainingSets):
+    """Heatmaps of the train x test matrix, one per variant: character-level correction F1 (%) of each training set
+    (rows, the grid's first) on each test set (columns), each cell with its difference from the grid's row."""
+    from matplotlib.figure import Figure
+
+    rows = [GRID_SET, *sets.sets]
+    tests = [t for t in sets.test_sets if any((v, r, t) in sets.scores for v in sets.variants for r in rows)]
+    fig = Figure(figsize=(max(6.0, 0.9 * len(tests) + 2), 1.0 + 0.55 * len(rows) * len(sets.variants)))
+    axes = fig.subplots(len(sets.variants), 1, squeeze=False)[:, 0]
+    for ax, variant in zip(axes, sets.variants):
+        values = [
+            [100 * sets.scores[variant, r, t].mean if (variant, r, t) in sets.scores else float("nan") for t in tests]
+            for r in rows
+        ]
+        image = ax.imshow(values, cmap="viridis", aspect="auto")
+        for i, r in enumerate(rows):
+            for j, t in enumerate(tests):
+                if (variant, r, t) not in sets.scores:
+                    continue
+                delta = sets.against_grid.get((variant, r, t))
+                label = f"{values[i][j]:.1f}" + ("" if delta is None else f"\n{100 * delta[0]:+.1f}")
+                ax.text(j, i, label, ha="center", va="center", fontsize=6, color="white")
+        ax.set_xticks(range(len(tests)), tests, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(rows)), rows, fontsize=7)
+        ax.set_title(f"{variant}: F1 (%) by training set, and the difference from {GRID_SET}", fontsize=8)
+        fig.colorbar(image, ax=ax)
+    fig.tight_layout()
+    return fig
+
+
+def plot_training(sets: TrainingSets, path: Path) -> Path:
+    """Save :func:`training_figure` to ``path``."""
+    training_figure(sets).savefig(path, dpi=110)
     return path
 
 
@@ -430,6 +471,115 @@ def _credibility_section(credibility: Credibility, warning: str | None) -> list[
     return parts
 
 
+def _set_cell(sets: TrainingSets, variant: str, name: str, test: str) -> str | None:
+    """``64.3`` for the grid's row; ``61.0: **-3.3 (-4.1 to -2.5)**`` for a set's (bold: zero outside the paired
+    interval of the difference from the grid's model); ``61.0`` where the two test sets differ (``seen``)."""
+    cell = sets.scores.get((variant, name, test))
+    if cell is None:
+        return None
+    difference = sets.against_grid.get((variant, name, test))
+    if name == GRID_SET or difference is None:
+        return percent(cell.mean)
+    text, (low, high) = _difference_text(difference, word=""), difference[1]
+    return f"{percent(cell.mean)}: " + (f"**{text}**" if low > 0 or high < 0 else text)
+
+
+def _training_section(sets: TrainingSets, plot: str | None, warning: str | None) -> list[str]:
+    """The training-distribution stage: the sets, the train x test matrix per variant, and the three questions."""
+    described = "; ".join(
+        f"`{name}`: " + ", ".join(f"{k} = {v}" for k, v in changes.items()) for name, changes in sets.sets.items()
+    )
+    parts = [
+        *([warning] if warning else []),
+        "The paper trained at one substitution probability and one confusion set, and left open which training "
+        f"distribution to use. Each of {', '.join(sets.variants)} is trained once more per training set, from the "
+        f"same pretrained encoder, for as many steps: {described}; `{GRID_SET}` is the grid's own training set. Every "
+        "model meets the same test sentences and errors, except `seen` and `scontext`, which are made from each "
+        "training set (so not paired across sets).",
+        f"{_title(score_name(PRIMARY))} (%) per training set (rows) and test set (columns), mean over seeds; beside a "
+        "set's value, its paired difference from the grid's model in points (the union of the seeds' paired "
+        "bootstrap 95% intervals; **bold**: zero lies outside it).",
+    ]
+    cleans = sorted({t for _, _, t in sets.false_positives})
+    for variant in sets.variants:
+        rows = [
+            [
+                name,
+                *(_set_cell(sets, variant, name, t) for t in sets.test_sets),
+                *(
+                    percent(sets.false_positives[variant, name, t].mean)
+                    if (variant, name, t) in sets.false_positives
+                    else None
+                    for t in cleans
+                ),
+            ]
+            for name in (GRID_SET, *sets.sets)
+        ]
+        parts += [f"`{variant}`:", table(["training set", *sets.test_sets, *(f"{t} fpr" for t in cleans)], rows)]
+    if plot:
+        parts.append(f"![Train x test]({plot})")
+    parts.append(f"Outcomes: {TRAINING_RULE}.")
+    for key, question in TRAINING_QUESTIONS.items():
+        comparisons = sets.questions[key]
+        parts.append(f"### {question} **{sets.verdicts[key]}**")
+        if comparisons:
+            header = ["comparison", "expected higher", "expected lower", "difference", "outcome"]
+            parts.append(table(header, map(_comparison_row, comparisons)))
+        else:
+            parts.append("No comparison: the run lacks the training sets or test sets it needs.")
+    return parts
+
+
+def _domain_section(analysis: RunAnalysis, drops: Sequence[DomainDrop]) -> list[str]:
+    """Domain shift: each variant's F1 on the main test set and on each domain, paired differences from bert, and
+    how much of the recall drop comes from unseen contexts and unknown characters."""
+    domains = [t for t in analysis.test_sets if t.startswith("domain_") and "/" not in t]
+    f1 = analysis.cells[PRIMARY]
+    rows = [[m, *(cell_text(f1.get((m, t))) for t in ("test", *domains))] for m in analysis.models]
+    parts = [
+        "A model trained on the main corpus, scored on the same controls built from text of other corpora (the "
+        "dataset card names each source and its licence). "
+        f"{_title(score_name(PRIMARY))} (%) on the main `test` and each domain's `test` split:",
+        table(["model", "test", *domains], rows),
+    ]
+    with_bert = [m for m in analysis.models if m != "bert"]
+    if "bert" in analysis.models and with_bert:
+        rows = [
+            [m, *(_paired_cell(analysis.paired.get((m, "bert", t, PRIMARY))) for t in ("test", *domains))]
+            for m in with_bert
+        ]
+        parts += [
+            "Each model minus `bert`, paired on the same sentences (points; **bold**: zero outside the interval):",
+            table(["model", "test", *domains], rows),
+        ]
+    if drops:
+        rows = [
+            [
+                d.variant,
+                d.domain,
+                percent(d.recall[0]),
+                percent(d.recall[1]),
+                signed_points(d.recall[0] - d.recall[1]),
+                signed_points(d.composition),
+                signed_points(d.within),
+                *(f"{percent(d.shares[g][0])} → {percent(d.shares[g][1])}" for g in sorted(d.shares)),
+            ]
+            for d in sorted(drops, key=lambda d: (d.domain, analysis.models.index(d.variant)))
+            if d.variant in analysis.models
+        ]
+        groups = sorted(drops[0].shares)
+        parts += [
+            "Where the drop comes from. Character-level correction recall (%) on the main test and on the domain "
+            "(seeds pooled), and its drop split in two (shift-share): *composition*, the part due to the domain "
+            "holding more errors in contexts the training sentences lack (no character 4-gram around the error "
+            "occurs there) or whose correct character the model's vocabulary lacks, at the main test's recall in "
+            "each of those groups; and *within*, the part due to lower recall inside the groups. The last columns "
+            "give each group's share of the errors, test → domain.",
+            table(["model", "domain split", "test", "domain", "drop", "composition", "within", *groups], rows),
+        ]
+    return parts
+
+
 def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     """The report's text; ``plots`` maps a plot's name to its path relative to the report."""
     conclusions = analysis.conclusions
@@ -466,6 +616,13 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
         parts += _conclusion_section(number, conclusion)
     if analysis.credibility:
         parts += ["## SIGHAN's credibility (conclusion 4b)", *_credibility_section(analysis.credibility, warning)]
+    if analysis.training_sets:
+        parts += [
+            "## Which training distribution",
+            *_training_section(analysis.training_sets, plots.get("training_sets"), warning),
+        ]
+    if any(t.startswith("domain_") for t in analysis.test_sets):
+        parts += ["## Domain shift", *([warning] if warning else []), *_domain_section(analysis, analysis.domain_drops)]
     parts += ["## Models", table(["model", "fusion", "information"], families)]
     parts += ["## Results", *_results_tables(analysis)]
     if "test_sets" in plots:
@@ -502,6 +659,8 @@ def write_report(run_dir: str | Path, analysis: RunAnalysis | None = None) -> Pa
         plots["seen_unseen"] = plot_bars(
             analysis, sets, run_dir / PLOT_DIR / PLOTS["seen_unseen"], "Seen and unseen errors and contexts"
         )
+    if analysis.training_sets:
+        plots["training_sets"] = plot_training(analysis.training_sets, run_dir / PLOT_DIR / PLOTS["training_sets"])
     path = run_dir / REPORT_FILE
     relative = {name: plot.relative_to(run_dir).as_posix() for name, plot in plots.items()}
     path.write_text(report_markdown(analysis, relative), encoding="utf-8")

@@ -49,6 +49,13 @@ def load_results(run_dir: str | Path) -> dict:
         if not isinstance(augmentation, dict) or not isinstance(augmentation.get("records"), list):
             raise ValueError(f"{path}: 'augmentation' must be an object with a 'records' list")
         _check_records(path, augmentation["records"], "augmentation ")
+    stage = results.get("training_sets")
+    if stage is not None:
+        fields = ("sets", "variants", "records", "paired")
+        if not isinstance(stage, dict) or any(k not in stage for k in fields):
+            raise ValueError(f"{path}: 'training_sets' must be an object with {', '.join(fields)}")
+        for name in {r.get("training_set") for r in stage["records"]}:
+            _check_records(path, [r for r in stage["records"] if r.get("training_set") == name], f"{name} ")
     return results
 
 
@@ -292,6 +299,8 @@ class RunAnalysis:
     not_evidence: str | None
     conclusions: dict[int, Conclusion] = field(default_factory=dict)
     credibility: Credibility | None = None  # None: the run has no augmentation stage
+    training_sets: TrainingSets | None = None  # None: the run has no training-distribution stage
+    domain_drops: list[DomainDrop] = field(default_factory=list)  # empty: the run scored no domain config
 
 
 def analyze_results(results: Mapping) -> RunAnalysis:
@@ -331,7 +340,10 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         similarity_prior_grid=params.get("similarity_prior_grid"),
         not_evidence=_not_evidence(results.get("preset"), table[PRIMARY], with_errors),
         credibility=credibility(results["augmentation"]) if results.get("augmentation") else None,
+        domain_drops=domain_shift(results.get("domain_errors") or []),
     )
+    if results.get("training_sets"):
+        analysis = replace(analysis, training_sets=training_matrix(results, records, analysis.pe_series))
     return replace(analysis, conclusions=_conclusions(analysis))
 
 
@@ -634,3 +646,221 @@ def credibility(augmentation: Mapping) -> Credibility:
         basis,
         outcome_verdict([e.outcome for e in effects]),
     )
+
+
+# ---- the training-distribution stage -------------------------------------------------------------------------------
+
+GRID_SET = "grid"  # how the tables name the preset's own training set (the grid's models)
+TRAINING_QUESTIONS = {
+    "pe": "A training set whose P_e matches the test set's beats the grid's training set there.",
+    "type": "Training on one error type only costs the other type.",
+    "fusion": "Fusion helps more when the training set lacks an error type.",
+}
+TRAINING_RULE = (
+    "P_e: per variant and probs test set whose P_e is nearest one training set's other than the grid's, that set's "
+    "model minus the grid's model (paired): expected above zero beyond its interval, opposite below. Type: per "
+    "variant, the phonetic-only model on graphic and the graphic-only model on phonetic, minus the grid's model "
+    "(paired): expected below zero. Fusion: per fusion variant, its gain over bert (paired, within a training set) "
+    "on the error type the set lacks, against the same gain with the grid's training set: expected when the two "
+    "intervals do not overlap and the first is higher, opposite when the second is. Then the verdict rule of the "
+    "conclusions over the outcomes"
+)
+
+
+@dataclass(frozen=True)
+class TrainingSets:
+    """The training-distribution stage (``results.json``'s ``training_sets``): the train x test matrix of the
+    primary metric per variant (``scores``: ``{(variant, training set, test set): Cell}``, :data:`GRID_SET` for the
+    preset's own training set), each set's model minus the grid's model (``against_grid``: ``{(variant, set, test
+    set): Difference}``, on the test sets both give the same sentences), each variant's gain over bert within a set
+    (``gains``: ``{(variant, set, test set): Difference}``), and each of :data:`TRAINING_QUESTIONS` with the
+    comparisons that answer it and its verdict. ``test_sets`` are those with errors; ``false_positives`` holds the
+    false-positive rate on the error-free ones (``{(variant, set, test set): Cell}``)."""
+
+    sets: dict[str, dict]
+    variants: list[str]
+    test_sets: list[str]
+    scores: dict[tuple[str, str, str], Cell]
+    false_positives: dict[tuple[str, str, str], Cell]
+    against_grid: dict[tuple[str, str, str], Difference]
+    gains: dict[tuple[str, str, str], Difference]
+    questions: dict[str, list[Comparison]]
+    verdicts: dict[str, str]
+
+
+def _set_differences(entries: Iterable[Mapping], against: str) -> dict[tuple[str, str, str], Difference]:
+    """``{(model, training set, test set): Difference}`` of the primary metric over every seed, of the paired
+    comparisons against ``against`` (``grid``, or a baseline variant)."""
+    groups: dict[tuple[str, str, str], list[Mapping]] = defaultdict(list)
+    for e in entries:
+        if e["metric"] == PRIMARY and e["against"] == against:
+            groups[e["model"], e.get("training_set") or GRID_SET, split_name(e["config"], e["split"])].append(e)
+    return {key: paired_difference(found) for key, found in groups.items()}
+
+
+def _nearest_set(error_prob: float, train_p_e: Mapping[str, float]) -> str | None:
+    """The training set whose P_e is nearest ``error_prob``, or None on a tie."""
+    distance = sorted((abs(p - error_prob), name) for name, p in train_p_e.items())
+    if len(distance) > 1 and distance[0][0] == distance[1][0]:
+        return None
+    return distance[0][1] if distance else None
+
+
+def training_matrix(results: Mapping, grid_records: Iterable[Mapping], pe_series: Mapping[str, float]) -> TrainingSets:
+    """The training-distribution stage's matrix and answers from ``results.json`` (its ``training_sets`` and, for the
+    grid's models, ``grid_records``)."""
+    stage = results["training_sets"]
+    sets, variants = dict(stage["sets"]), list(stage["variants"])
+    params = results.get("params") if isinstance(results.get("params"), Mapping) else {}
+    base_params = params.get("bench_params") or {}
+    grid_p_e = base_params.get("train_error_prob") or base_params.get("error_prob", 0.05)
+    tagged = [{**r, "training_set": r.get("training_set") or GRID_SET} for r in stage["records"]] + [
+        {**r, "training_set": GRID_SET} for r in grid_records if r["model"] in variants
+    ]
+    clean = {split_name(r["config"], r["split"]) for r in tagged if r["scores"].get("n_errors", 1) == 0}
+    scores, false_positives = {}, {}
+    for name in (GRID_SET, *sets):
+        of_set = [r for r in tagged if r["training_set"] == name]
+        for (model, test), cell in cells(of_set, PRIMARY).items():
+            if test not in clean:
+                scores[model, name, test] = cell
+        without = [r for r in of_set if split_name(r["config"], r["split"]) in clean and FALSE_POSITIVES in r["scores"]]
+        for (model, test), cell in cells(without, FALSE_POSITIVES).items():
+            false_positives[model, name, test] = cell
+    test_sets = [t for t in _test_sets(tagged) if t not in clean]
+    against_grid = _set_differences(stage["paired"], "grid")
+    gains = _set_differences(stage["paired"], "bert")
+    # P_e: the sets that change only the training P_e, and the grid's own
+    train_p_e = {GRID_SET: grid_p_e} | {
+        name: changes["train_error_prob"] for name, changes in sets.items() if set(changes) == {"train_error_prob"}
+    }
+    pe_comparisons = []
+    for variant in variants:
+        for test, error_prob in pe_series.items():
+            nearest = _nearest_set(error_prob, train_p_e)
+            difference = against_grid.get((variant, nearest, test))
+            if nearest in (None, GRID_SET) or difference is None:
+                continue
+            low, high = difference[1]
+            outcome = "expected" if low > 0 else "opposite" if high < 0 else "none"
+            a, b = scores[variant, nearest, test], scores[variant, GRID_SET, test]
+            pe_comparisons.append(
+                Comparison(
+                    f"{variant} on {test}",
+                    nearest,
+                    GRID_SET,
+                    a.mean,
+                    b.mean,
+                    a.interval,
+                    b.interval,
+                    outcome,
+                    difference,
+                )
+            )
+    # error type: a set of phonetic (graphic) pairs only, on the other type's test set
+    lacking = {"S_train_phonetic": "graphic", "S_train_graphic": "phonetic"}
+    set_lacks = {name: lacking[c["train_confusion"]] for name, c in sets.items() if c.get("train_confusion") in lacking}
+    type_comparisons = []
+    for variant in variants:
+        for name, test in set_lacks.items():
+            difference = against_grid.get((variant, name, test))
+            if difference is None:
+                continue
+            low, high = difference[1]
+            outcome = "expected" if high < 0 else "opposite" if low > 0 else "none"
+            a, b = scores[variant, name, test], scores[variant, GRID_SET, test]
+            type_comparisons.append(
+                Comparison(
+                    f"{variant} on {test}",
+                    GRID_SET,
+                    name,
+                    b.mean,
+                    a.mean,
+                    b.interval,
+                    a.interval,
+                    outcome,
+                    (-difference[0], (-high, -low)),
+                )
+            )
+    # fusion: the gain over bert on the type a set lacks, against the same gain with the grid's set
+    fusion_comparisons = []
+    for variant in variants:
+        if variant == "bert":
+            continue
+        for name, test in set_lacks.items():
+            lacking_gain, grid_gain = gains.get((variant, name, test)), gains.get((variant, GRID_SET, test))
+            if lacking_gain is None or grid_gain is None:
+                continue
+            (la, (la_low, la_high)), (ga, (ga_low, ga_high)) = lacking_gain, grid_gain
+            outcome = "expected" if la_low > ga_high else "opposite" if ga_low > la_high else "none"
+            fusion_comparisons.append(
+                Comparison(
+                    f"{variant} − bert on {test}", name, GRID_SET, la, ga, (la_low, la_high), (ga_low, ga_high), outcome
+                )
+            )
+    questions = {"pe": pe_comparisons, "type": type_comparisons, "fusion": fusion_comparisons}
+    return TrainingSets(
+        sets,
+        variants,
+        test_sets,
+        scores,
+        false_positives,
+        against_grid,
+        gains,
+        questions,
+        {key: verdict(found) for key, found in questions.items()},
+    )
+
+
+# ---- domain shift -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DomainDrop:
+    """One variant's character-level correction recall on the main ``test`` split and on a domain's, mean over
+    seeds, and the drop split by the :data:`csc_hf.dataset_stats.ERROR_GROUPS` of the errors (context seen in
+    training, correct character known): ``composition`` is the part that comes from the domain holding other shares
+    of those groups (at the main test's recall per group), ``within`` the part that comes from lower recall inside
+    the groups; ``shares`` are each group's share of the errors ``(test, domain)``."""
+
+    variant: str
+    domain: str
+    recall: tuple[float, float]
+    composition: float
+    within: float
+    shares: dict[str, tuple[float, float]]
+
+
+def _group_rates(entries: Sequence[Mapping]) -> tuple[dict[str, float], dict[str, float], float]:
+    """Each group's share of the errors and recall, and the overall recall, over the entries (seeds) pooled."""
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e in entries:
+        for group, (n, corrected) in e["groups"].items():
+            totals[group][0] += n
+            totals[group][1] += corrected
+    n_all = sum(n for n, _ in totals.values())
+    shares = {g: n / n_all if n_all else 0.0 for g, (n, _) in totals.items()}
+    recalls = {g: c / n if n else 0.0 for g, (n, c) in totals.items()}
+    return shares, recalls, (sum(c for _, c in totals.values()) / n_all if n_all else 0.0)
+
+
+def domain_shift(entries: Iterable[Mapping]) -> list[DomainDrop]:
+    """The drop of each variant's recall from the main ``test`` split to each domain split, decomposed (see
+    :class:`DomainDrop`), from ``results.json``'s ``domain_errors``. Shift-share: recall = Σ share × recall per
+    group, so test − domain = Σ (share_test − share_domain) × recall_test + Σ share_domain × (recall_test −
+    recall_domain)."""
+    groups: dict[tuple[str, str], list[Mapping]] = defaultdict(list)
+    for e in entries:
+        groups[e["model"], split_name(e["config"], e["split"])].append(e)
+    drops = []
+    for (variant, name), found in groups.items():
+        if name == "test" or (variant, "test") not in groups:
+            continue
+        share_t, recall_t, overall_t = _group_rates(groups[variant, "test"])
+        share_d, recall_d, overall_d = _group_rates(found)
+        names = sorted(set(share_t) | set(share_d))
+        composition = sum((share_t.get(g, 0.0) - share_d.get(g, 0.0)) * recall_t.get(g, 0.0) for g in names)
+        within = sum(share_d.get(g, 0.0) * (recall_t.get(g, 0.0) - recall_d.get(g, 0.0)) for g in names)
+        shares = {g: (share_t.get(g, 0.0), share_d.get(g, 0.0)) for g in names}
+        drops.append(DomainDrop(variant, name, (overall_t, overall_d), composition, within, shares))
+    return drops

@@ -31,7 +31,12 @@ RESULTS_FILE = "results.json"  # the records, paired comparisons and stage times
 RESULTS_CSV = "results.csv"  # the records as a table
 REPORT_FILE = "report.md"  # the report, with its plots in PLOT_DIR
 PLOT_DIR = "report_plots"
-PLOTS = {"test_sets": "f1_per_test_set.png", "pe": "f1_against_pe.png", "seen_unseen": "seen_unseen.png"}
+PLOTS = {
+    "test_sets": "f1_per_test_set.png",
+    "pe": "f1_against_pe.png",
+    "seen_unseen": "seen_unseen.png",
+    "training_sets": "train_x_test.png",
+}
 STAGES = "stages"
 
 # ---- a stage folder
@@ -108,9 +113,11 @@ def stage_dir(run_dir: Path, name: str, *inputs: Any) -> Path:
     return Path(run_dir) / STAGES / f"{name}-{stage_key(name, *inputs)}"
 
 
-def train_stage(variant: str, seed: int, augmented: bool = False) -> str:
-    """The name of a model's training stage: ``train-pinyin_glyph_gate-seed0``, ``train-bert-seed1-augmented``."""
-    return f"train-{variant_file_name(variant)}-seed{seed}" + ("-augmented" if augmented else "")
+def train_stage(variant: str, seed: int, augmented: bool = False, training_set: str | None = None) -> str:
+    """The name of a model's training stage: ``train-pinyin_glyph_gate-seed0``, ``train-bert-seed1-augmented``, and
+    with a training set of a preset's ``training_sets``, ``train-plome-seed0-set-pe10``."""
+    suffix = ("-augmented" if augmented else "") + (f"-set-{training_set}" if training_set else "")
+    return f"train-{variant_file_name(variant)}-seed{seed}" + suffix
 
 
 def evaluation_stage(model_dir: Path) -> str:

@@ -38,6 +38,9 @@ minimum-edit (Levenshtein) alignment: substitutions are scored at their source p
 every insertion and deletion counts as a change that is never right, and such a sentence is
 never right at sentence level.  A ratio whose denominator is zero is reported as 0.0 (like
 scikit-learn's ``zero_division=0``); the ``n_*`` counts in the output tell when that happens.
+The false positive rate is the exception (:data:`UNDEFINABLE`): a set without an error-free
+sentence has none to count, and its ``fpr`` (with its interval, or paired test) is None, which
+every table shows as ``n/a`` (:func:`csc_hf.markdown.score_text`), never as a rate of 0.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ from csc_hf.stats import CONFIDENCE, RESAMPLES, bootstrap_ci, paired_test
 __all__ = [
     "CONVENTIONS",
     "ERROR_TYPES",
+    "UNDEFINABLE",
     "align",
     "aligned_substitutions",
     "check_inputs",
@@ -67,6 +71,9 @@ __all__ = [
 ]
 
 CONVENTIONS = ("strict", "lenient")
+UNDEFINABLE = {"fpr": ("sentences", "error_sentences")}
+"""The scores that a set can leave undefined, None then, and the count columns ``(all, excluded)`` whose difference is
+their denominator: ``fpr`` has none without an error-free sentence."""
 _NERR_BUCKETS = (("nerr1", 1, 1), ("nerr2", 2, 2), ("nerr3plus", 3, None))
 _CHAR_GROUPS = tuple(f"type_{name}" for name in ERROR_TYPES) + ("seen", "unseen")
 _NERR_COLUMNS = ("error_sentences", "det_tp", "cor_tp", "gold_errors", "det_hits", "cor_hits")
@@ -105,7 +112,8 @@ def score(
     """Score a CSC system; return a flat, JSON-serializable dict.
 
     Keys: ``convention`` (dropped when ``numeric_only``); ``sent_{det,cor}_{p,r,f1}``,
-    ``sent_det_acc``, ``sent_acc``, ``char_{det,cor}_{p,r,f1}``, ``fpr``; the counts
+    ``sent_det_acc``, ``sent_acc``, ``char_{det,cor}_{p,r,f1}``, ``fpr`` (None without an
+    error-free sentence, left out when ``numeric_only``); the counts
     ``n_sentences``, ``n_error_sentences``, ``n_errors``, ``n_changed_sentences``,
     ``n_changes``, ``n_det_hits``, ``n_cor_hits``, ``n_length_mismatch``, ``n_indels``;
     by number of errors per sentence,
@@ -132,7 +140,18 @@ def score(
             result[f"{key}_ci_high"] = high
         result["ci_resamples"] = int(bootstrap)
         result["ci_confidence"] = float(confidence)
+    for key in undefined_scores(totals):
+        for name in [k for k in (key, f"{key}_ci_low", f"{key}_ci_high") if k in result]:
+            if numeric_only:  # numbers only (a Trainer's metrics): left out
+                del result[name]
+            else:
+                result[name] = None
     return result
+
+
+def undefined_scores(totals: Mapping[str, Any]) -> list[str]:
+    """The scores of :data:`UNDEFINABLE` that the column totals of :func:`sentence_counts` leave undefined."""
+    return [key for key, (every, excluded) in UNDEFINABLE.items() if totals[every] - totals[excluded] <= 0]
 
 
 def compare(
@@ -151,16 +170,20 @@ def compare(
     """Paired significance test of system A against system B on the same data.
 
     Returns ``{score: {"a", "b", "delta", "ci_low", "ci_high", "p_value"}}`` for every score
-    of :func:`score`; see :func:`csc_hf.stats.paired_test`.  ``counting`` takes the options of
+    of :func:`score` (all None for a score the references leave undefined, :data:`UNDEFINABLE`);
+    see :func:`csc_hf.stats.paired_test`.  ``counting`` takes the options of
     :func:`sentence_counts` (``metadata``, ``train_pairs``, ``ignore_index``), as :func:`score` does.
     """
     _check_convention(convention)
     counts_a = sentence_counts(sources, predictions_a, references, **counting)
     counts_b = sentence_counts(sources, predictions_b, references, **counting)
     statistic = partial(scores_from_totals, convention=convention)
-    return paired_test(
+    result = paired_test(
         counts_a, counts_b, statistic, method=method, n_resamples=n_resamples, confidence=confidence, seed=seed
     )
+    for key in undefined_scores({name: column.sum() for name, column in counts_a.items()}):
+        result[key] = dict.fromkeys(result[key])  # the same references: undefined for both systems
+    return result
 
 
 def sentence_counts(

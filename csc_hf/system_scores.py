@@ -37,7 +37,7 @@ from .evaluation import training_pairs
 from .files import EDITS_LINE, check_output, iter_jsonl, read_lines, read_predictions, write_atomic
 from .llm.policy import DEFAULT_LENGTH_POLICY, LENGTH_POLICIES, apply_length_policy, check_length_policy
 from .logging import get_logger
-from .markdown import percent, percent_range, signed_points, table
+from .markdown import UNDEFINED, percent, percent_range, score_text, signed_points, table
 from .scoring import CONVENTIONS, HEADLINE, MAIN_SCORES, align, compare, score, score_name
 from .stats import CONFIDENCE, RESAMPLES, check_resamples
 
@@ -291,9 +291,9 @@ def score_report(
 
 
 def _cell(scores: Mapping[str, Any], key: str) -> str:
-    """``71.2 (69.8-72.5)``: a score and its bootstrap interval, in %."""
-    text = percent(scores[key])
-    if f"{key}_ci_low" in scores:
+    """``71.2 (69.8-72.5)``: a score and its bootstrap interval, in % (``n/a`` where it is undefined)."""
+    text = score_text(scores[key])
+    if scores[key] is not None and f"{key}_ci_low" in scores:
         text += " " + percent_range(scores[f"{key}_ci_low"], scores[f"{key}_ci_high"])
     return text
 
@@ -344,6 +344,9 @@ def scores_markdown(report: Mapping[str, Any]) -> str:
                 if convention == "strict" or key.startswith("sent"):  # the others are the same under both
                     entry = base["paired"][convention][key]
                     label = score_name(key) + (f" ({convention})" if key.startswith("sent") else "")
+                    if entry["delta"] is None:  # undefined on these references
+                        paired.append([label, *[UNDEFINED] * 4])
+                        continue
                     interval = f"({signed_points(entry['ci_low'])} to {signed_points(entry['ci_high'])})"
                     paired.append(
                         [

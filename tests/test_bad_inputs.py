@@ -644,7 +644,7 @@ CLI_MODELS: list[BadCli] = [  # a model folder's problems named before it loads
     BadCli(
         "push: a --model-name no record has",
         ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json", "--model-name", "bertt"),
-        "no record of the model 'bertt'; its models are bert",
+        "holds no records of this model (model bertt); it holds bert",
         {"r.json": '[{"model": "bert", "config": "test", "split": "test", "scores": ' + SCORES + "}]"},
     ),
     BadCli(
@@ -815,10 +815,10 @@ CLI: list[BadCli] = [
     BadCli(
         "push: a record with a missing score",
         ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
-        "record 0 has no numeric scores ['fpr']",
+        "record 0 has no numeric scores ['char_cor_f1']",
         {
             "r.json": '[{"config": "test", "split": "test", "scores": '
-            + SCORES.replace('"fpr": 0.1', '"fpr": null')
+            + SCORES.replace('"char_cor_f1": 0.5', '"char_cor_f1": null')
             + "}]"
         },
     ),

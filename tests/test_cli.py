@@ -177,3 +177,16 @@ def test_evaluate_checks_its_arguments_before_any_work(tiny_model, tmp_path, cap
     assert main(["evaluate", str(tiny_model), "--bootstrap", "-1"]) == 2
     assert main(["evaluate", str(tiny_model), "--output", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_options_may_come_between_the_model_and_the_texts(tiny_model, capsys):
+    """`csc-bench correct M --similarity-prior 3 TEXT` (the README's form): options and positional arguments in any
+    order, as in every subcommand."""
+    texts = ["我们今天去学校。", "他门在家"]
+    assert main(["correct", str(tiny_model), "--similarity-prior", "3", *texts]) == 0
+    first = capsys.readouterr().out.splitlines()
+    assert main(["correct", "--similarity-prior", "3", str(tiny_model), texts[0], "--keep-bias", "0", texts[1]]) == 0
+    assert capsys.readouterr().out.splitlines() == first and len(first) == 2
+    with pytest.raises(SystemExit):
+        main(["correct", str(tiny_model), "--similarity-prior", "3", *texts, "--bogus"])
+    assert "unrecognized arguments: --bogus" in capsys.readouterr().err

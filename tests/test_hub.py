@@ -292,3 +292,71 @@ def test_benchmark_parameters_of_the_scores(trained, tmp_path, capsys):
     capsys.readouterr()
     assert main(["push", str(trained), "user/csc-tiny", "--folder", str(tmp_path / "hub2"), "--seed", "3"]) == 2
     assert "give --results too" in capsys.readouterr().err
+
+
+def test_a_path_given_as_the_repo_id_says_where_the_folder_goes(trained, tmp_path, capsys):
+    """`push MODEL /path`: the error says that the second argument is the Hub id, that --folder chooses the local
+    folder, where it goes by default, and that nothing is uploaded without --upload; nothing is written."""
+    assert main(["push", str(trained), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"repo '{tmp_path / 'out'}' is a path, not a Hub repository id" in err
+    assert f"written locally to {trained}-hub (--folder DIR chooses another)" in err
+    assert "nothing is uploaded without --upload" in err
+    assert not (tmp_path / "out").exists() and not Path(f"{trained}-hub").exists()
+    assert main(["push", str(trained), "user/x/y", "--folder", str(tmp_path / "h")]) == 2
+    assert f"written locally to {tmp_path / 'h'} (--folder" in capsys.readouterr().err
+
+
+def test_push_takes_the_models_own_records_from_a_runs_results(trained, tmp_path, capsys):
+    """A run's results.json holds every model's records: push takes those of the model in the folder (its variant,
+    seed and augmentation, from its training record), and without a record to say so it refuses and lists the
+    models; a --model-name that is not the folder's variant is refused."""
+    import shutil
+
+    assert json.loads((trained / "csc_training.json").read_text())["seed"] == 42  # TrainingArguments' default
+    models = [("bert", 42, None, 0.42), ("bert", 1, None, 0.1), ("plome", 42, None, 0.2), ("bert", 42, "sighan13", 0.3)]
+    records = [
+        {
+            "model": model,
+            "seed": seed,
+            **({"augmentation": augmentation} if augmentation else {}),
+            "config": config,
+            "split": "test",
+            "scores": {**SCORES, "char_cor_f1": value},
+        }
+        for model, seed, augmentation, value in models
+        for config in ("test", "unseen_k")
+    ]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"params": {"bench_params": {}}, "records": records}))
+
+    def push(model, *options):
+        code = main(
+            ["push", str(model), "user/x", "--folder", str(tmp_path / "hub"), "--results", str(results), *options]
+        )
+        return code, capsys.readouterr()
+
+    code, out = push(trained)
+    assert code == 0 and "(2 scored test sets in its card)" in out.out
+    values = [
+        m["value"]
+        for entry in front_matter((tmp_path / "hub" / "README.md").read_text())["model-index"][0]["results"]
+        for m in entry["metrics"]
+        if m["type"] == "char_cor_f1"
+    ]
+    assert values == [0.42, 0.42]
+    code, out = push(trained, "--model-name", "plome")
+    assert code == 2 and "--model-name plome: the model folder holds a bert model" in out.err
+    unrecorded = tmp_path / "unrecorded"
+    shutil.copytree(trained, unrecorded)
+    (unrecorded / "csc_training.json").unlink()
+    code, out = push(unrecorded)
+    assert (
+        code == 2
+        and "holds the records of 4 models" in out.err
+        and "give --model-name VARIANT and --model-seed" in out.err
+    )
+    assert "bert (seed 42, augmentation sighan13)" in out.err and "plome (seed 42)" in out.err
+    assert push(unrecorded, "--model-name", "bert", "--model-seed", "1")[0] == 0
+    code, out = push(unrecorded, "--model-name", "bart")
+    assert code == 2 and "holds no records of this model (model bart)" in out.err

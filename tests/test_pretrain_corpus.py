@@ -115,3 +115,13 @@ def test_mlm_trains_on_the_pretraining_text(tmp_path, small_params, pretrain_fil
     out = train(*load_config(config))
     assert "龘" in CSCTokenizer.from_pretrained(out).get_vocab()  # a character of the pretraining text alone
     assert json.loads((out / "csc_training.json").read_text(encoding="utf-8"))["pretrain_corpus"] == str(pretrain_file)
+
+
+def test_pretraining_text_excludes_the_domain_pools(small_params, tmp_path):
+    """A sentence of a domain config's test pool (here HSK's) never reaches pretraining, as the test pool's do not."""
+    plan = plan_for(BenchParams(**small_params))
+    domain = unpack(plan.domain("domain_hsk"))
+    path = tmp_path / "text.txt"
+    path.write_text("\n".join([*domain[:5], *NEW]) + "\n", encoding="utf-8")
+    text, _ = pretraining_text(DataArguments(bench_params=small_params, pretrain_corpus=str(path)))
+    assert set(NEW) <= set(text) and not set(domain) & set(text)

@@ -96,3 +96,29 @@ def test_readme_outside_checkpoint_example_runs_as_written(tmp_path):
     assert (
         len(lines) == 2 and all(line.endswith(" True") for line in lines) and "720" in lines[0] and "iPhone" in lines[1]
     )
+
+
+def test_readme_own_pairs_example_trains_as_written_without_a_warning(tmp_path):
+    """The README's own-pairs config (`my_run.yaml`) trains as written (two steps here, in fp32 as on a CPU without
+    bf16: the case where the Trainer would pin memory for a missing GPU) with no warning from torch, and the README says
+    that it starts from scratch and what `use_cpu` does."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    (config,) = [
+        block for block in re.findall(r"```yaml\n(.+?)```", text, re.S) if "train_files: [my_pairs.tsv]" in block
+    ]
+    (tmp_path / "my_run.yaml").write_text(config, encoding="utf-8")
+    pairs = "".join(
+        f"{wrong}\t{right}\n"
+        for wrong, right in [("我门今天去学校。", "我们今天去学校。"), ("他门在家。", "他们在家。")]
+    )
+    for name in ("my_pairs.tsv", "my_dev.tsv"):
+        (tmp_path / name).write_text(pairs, encoding="utf-8")
+    command = [sys.executable, "-m", "csc_hf", "train", "my_run.yaml", "max_steps=2", "eval_steps=1", "precision=fp32"]
+    out = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "Warning" not in out.stderr and "pin_memory" not in out.stderr, out.stderr[-3000:]
+    assert (tmp_path / "runs" / "my_bert" / "model.safetensors").is_file()
+    prose = " ".join(text[text.index("train_files: [my_pairs.tsv]") :].split()[:200])
+    assert (
+        "This trains from scratch" in prose and "`use_cpu: true` trains on the CPU" in prose and "pin_memory" in prose
+    )

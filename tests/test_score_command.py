@@ -360,3 +360,29 @@ def test_folder_with_an_id_column_matches_jsonl_ids(tmp_path):
     refs = system_scores.load_references(f"{folder}:default")
     with pytest.raises(ValueError, match=r"line 1: id 3 is not in the references' id column"):
         system_scores.parse_predictions("p.jsonl", [records[0].replace("10", "3"), *records[1:]], refs)
+
+
+def test_false_positive_rate_is_na_where_no_sentence_is_error_free(tmp_path, capsys):
+    """A set whose every sentence has an error has no false-positive rate: None in the scores, their intervals and
+    the paired test, n/a in every table (`csc-bench score`, a model card's), no entry in a
+    card's model-index or in numeric-only metrics; never a rate of 0. One error-free sentence defines it."""
+    from csc_hf import hub
+
+    sources, targets = [SOURCES[0], SOURCES[3]], [TARGETS[0], TARGETS[3]]
+    scores = score(sources, sources, targets, bootstrap=20)
+    assert scores["fpr"] is None and scores["fpr_ci_low"] is None and scores["fpr_ci_high"] is None
+    assert "fpr" not in score(sources, sources, targets, bootstrap=0, numeric_only=True)
+    assert score([*sources, SOURCES[2]], [*sources, SOURCES[2]], [*targets, TARGETS[2]], bootstrap=0)["fpr"] == 0.0
+    ref = tmp_path / "all_wrong.tsv"
+    ref.write_text("".join(f"{s}\t{t}\n" for s, t in zip(sources, targets)), encoding="utf-8")
+    system, baseline = write_lines(tmp_path / "p.txt", targets), write_lines(tmp_path / "b.txt", sources)
+    code, out, err = run(capsys, "--predictions", str(system), "--references", str(ref), "--baseline", str(baseline))
+    assert code == 0, err
+    assert "| false positive rate | n/a | n/a |" in out
+    assert "| false positive rate | n/a | n/a | n/a | n/a |" in out
+    assert "| false positive rate | 0.0" not in out
+    record = {"config": "unseen_k", "split": "test", "keep_bias": 0.0, "scores": scores}
+    card = hub.model_card("user/x", [record], {})
+    assert "| unseen_k/test | keep_bias 0 |" in card and card.count(" n/a |") == 1
+    metrics = hub.card_metadata("user/x", [record], {})["model-index"][0]["results"][0]["metrics"]
+    assert [m["type"] for m in metrics] == ["char_cor_f1", "char_det_f1", "sent_cor_f1", "sent_det_f1"]

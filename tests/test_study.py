@@ -29,7 +29,9 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert any(name.startswith("pretrain-") and seconds > 0 for name, seconds in timings.items())
     evaluations = [name for name in timings if name.startswith("eval-")]
     augmented = [name for name in evaluations if "-augmented-" in name]
-    assert len(evaluations) - len(augmented) == len(preset.variants) * len(preset.seeds)
+    of_sets = [name for name in evaluations if "-set-" in name]
+    assert len(of_sets) == len(preset.training_sets_study.variants) * len(preset.training_sets_study.sets)
+    assert len(evaluations) - len(augmented) - len(of_sets) == len(preset.variants) * len(preset.seeds)
     assert len(augmented) == len(preset.augmentation_study.variants) * len(preset.seeds)
     models = {r["model"] for r in records}
     assert models == set(preset.variants)
@@ -49,7 +51,7 @@ def test_smoke_run_writes_every_result(smoke_run):
     assert len(paired) == 2 * (len(preset.variants) - 1) * len({(r["config"], r["split"]) for r in records})
     assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] and 0 < e["p_value"] <= 1 for e in paired)
     kept = [p.parent.name for p in (smoke_run / "stages").glob("eval-*/paired-eval-*.json")]
-    assert len([name for name in kept if "-augmented-" not in name]) == len(preset.variants) - 1  # kept
+    assert len([name for name in kept if "-augmented-" not in name and "-set-" not in name]) == len(preset.variants) - 1
     report = (smoke_run / "report.md").read_text()
     assert "## Paired comparisons" in report and "### Character-level correction F1 against bert" in report
     for conclusion in (
@@ -137,8 +139,6 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
                 "user/csc-smoke",
                 "--results",
                 str(smoke_run / "results.json"),
-                "--model-name",
-                "bert",
                 "--folder",
                 str(smoke_run / "hub"),
             ]
@@ -147,6 +147,9 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
     )
     card = (smoke_run / "hub" / "README.md").read_text()
     assert "| unseen_k/test |" in card and (smoke_run / "hub" / "config.json").is_file()
+    records = json.loads((smoke_run / "results.json").read_text())["records"]
+    own = [r for r in records if r["model"] == "bert" and r["seed"] == 0 and "augmentation" not in r]
+    assert len(own) < len(records) and f"({len(own)} scored test sets in its card)" in capsys.readouterr().out
 
 
 def test_part_of_the_grid_reuses_the_stages_and_keeps_every_result(smoke_run, capsys, caplog):
@@ -308,3 +311,30 @@ def test_a_run_logs_its_progress_and_prints_only_results(smoke_run, tmp_path, ca
     ), caplog.text
     assert f"all {n} stages finished" in caplog.text
     assert all(r.name.startswith("csc_hf") for r in caplog.records if "stage" in r.getMessage())
+
+
+def test_smoke_run_trains_each_training_set_and_scores_the_domains(smoke_run):
+    """The training-distribution stage: bert trained once more on the P_e 20% training set, scored on every test
+    set, paired against the grid's bert except on the splits made from the training set; the domain config's errors
+    by group; the report's two sections."""
+    preset = Preset.load("smoke")
+    study = preset.training_sets_study
+    results = json.loads((smoke_run / "results.json").read_text())
+    stage = results["training_sets"]
+    assert stage["sets"] == study.sets and stage["variants"] == list(study.variants)
+    assert {(r["model"], r["training_set"]) for r in stage["records"]} == {("bert", "pe20")}
+    tested = {(r["config"], r["split"]) for r in stage["records"]}
+    assert tested == {(r["config"], r["split"]) for r in results["records"] if r["model"] == "bert"}
+    against_grid = {(e["config"], e["split"]) for e in stage["paired"] if e["against"] == "grid"}
+    assert against_grid and not {c for c, _ in against_grid} & {"seen", "scontext"}  # not the same sentences
+    assert against_grid == tested - {("seen", "test"), ("scontext", "test")}
+    assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] for e in stage["paired"])
+    domain = [e for e in results["domain_errors"] if e["config"] == "domain_hsk"]
+    assert {(e["model"], e["split"]) for e in domain} == {
+        (m, s) for m in preset.variants for s in ("test", "unseen_k", "unseen_v")
+    }
+    for e in results["domain_errors"]:
+        assert all(0 <= corrected <= n for n, corrected in e["groups"].values())
+    report = (smoke_run / "report.md").read_text()
+    assert "## Which training distribution" in report and "## Domain shift" in report
+    assert (smoke_run / "report_plots" / "train_x_test.png").is_file()

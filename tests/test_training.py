@@ -460,3 +460,31 @@ def test_mlm_logs_top1_accuracy_and_passes_the_replacement_shares(tmp_path, smal
     history = json.loads((out / "csc_training.json").read_text())["log_history"]
     accuracies = [h["eval_accuracy"] for h in history if "eval_accuracy" in h]
     assert len(accuracies) == 2 and all(0.0 <= a <= 1.0 for a in accuracies)
+
+
+def test_model_files_follow_the_umask(tmp_path, small_params):
+    """Weights (safetensors writes them 0600), checkpoints and every whole write get the mode the umask gives a new
+    file, as any other tool's output: a shared model folder is readable by the group; a replaced file keeps its
+    mode."""
+    from csc_hf import hub
+    from csc_hf.files import write_atomic
+
+    previous = os.umask(0o002)
+    try:
+        config = write_config(
+            tmp_path / "c.yaml",
+            **base_config(small_params, tmp_path / "o", max_steps=2, save_strategy="steps", save_steps=1),
+        )
+        out = train(*load_config(config))
+        written = [out / "model.safetensors", out / "config.json", out / "csc_training.json"]
+        written += sorted(out.glob("checkpoint-*/model.safetensors"))
+        assert len(written) == 5 and {f.stat().st_mode & 0o777 for f in written} == {0o664}
+        assert write_atomic(tmp_path / "new.json", "{}").stat().st_mode & 0o777 == 0o664
+        (tmp_path / "private.json").write_text("{}")
+        (tmp_path / "private.json").chmod(0o600)
+        assert write_atomic(tmp_path / "private.json", "[]").stat().st_mode & 0o777 == 0o600
+        (out / "model.safetensors").chmod(0o600)  # a model saved before: its Hub folder is written as new files
+        folder = hub.prepare(out, "user/x", tmp_path / "hub", [])
+        assert {f.stat().st_mode & 0o777 for f in folder.iterdir()} == {0o664}
+    finally:
+        os.umask(previous)

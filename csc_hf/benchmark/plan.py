@@ -28,14 +28,23 @@ from ..corruption import (
     resubstitute,
     segment_positions,
     substitute,
+    unpack,
 )
 from ..dataset_stats import split_stats
 from ..fields import accepts, check_known, field_types, type_name
 from ..files import read_sentence_tsv
 from ..logging import demoted
-from .configs import CONFIGS, CONFUSION_SUBSETS, SIGHAN15, SplitSpec, probs_split
+from .configs import CONFIGS, CONFUSION_SUBSETS, DOMAINS, SIGHAN15, SplitSpec, probs_split
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
+STREAMS.update({config: 6 + i for i, config in enumerate(DOMAINS)})  # a domain's stream: its place in DOMAINS
+DOMAIN_SIZE = 5000  # the sentences of a domain config's pool when n_test is None (all, when its corpus has fewer)
+TRAINING_FIELDS = ("train_error_prob", "train_confusion", "augmentation")
+"""The parameters that change the training data only (the train and validation splits, and ``seen`` and ``scontext``,
+which are made from the training set): models trained with other values meet the same test sentences and errors."""
+TRAIN_CONFUSIONS = ("S_train", "S_train_phonetic", "S_train_graphic")
+"""The parts of S a training set can be built from (``train_confusion``): all of S_train, or its phonetic or graphic
+pairs (``both`` pairs count as each, as in the ``phonetic`` and ``graphic`` test configs)."""
 AUGMENTED_COPIES = 2
 """How many times the augmented train split holds each train sentence (see :meth:`Plan.augmented`)."""
 SIGHAN15_PACKAGE = ("pycorrector", "0.4.9", "data/cn/sighan_2015/test.tsv")
@@ -74,6 +83,10 @@ class BenchParams:
     n_scontext: int | None = _param(None, "seen-context sentences (None: as many as n_test)")
     seed: int = _param(42, "seed of the splits, the division and every substitution")
     error_prob: float = _param(0.05, "P_e of train, validation and most test sets")
+    train_error_prob: float | None = _param(None, "P_e of the train and validation splits (None: error_prob)")
+    train_confusion: str = _param(
+        "S_train", "the part of S the train and validation splits are built from: " + ", ".join(TRAIN_CONFUSIONS)
+    )
     unseen_k_error_prob: float = _param(0.15, "P_e of the unseen_k test set")
     probs: tuple[float, ...] = _param((0.01, 0.03, 0.05, 0.10, 0.15, 0.20), "the P_e series of the probs test set")
     confusion_path: str | None = _param(None, "an external S instead of the built one (any ConfusionSet.load format)")
@@ -104,9 +117,11 @@ class BenchParams:
             value = getattr(self, name)
             if not accepts(hint, value):
                 raise TypeError(f"{name}={value!r} must be {type_name(hint)}, not {type(value).__name__}")
-        for name in ("error_prob", "unseen_k_error_prob", "min_han_ratio"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
+        for name in ("error_prob", "train_error_prob", "unseen_k_error_prob", "min_han_ratio"):
+            if getattr(self, name) is not None and not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} is outside [0, 1]")
+        if self.train_confusion not in TRAIN_CONFUSIONS:
+            raise ValueError(f"train_confusion={self.train_confusion!r}: choose from {', '.join(TRAIN_CONFUSIONS)}")
         if not self.probs:
             raise ValueError("probs is empty: give at least one P_e")
         splits: dict[str, float] = {}
@@ -158,16 +173,29 @@ class BenchParams:
             tuple(v) if isinstance(v, list) else v for v in (getattr(self, f.name) for f in fields(BenchParams))
         )
 
+    @property
+    def train_p_e(self) -> float:
+        """The ``P_e`` of the train and validation splits: ``train_error_prob``, else ``error_prob``."""
+        return self.error_prob if self.train_error_prob is None else self.train_error_prob
+
     def error_prob_of(self, spec: SplitSpec) -> float | None:
         """The ``P_e`` of a split: the number in the config table, the parameter it names, or None (its errors are
         real or re-substituted: ``scontext``, ``sighan15``)."""
+        if spec.error_prob == "train_error_prob":
+            return self.train_p_e
         return getattr(self, spec.error_prob) if isinstance(spec.error_prob, str) else spec.error_prob
+
+    def confusion_of(self, spec: SplitSpec) -> str | None:
+        """The part of S a split is built from: the name in the config table, or the one the parameter it names
+        holds."""
+        return getattr(self, spec.confusion) if spec.confusion in _FIELD_NAMES else spec.confusion
 
     def available_configs(self) -> list[str]:
         """Every config that can be built: all of ``CONFIGS``, less ``sighan15`` when it has no file (no
-        ``sighan15_path`` and no pycorrector)."""
+        ``sighan15_path`` and no pycorrector) and less each domain config whose corpus is not installed."""
         has_sighan15 = bool(self.sighan15_path) or importlib.util.find_spec(SIGHAN15_PACKAGE[0]) is not None
-        return [name for name in CONFIGS if name != SIGHAN15 or has_sighan15]
+        missing = {config for config, (corpus, _) in DOMAINS.items() if not corpus_mod.is_installed(corpus)}
+        return [name for name in CONFIGS if (name != SIGHAN15 or has_sighan15) and name not in missing]
 
     @classmethod
     def changed(cls, values: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +209,9 @@ class BenchParams:
 @cache
 def _field_types() -> dict[str, Any]:
     return field_types(BenchParams)
+
+
+_FIELD_NAMES = frozenset(f.name for f in fields(BenchParams))
 
 
 def params_of(obj) -> BenchParams:
@@ -291,6 +322,7 @@ class Plan:
         self.params = params
         self.fingerprint = fingerprint  # of the input files this plan stands for (see `input_fingerprint`)
         self._augmented: dict[str, Augmented] = {}
+        self._domains: dict[str, PackedText] = {}
 
     def _check_inputs(self, what: str) -> None:
         """Fail if the input files changed since the fingerprint was taken: the data would not match its cache key."""
@@ -316,6 +348,27 @@ class Plan:
         p = self.params
         split = corpus_mod.split_indices(len(self.sentences), p.n_validation, p.n_test, p.seed)
         return {name: self.packed.take(index) for name, index in split.items()}
+
+    def pool(self, name: str) -> PackedText:
+        """The target sentences of a pool of the config table: a held-out pool, or a domain config's pool."""
+        return self.domain(name) if name in DOMAINS else self.pools[name]
+
+    def domain(self, config: str) -> PackedText:
+        """The pool of a domain config (``DOMAINS``): its corpus's sentences, cleaned with this plan's parameters,
+        less every one that overlaps a sentence of the main corpus (:func:`csc_hf.corpus.overlaps`), shuffled with
+        ``seed``; ``n_test`` of them (None: 5,000), or all when the corpus has fewer. Memoised per config."""
+        if config not in self._domains:
+            p, (corpus, _) = self.params, DOMAINS[config]
+            corpus_mod.check_installed(corpus)
+            lines = corpus_mod.corpus_lines(corpus)
+            sentences = corpus_mod.clean_sentences(lines, p.min_len, p.max_len, p.min_han_ratio, True, p.to_simplified)
+            kept = [s for s, shared in zip(sentences, corpus_mod.overlaps(sentences, self.sentences)) if not shared]
+            if not kept:
+                raise ValueError(f"{config}: corpus {corpus!r} has no usable sentence that the main corpus lacks")
+            n = min(len(kept), p.n_test or DOMAIN_SIZE)
+            order = np.random.default_rng([p.seed, STREAMS[config]]).permutation(len(kept))[:n]
+            self._domains[config] = pack([kept[i] for i in order])
+        return self._domains[config]
 
     @cached_property
     def confusion(self) -> ConfusionSet:
@@ -349,10 +402,14 @@ class Plan:
         return divide(confusion, p.n_unseen_keys, p.n_unseen_v_keys, p.unseen_v_share, p.seed, pool)
 
     @cached_property
+    def train_confusion(self) -> ConfusionSet:
+        """The pairs the train and validation splits are built from (``train_confusion``: S_train or a part of it)."""
+        return self.subset(self.params.train_confusion)
+
+    @cached_property
     def train_corruption(self) -> Corruption:
-        return substitute(
-            self.pools["train"], self.division.train.table, self.params.error_prob, self.params.seed, STREAMS["train"]
-        )
+        p = self.params
+        return substitute(self.pools["train"], self.train_confusion.table, p.train_p_e, p.seed, STREAMS["train"])
 
     def augmented(self, augmentation: str) -> Augmented:
         """The train split with the set ``augmentation`` names: the plain rows (S_train), then the same sentences
@@ -361,12 +418,12 @@ class Plan:
         if augmentation not in memo:
             kept, leaks = without_leaks(load_augmentation(augmentation), self.division)
             p, train, plain = self.params, self.pools["train"], self.train_corruption
-            added = substitute(train, kept.table, p.error_prob, p.seed, STREAMS["augmentation"])  # none kept: no errors
+            added = substitute(train, kept.table, p.train_p_e, p.seed, STREAMS["augmentation"])  # none kept: no errors
             ids = np.tile(np.arange(len(train)), AUGMENTED_COPIES)
             target = train.take(ids)
             source = PackedText(np.concatenate([plain.source.codes, added.source.codes]), target.offsets)
             corruption = Corruption(source, np.concatenate([plain.error_types, added.error_types]))
-            memo[augmentation] = Augmented(self.division.train.union(kept), leaks, Examples(ids, target, corruption))
+            memo[augmentation] = Augmented(self.train_confusion.union(kept), leaks, Examples(ids, target, corruption))
         return memo[augmentation]
 
     @cached_property
@@ -409,6 +466,14 @@ class Plan:
             ids, target, Corruption(PackedText(new.source.codes[index], target.offsets), new.error_types[index])
         )
 
+    def held_out(self) -> list[str]:
+        """Every sentence that training text must not hold: the validation and test pools, each domain config's pool
+        and SIGHAN-2015's targets (the last two where they can be built here)."""
+        available = self.params.available_configs()
+        held = [*unpack(self.pools["validation"]), *unpack(self.pools["test"])]
+        held += [text for config in DOMAINS if config in available for text in unpack(self.domain(config))]
+        return held + (unpack(self.sighan15.target) if SIGHAN15 in available else [])
+
     @cached_property
     def sighan15(self) -> Examples:
         path = Path(self.params.sighan15_path) if self.params.sighan15_path else _installed_sighan15()
@@ -423,13 +488,14 @@ class Plan:
             return self.scontext
         if spec.pool == SIGHAN15:
             return self.sighan15
-        target = self.pools[spec.pool]
+        target = self.pool(spec.pool)
         if spec.pool == "train":
             if augmentation:
                 return self.augmented(augmentation).examples
             corruption = self.train_corruption
         else:
-            table = self.subset(spec.confusion).table if spec.confusion else None
+            confusion = self.params.confusion_of(spec)
+            table = self.subset(confusion).table if confusion else None
             corruption = (
                 substitute(target, table, self.params.error_prob_of(spec), self.params.seed, STREAMS[spec.pool])
                 if table is not None  # an empty table gives no errors too
@@ -440,9 +506,9 @@ class Plan:
 
 def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
     """What the data depends on beyond the parameters and the code, per input (``corpus``, ``confusion_path``,
-    ``sighan15_path``, ``augmentation``): the sha256 of each file (a folder: of each file in it, by relative path;
-    None when missing),
-    or the package and version that ships it (the embedded corpus, pycorrector's SIGHAN-2015)."""
+    ``sighan15_path``, ``augmentation``, the ``domains``' packages): the sha256 of each file (a folder: of each file
+    in it, by relative path; None when missing), or the package and version that ships it (the embedded corpus,
+    pycorrector's SIGHAN-2015, the domain configs' corpora)."""
     inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
         names = corpus_mod.MIXES.get(params.corpus, (params.corpus,))
@@ -469,7 +535,17 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
         inputs["augmentation"] = {"package": package, "version": importlib.metadata.version(package) if found else None}
     elif params.augmentation:
         inputs["augmentation"] = {"path": params.augmentation, "sha256": _sha256s(Path(params.augmentation))}
+    packages = sorted({corpus_mod.TEXT_SOURCES[corpus].package for corpus, _ in DOMAINS.values()})
+    inputs["domains"] = {package: _version(package) for package in packages}  # None: not installed
     return inputs
+
+
+def _version(package: str) -> str | None:
+    """The installed version of the package that provides the import name ``package``, or None."""
+    if importlib.util.find_spec(package) is None:
+        return None
+    names = importlib.metadata.packages_distributions().get(package, [package])
+    return importlib.metadata.version(names[0])
 
 
 def _sha256s(path: Path, pattern: str = "") -> str | dict[str, str] | None:

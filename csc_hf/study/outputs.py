@@ -1,24 +1,27 @@
-"""What a run writes at its end: ``results.json``, ``results.csv`` and the report (:func:`write_results`), and the
-coverage figures of the augmentation stage (:func:`augmentation_coverage`)."""
+"""What a run writes at its end: ``results.json``, ``results.csv`` and the report (:func:`write_results`), the
+coverage figures of the augmentation stage (:func:`augmentation_coverage`) and the errors of the domain configs by
+context and vocabulary (:func:`domain_error_groups`)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from ..benchmark.builder import load_dataset
-from ..benchmark.configs import split_name, splits_of
+from ..benchmark.configs import DOMAINS, split_name, splits_of
 from ..benchmark.plan import BenchParams
 from ..confusion import ConfusionSet
-from ..dataset_stats import coverage, error_pairs
-from ..files import write_atomic
+from ..dataset_stats import ERROR_GROUPS, coverage, error_groups, error_pairs
+from ..files import read_predictions, write_atomic
 from ..logging import get_logger
 from ..model_folder import DECODING_KEYS
 from ..report import write_report
-from ..run_layout import RESULTS_CSV, RESULTS_FILE
+from ..run_layout import PREDICTIONS, RESULTS_CSV, RESULTS_FILE, predictions_file
 from .preset import Preset
 
 logger = get_logger(__name__)
@@ -49,6 +52,55 @@ def augmentation_coverage(
     return result
 
 
+def domain_error_groups(
+    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], known: Collection[str], n: int = 4
+) -> list[dict]:
+    """For each model and seed (``evaluations``: ``{(variant, seed): evaluation folder}``), on the main ``test`` split
+    and on every split with errors of the domain configs it saved predictions for: how many errors of each
+    :data:`csc_hf.dataset_stats.ERROR_GROUPS` group (context seen in the training sentences or not, correct character
+    in the vocabulary ``known`` or not) the split holds and how many of them the model corrected (its prediction
+    has the correct character there; a prediction of another length corrects its errors only when it equals the
+    target). The drop from ``test`` to a domain splits into these groups' shares and recalls
+    (:func:`csc_hf.results.domain_shift`)."""
+    params = BenchParams(**bench_params)
+    splits = [("test", "test")] + [
+        (config, spec.split) for config in DOMAINS for spec in splits_of(config, params.probs) if spec.error_prob
+    ]
+    train_targets: list[str] | None = None
+    found = []
+    for config, split in splits:
+        folders = {
+            model: folder / PREDICTIONS / predictions_file(config, split)
+            for model, folder in evaluations.items()
+            if (folder / PREDICTIONS / predictions_file(config, split)).is_file()
+        }
+        if not folders:
+            continue
+        if train_targets is None:
+            train_targets = load_dataset("csc_bench", "train", split="train", **bench_params)["target"]
+        data = load_dataset("csc_bench", config, split=split, **bench_params)
+        sources, targets = data["source"], data["target"]
+        groups = error_groups(sources, targets, train_targets, known, n)
+        wrong = [(i, j) for i, (s, t) in enumerate(zip(sources, targets)) for j in range(len(t)) if s[j] != t[j]]
+        for (variant, seed), path in folders.items():
+            predictions = read_predictions(path, sources)
+            corrected = np.array(
+                [
+                    predictions[i][j] == targets[i][j]
+                    if len(predictions[i]) == len(targets[i])
+                    else predictions[i] == targets[i]
+                    for i, j in wrong
+                ],
+                dtype=bool,
+            )
+            counts = {
+                name: [int((groups == g).sum()), int(((groups == g) & corrected).sum())]
+                for g, name in enumerate(ERROR_GROUPS)
+            }
+            found.append({"model": variant, "seed": seed, "config": config, "split": split, "groups": counts})
+    return found
+
+
 def write_results(
     run_dir: Path,
     preset: Preset,
@@ -56,9 +108,12 @@ def write_results(
     timings: dict[str, float | None],
     paired: list[dict] = (),
     augmentation: dict | None = None,
+    training_sets: dict | None = None,
+    domains: list[dict] | None = None,
 ) -> Path:
     """``results.json`` (with each stage's wall time, the paired comparisons and, with an augmentation stage, its
-    leak filter, coverage, records and paired comparisons), ``results.csv`` and the report."""
+    leak filter, coverage, records and paired comparisons; with a training-distribution stage, its sets, records and
+    paired comparisons), ``results.csv`` (the grid's records) and the report."""
     run_dir = Path(run_dir)
     path = run_dir / RESULTS_FILE
     payload = {
@@ -68,6 +123,8 @@ def write_results(
         "records": records,
         "paired": list(paired),
         **({"augmentation": augmentation} if augmentation else {}),
+        **({"training_sets": training_sets} if training_sets else {}),
+        **({"domain_errors": domains} if domains else {}),
     }
     write_atomic(path, json.dumps(payload, indent=1, ensure_ascii=False, default=str) + "\n")  # processes share it
     numeric = sorted({k for r in records for k, v in r["scores"].items() if isinstance(v, (int, float))})

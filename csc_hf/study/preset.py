@@ -1,9 +1,11 @@
 """A study as data: a preset (``trainer_configs/presets/NAME.yaml``, or any YAML path) says everything a run does;
-its ``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage. Both are checked when loaded,
-before any work."""
+its ``augmentation`` (:class:`AugmentationStudy`) adds the SIGHAN-credibility stage, its ``training_sets``
+(:class:`TrainingSetsStudy`) the training-distribution stage. ``base: NAME`` takes another preset's keys under its
+own. All of it is checked when loaded, before any work."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 
 from .. import resources
 from ..benchmark.configs import SIGHAN15, TEST_CONFIGS, check_configs
-from ..benchmark.plan import PACKAGED_CONFUSION, BenchParams, load_augmentation
+from ..benchmark.plan import PACKAGED_CONFUSION, TRAINING_FIELDS, BenchParams, load_augmentation
 from ..fields import Range, check_fields, check_range, field_types
 from ..files import read_yaml
 from ..model_folder import check_decoding_grid
@@ -46,6 +48,51 @@ class AugmentationStudy:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
+SET_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")  # a training set's name: part of its stages' folder names
+
+
+@dataclass(frozen=True)
+class TrainingSetsStudy:
+    """The training-distribution stage (a preset's ``training_sets``; empty: off): each of ``variants`` is trained,
+    with every seed and from the same pretrained encoder, once more on each training set of ``sets`` (``{name:
+    {parameter: value}}``, each a change of the parameters in ``csc_hf.benchmark.plan.TRAINING_FIELDS``: the train
+    split's ``P_e`` or confusion set), evaluated on the preset's tests, and compared (paired, on the same sentences)
+    with the grid's model of the same variant and seed, trained on the preset's own training set."""
+
+    variants: tuple[str, ...] = ("bert", "plome")
+    sets: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, data: Any, origin: Path | str) -> TrainingSetsStudy:
+        """The stage a preset's ``training_sets`` mapping describes; every key, name and parameter is checked."""
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{origin}: training_sets must be a mapping such as {{variants: [bert, plome], sets: {{pe10: "
+                f"{{train_error_prob: 0.1}}}}}}, not {data!r}"
+            )
+        check_fields(data, field_types(cls), f"{origin}: training_sets")  # every key known, of its type
+        variants, sets = data.get("variants", cls.variants), data.get("sets", {})
+        check_variants(variants, f"{origin}: training_sets")
+        if not isinstance(sets, dict) or not sets:
+            raise ValueError(f"{origin}: training_sets: sets={sets!r} must map names to parameter changes")
+        for name, changes in sets.items():
+            where = f"{origin}: training_sets: {name}"
+            if not isinstance(name, str) or not SET_NAME.fullmatch(name):
+                raise ValueError(f"{where}: a set's name is lower-case letters, digits and _ (it names folders)")
+            if not isinstance(changes, dict) or not changes:
+                raise ValueError(f"{where}: give the parameters it changes, e.g. {{train_error_prob: 0.1}}")
+            if bad := sorted(set(changes) - set(TRAINING_FIELDS)):
+                raise ValueError(
+                    f"{where}: {bad} would change the test sets too; a training set changes only "
+                    f"{', '.join(TRAINING_FIELDS)}"
+                )
+        return cls(tuple(variants), dict(sets))
+
+    def params(self, bench_params: dict, name: str) -> dict:
+        """The benchmark parameters of the training set ``name`` over a preset's ``bench_params``."""
+        return {**bench_params, **self.sets[name]}
+
+
 @dataclass
 class Preset:
     """A study as data (see ``trainer_configs/presets/*.yaml``)."""
@@ -66,31 +113,25 @@ class Preset:
     finetune: dict = field(default_factory=dict)  # training-config keys of every variant
     eval_batch_size: int = 64
     augmentation: dict = field(default_factory=dict)  # the SIGHAN-credibility stage (AugmentationStudy); {}: off
+    training_sets: dict = field(default_factory=dict)  # the training-distribution stage (TrainingSetsStudy); {}: off
 
     @property
     def augmentation_study(self) -> AugmentationStudy | None:
         """The preset's :class:`AugmentationStudy`, or ``None`` when it has none."""
         return AugmentationStudy.of(self.augmentation, self.name) if self.augmentation else None
 
+    @property
+    def training_sets_study(self) -> TrainingSetsStudy | None:
+        """The preset's :class:`TrainingSetsStudy`, or ``None`` when it has none."""
+        return TrainingSetsStudy.of(self.training_sets, self.name) if self.training_sets else None
+
     @classmethod
     def load(cls, name_or_path: str) -> Preset:
-        """A preset by name (``smoke``, ``cpu``, ``paper``) or from a YAML file; unknown keys are errors."""
-        path = Path(name_or_path)
-        if not path.suffix:
-            path = resources.preset_path(name_or_path)
-        if not path.is_file():
-            known = ", ".join(resources.preset_names())
-            raise FileNotFoundError(f"preset {name_or_path!r} not found ({path}); presets: {known}")
-        data = read_yaml(path, "preset")
-        data = {} if data is None else data
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{path}: a preset is a mapping of keys (variants, seeds, tests, pretrain, finetune, ...), not "
-                f"{type(data).__name__} {data!r:.60}"
-            )
-        hints = {k: v for k, v in field_types(cls).items() if k != "name"}  # the name is the file's
-        check_fields(data, hints, str(path))
-        preset = cls(name=path.stem, **data)
+        """A preset by name (``smoke``, ``cpu``, ``ablations``, ``paper``) or from a YAML file; unknown keys are
+        errors. ``base: NAME_OR_PATH`` takes that preset's keys under the file's own (a key given replaces the base's
+        whole; a relative path is read from the file's folder)."""
+        path = _preset_file(name_or_path)
+        preset = cls(name=path.stem, **_preset_data(path, ()))
         preset.validate(path)
         return preset
 
@@ -122,6 +163,17 @@ class Preset:
             self.launcher = str(found.resolve())
         if self.augmentation:
             self._validate_augmentation(origin)
+        if self.training_sets:
+            self._validate_training_sets(origin)
+
+    def _validate_training_sets(self, origin: Path | str) -> None:
+        """Check the training-distribution stage: its keys and variants, and each set's parameters over the preset's."""
+        study = TrainingSetsStudy.of(self.training_sets, origin)
+        for name in study.sets:
+            try:
+                BenchParams(**study.params(self.bench_params, name)).validate()
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"{origin}: training_sets: {name}: {err}") from None
 
     def _validate_augmentation(self, origin: Path | str) -> None:
         """Check the augmentation stage, and read its confusion set (a bad file fails here, before any training,
@@ -149,6 +201,40 @@ def check_seeds(seeds: Sequence[int], origin: str) -> None:
     """Raise a ValueError naming ``origin`` unless every seed is at least 0 (a training seed)."""
     for seed in seeds:
         check_range("seed", seed, Range(0), origin)
+
+
+def _preset_file(name_or_path: str | Path) -> Path:
+    """The YAML file of a shipped preset's name, or the path given; a missing one names the shipped presets."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = resources.preset_path(str(name_or_path))
+    if not path.is_file():
+        known = ", ".join(resources.preset_names())
+        raise FileNotFoundError(f"preset {str(name_or_path)!r} not found ({path}); presets: {known}")
+    return path
+
+
+def _preset_data(path: Path, chain: tuple[Path, ...]) -> dict:
+    """The keys of the preset file ``path`` over those of its ``base`` (followed to the end; a circle is an error)."""
+    if path.resolve() in chain:
+        raise ValueError(f"{path}: base: the presets take each other as base ({' -> '.join(map(str, chain))})")
+    data = read_yaml(path, "preset")  # UTF-8, no key given twice
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{path}: a preset is a mapping of keys (variants, seeds, tests, pretrain, finetune, ...), not "
+            f"{type(data).__name__} {data!r:.60}"
+        )
+    hints = {k: v for k, v in field_types(Preset).items() if k != "name"}  # the name is the file's
+    check_fields(data, {**hints, "base": str}, str(path))  # every key known (the closest named), of its type
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    if not isinstance(base, str) or not base:
+        raise ValueError(f"{path}: base={base!r} must name a preset (smoke, cpu, ...) or a YAML file")
+    relative = Path(base).suffix and not Path(base).is_absolute()
+    base_path = _preset_file(path.parent / base if relative else base)
+    return {**_preset_data(base_path, (*chain, path.resolve())), **data}
 
 
 def check_variants(variants: Sequence[str], origin: Path | str) -> None:

@@ -171,8 +171,15 @@ class Progress:
         return f"stage {position}: {label} · elapsed {clock(time.monotonic() - self.started)}{ahead}"
 
 
-def model_label(action: str, variant: str, seed: int | None, augmented: bool = False) -> str:
-    """How the progress names a model's stage: ``train bert (seed 0)``, ``evaluate bart (seed 1, augmented)``; without
-    a seed, the kind of stage of every seed (``evaluate bart (augmented)``)."""
-    details = [*([f"seed {seed}"] if seed is not None else []), *(["augmented"] if augmented else [])]
+def model_label(
+    action: str, variant: str, seed: int | None, augmented: bool = False, training_set: str | None = None
+) -> str:
+    """How the progress names a model's stage: ``train bert (seed 0)``, ``evaluate bart (seed 1, augmented)``,
+    ``train plome (seed 0, training set pe10)``; without a seed, the kind of stage of every seed (``evaluate bart
+    (augmented)``)."""
+    details = [
+        *([f"seed {seed}"] if seed is not None else []),
+        *(["augmented"] if augmented else []),
+        *([f"training set {training_set}"] if training_set else []),
+    ]
     return f"{action} {variant}" + (f" ({', '.join(details)})" if details else "")

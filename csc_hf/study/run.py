@@ -16,12 +16,19 @@ from typing import Any
 import yaml
 
 from ..benchmark.builder import load_dataset
+from ..benchmark.configs import DOMAINS
 from ..benchmark.plan import AUGMENTED_COPIES, BenchParams, input_files, plan_for
-from ..evaluation import EvaluationOptions, augmentation_comparisons, evaluate_model, paired_comparisons
+from ..evaluation import (
+    EvaluationOptions,
+    augmentation_comparisons,
+    evaluate_model,
+    paired_comparisons,
+    training_set_comparisons,
+)
 from ..files import check_output_folder
 from ..logging import get_logger, plain_transformers_output
 from ..model_folder import copy_decoding
-from ..modeling import VARIANTS, is_seq2seq
+from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq
 from ..precision import resolved
 from ..run_layout import (
     AUGMENTATION,
@@ -38,7 +45,7 @@ from ..run_layout import (
 )
 from ..training import check_config, train
 from ..training.config import precision_keys
-from .outputs import augmentation_coverage, write_results
+from .outputs import augmentation_coverage, domain_error_groups, write_results
 from .preset import Preset, check_seeds, check_variants
 from .progress import Progress, Stage, Step, clock, model_label
 
@@ -165,13 +172,21 @@ class Study:
         """The benchmark parameters of the augmentation stage's training data."""
         return {**self.preset.bench_params, "augmentation": self.preset.augmentation_study.confusion}
 
+    def _training_params(self, augmented: bool = False, training_set: str | None = None) -> dict:
+        """The benchmark parameters of a model's training data: the preset's, the augmentation stage's, or those of a
+        training set of the training-distribution stage."""
+        if training_set:
+            return self.preset.training_sets_study.params(self.preset.bench_params, training_set)
+        return self._augmented_params() if augmented else self.preset.bench_params
+
     def _finetune_inputs(
-        self, variant: str, seed: int, pretrained: Path, augmented: bool = False
+        self, variant: str, seed: int, pretrained: Path, augmented: bool = False, training_set: str | None = None
     ) -> tuple[str, dict, str]:
         """The name and inputs of a fine-tuning stage: its training config, and the pretrained stage's name (not its
-        path, so that a run folder can move); ``augmented``: the augmentation stage's training."""
+        path, so that a run folder can move); ``augmented``: the augmentation stage's training; ``training_set``: a
+        training set of the training-distribution stage."""
         p = self.preset
-        bench_params = self._augmented_params() if augmented else p.bench_params
+        bench_params = self._training_params(augmented, training_set)
         config = {"task": "correction", "variant": variant, "bench_params": bench_params, "seed": seed, **p.finetune}
         if augmented:  # as many epochs over a data set AUGMENTED_COPIES times as large
             config.update(
@@ -179,9 +194,11 @@ class Study:
             )
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
-        return train_stage(variant, seed, augmented), _resolved(config), pretrained.name
+        return train_stage(variant, seed, augmented, training_set), _resolved(config), pretrained.name
 
-    def _evaluate_inputs(self, model_dir: Path, build: Path, augmented: bool = False) -> tuple:
+    def _evaluate_inputs(
+        self, model_dir: Path, build: Path, augmented: bool = False, training_set: str | None = None
+    ) -> tuple:
         """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""
         p = self.preset
         decoding = {"precision": self._inference_precision()}
@@ -190,6 +207,8 @@ class Study:
         common = (p.bootstrap, p.keep_bias_grid, build.name, decoding)
         if augmented:
             return evaluation_stage(model_dir), list(p.augmentation_study.tests), *common, self._augmented_params()
+        if training_set:
+            return evaluation_stage(model_dir), p.tests, *common, self._training_params(training_set=training_set)
         return evaluation_stage(model_dir), p.tests, *common
 
     def _inference_precision(self) -> str:
@@ -197,12 +216,14 @@ class Study:
         resolved for the CPU (bf16 or fp32), so that an fp32 evaluation is never taken for a bf16 one."""
         return resolved(self.preset.finetune.get("precision", "auto"))
 
-    def finetune(self, variant: str, seed: int, pretrained: Stage, augmented: bool = False) -> Stage:
+    def finetune(
+        self, variant: str, seed: int, pretrained: Stage, augmented: bool = False, training_set: str | None = None
+    ) -> Stage:
         """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it);
-        ``augmented``: on the augmentation stage's training data."""
-        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory, augmented)
+        ``augmented``: on the augmentation stage's training data; ``training_set``: on that set's."""
+        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory, augmented, training_set)
         stage = self.stage(name, config, start_name)
-        if self.pending(stage, model_label("train", variant, seed, augmented)):
+        if self.pending(stage, model_label("train", variant, seed, augmented, training_set)):
             start = str(pretrained.directory)
             self._train(stage, {**config, "tokenizer_path": start, "init_from": start})
         return stage
@@ -232,20 +253,32 @@ class Study:
             shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
         stage.finish({"config": config})
 
-    def evaluate(self, model_stage: Stage, variant: str, seed: int, build: Stage, augmented: bool = False) -> Stage:
+    def evaluate(
+        self,
+        model_stage: Stage,
+        variant: str,
+        seed: int,
+        build: Stage,
+        augmented: bool = False,
+        training_set: str | None = None,
+    ) -> Stage:
         """Score one model on every test split (keep_bias and similarity_prior tuned on validation) into the stage's
         ``records.json``, save its predictions (``predictions/``), and save the tuned decoding with the model (its
         ``csc_decoding.json``); ``augmented``: a model of the augmentation stage, on its tests, its seen pairs those of
-        its own training data."""
+        its own training data; ``training_set``: a model of the training-distribution stage, its validation split,
+        ``seen`` and ``scontext`` and seen pairs those of its training set."""
         p = self.preset
-        stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented))
+        stage = self.stage(*self._evaluate_inputs(model_stage.directory, build.directory, augmented, training_set))
         tests = p.augmentation_study.tests if augmented else p.tests
-        if self.pending(stage, f"{model_label('evaluate', variant, seed, augmented)} on {len(tests)} test configs"):
-            records = evaluate_model(model_stage.directory, tests, self._evaluation_options(stage, augmented))
+        label = model_label("evaluate", variant, seed, augmented, training_set)
+        if self.pending(stage, f"{label} on {len(tests)} test configs"):
+            options = self._evaluation_options(stage, augmented, training_set)
+            records = evaluate_model(model_stage.directory, tests, options)
+            origin = {"augmentation": p.augmentation_study.confusion} if augmented else {}
+            if training_set:
+                origin = {"training_set": training_set}
             for r in records:
-                r.update(
-                    model=variant, seed=seed, **({"augmentation": p.augmentation_study.confusion} if augmented else {})
-                )
+                r.update(model=variant, seed=seed, **origin)
             (stage.directory / RECORDS).write_text(
                 json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
             )
@@ -261,10 +294,12 @@ class Study:
             )
         return stage
 
-    def _evaluation_options(self, stage: Stage, augmented: bool) -> EvaluationOptions:
+    def _evaluation_options(self, stage: Stage, augmented: bool, training_set: str | None = None) -> EvaluationOptions:
         """How the study evaluates a model into ``stage``: the preset's bootstrap, decoding grids and batch size, the
         fine-tuning's sample limits, the predictions kept in the stage, and the tuned decoding saved with the model
-        (its default from then on); ``augmented``: seen pairs are those of the augmentation stage's training data."""
+        (its default from then on); ``augmented``: seen pairs are those of the augmentation stage's training data;
+        ``training_set``: the test sets are built with that set's parameters (only its validation split, ``seen``
+        and ``scontext`` differ from the grid's)."""
         p = self.preset
         grids = {"keep_bias_grid": p.keep_bias_grid, "similarity_prior_grid": p.similarity_prior_grid}
         limits = {
@@ -273,7 +308,7 @@ class Study:
         }
         training_params = self._augmented_params() if augmented else None
         return EvaluationOptions(
-            p.bench_params,
+            self._training_params(training_set=training_set) if training_set else p.bench_params,
             p.bootstrap,
             **grids,
             batch_size=p.eval_batch_size,
@@ -318,12 +353,15 @@ class Study:
         name, config = self._pretrain_inputs()
         blocks = {**dict.fromkeys(p.pretrain, "pretrain"), "model_overrides": "model"}
         configs = [(name, config, blocks)]
-        augmented = {v for v, _ in self._augmentation_grid(grid)} if p.augmentation_study else set()
+        trainings = [(v, False, None) for v, _ in grid]  # (variant, augmented, training set)
+        if p.augmentation_study:
+            trainings += [(v, augmented, None) for v, _ in self._augmentation_grid(grid) for augmented in (0, 1)]
+        if study := p.training_sets_study:
+            trainings += [(v, False, name) for v, _ in self._stage_grid(study.variants, grid) for name in study.sets]
         seed = grid[0][1]  # the configs of other seeds differ only in their seed
-        for variant in dict.fromkeys(v for v, _ in grid):
-            for extra in (False, True) if variant in augmented else (False,):
-                name, config, _ = self._finetune_inputs(variant, seed, pretrained, extra)
-                configs.append((name, config, {**dict.fromkeys(p.finetune, "finetune"), "model_overrides": "bart"}))
+        for variant, augmented, training_set in dict.fromkeys(trainings):
+            name, config, _ = self._finetune_inputs(variant, seed, pretrained, bool(augmented), training_set)
+            configs.append((name, config, {**dict.fromkeys(p.finetune, "finetune"), "model_overrides": "bart"}))
         for name, config, blocks in configs:
             origins = {key: f"preset {p.name}: {blocks[key]}" for key in config if key in blocks}
             config = {**config, "output_dir": str(self.run_dir / STAGES / name)}
@@ -336,13 +374,15 @@ class Study:
         variant_rank = (0, p.variants.index(variant)) if variant in p.variants else (1, list(VARIANTS).index(variant))
         return seed_rank, variant_rank
 
-    def folders(self, variant: str, seed: int, augmented: bool = False) -> tuple[Path, Path]:
+    def folders(
+        self, variant: str, seed: int, augmented: bool = False, training_set: str | None = None
+    ) -> tuple[Path, Path]:
         """The training and the evaluation stage folder of one variant and seed (whether or not they have run);
-        ``augmented``: of the augmentation stage."""
+        ``augmented``: of the augmentation stage; ``training_set``: of that set's model."""
         pretrained = self.directory(*self._pretrain_inputs())
-        model_dir = self.directory(*self._finetune_inputs(variant, seed, pretrained, augmented))
+        model_dir = self.directory(*self._finetune_inputs(variant, seed, pretrained, augmented, training_set))
         build = self.directory(*self._build_inputs())
-        return model_dir, self.directory(*self._evaluate_inputs(model_dir, build, augmented))
+        return model_dir, self.directory(*self._evaluate_inputs(model_dir, build, augmented, training_set))
 
     def augment(self) -> Stage:
         """The augmentation set's leak filter (how many pairs were removed) and the coverage of each of the stage's
@@ -375,12 +415,8 @@ class Study:
         return "augment", p.bench_params, study.confusion, files, study.tests
 
     def _augmentation_grid(self, grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
-        """The (variant, seed) pairs of the augmentation stage for a run of ``grid``: its variants (only those ``grid``
-        names when it is a part of the preset's) with the seeds of ``grid``, seed by seed."""
-        p, study = self.preset, self.preset.augmentation_study
-        requested = {v for v, _ in grid}
-        variants = [v for v in study.variants if v in requested or requested >= set(p.variants)]
-        return [(v, s) for s in dict.fromkeys(s for _, s in grid) for v in variants]
+        """The (variant, seed) pairs of the augmentation stage for a run of ``grid`` (see :meth:`_stage_grid`)."""
+        return self._stage_grid(self.preset.augmentation_study.variants, grid)
 
     def augmentation_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
         """Run the augmentation stage for its variants with the seeds of ``grid`` (only the variants ``grid`` names
@@ -424,6 +460,55 @@ class Study:
             "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
         }
 
+    def _stage_grid(self, variants: Sequence[str], grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """The (variant, seed) pairs of a stage that trains ``variants`` again, for a run of ``grid``: those variants
+        (only those ``grid`` names when it is a part of the preset's) with the seeds of ``grid``, seed by seed."""
+        requested = {v for v, _ in grid}
+        chosen = [v for v in variants if v in requested or requested >= set(self.preset.variants)]
+        return [(v, s) for s in dict.fromkeys(s for _, s in grid) for v in chosen]
+
+    def training_sets_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
+        """Run the training-distribution stage for its variants with the seeds of ``grid`` (the grid's model of each
+        first: every set's model is compared with it), then collect every finished one: the sets, records, paired
+        comparisons (set − grid's model, and within each set each variant − bert) and stage times for
+        ``results.json`` (``None`` without the stage or before its first finished evaluation)."""
+        p, study = self.preset, self.preset.training_sets_study
+        if study is None:
+            return None
+        for variant, seed in self._stage_grid(study.variants, grid):
+            for name in study.sets:
+                try:
+                    self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                    model = self.finetune(variant, seed, pretrained, training_set=name)
+                    self.evaluate(model, variant, seed, build, training_set=name)
+                except Unfinished as missing:
+                    logger.info("skipping %s (seed %s, training set %s): %s", variant, seed, name, missing)
+        models = sorted({*((v, s) for v in study.variants for s in p.seeds), *grid}, key=self._order)
+        evaluations = {
+            (variant, seed, name): self.folders(variant, seed, training_set=name)[1]
+            for variant, seed in models
+            for name in (None, *study.sets)
+            if variant in study.variants and Stage(self.folders(variant, seed, training_set=name)[1]).done
+        }
+        if not any(name for _, _, name in evaluations):
+            return None
+        records = [
+            r
+            for (_, _, name), folder in evaluations.items()
+            if name
+            for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
+        ]
+        params = {name: self._training_params(training_set=name) for name in (None, *study.sets)}
+        paired = training_set_comparisons(params, evaluations, n_resamples=p.bootstrap)
+        stages = [f for (v, s, name) in evaluations if name for f in self.folders(v, s, training_set=name)]
+        return {
+            "sets": study.sets,
+            "variants": list(study.variants),
+            "records": records,
+            "paired": paired,
+            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
+        }
+
     def finished(self, grid: Sequence[tuple[str, int]] = ()) -> dict[tuple[str, int], Path]:
         """Every finished evaluation of this preset's stages in the run folder, whichever process ran it (of
         ``grid``, the preset's grid, and every model a finished ``eval-*`` stage holds): ``{(variant, seed): its
@@ -442,17 +527,17 @@ class Study:
     def plan(self, grid: Sequence[tuple[str, int]]) -> list[Step]:
         """Every stage a run of ``grid`` goes through, in order (each once), whether or not it has finished."""
 
-        def model(variant: str, seed: int, augmented: bool = False) -> list[Step]:
-            train, evaluation = self.folders(variant, seed, augmented)  # augmented: more steps, fewer tests
+        def model(variant: str, seed: int, augmented: bool = False, training_set: str | None = None) -> list[Step]:
+            train, evaluation = self.folders(variant, seed, augmented, training_set)  # augmented: more steps
             return [
                 Step(
-                    model_label("train", variant, seed, augmented),
+                    model_label("train", variant, seed, augmented, training_set),
                     train,
                     (f"train {variant}", "train"),
                     AUGMENTED_COPIES if augmented else 1,
                 ),
                 Step(
-                    model_label("evaluate", variant, seed, augmented),
+                    model_label("evaluate", variant, seed, augmented, training_set),
                     evaluation,
                     (model_label("evaluate", variant, None, augmented), "evaluate"),
                 ),
@@ -466,6 +551,13 @@ class Study:
         if self.preset.augmentation_study is not None:
             steps.append(Step("augment", self.directory(*self._augment_inputs()), ("augment",)))
             steps += [step for v, s in self._augmentation_grid(grid) for step in model(v, s) + model(v, s, True)]
+        if (sets := self.preset.training_sets_study) is not None:
+            steps += [
+                step
+                for v, s in self._stage_grid(sets.variants, grid)
+                for name in sets.sets
+                for step in model(v, s) + model(v, s, training_set=name)
+            ]
         return list(dict.fromkeys(steps))
 
     def run(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> Path:
@@ -512,6 +604,7 @@ class Study:
 
         self.each(grid, model)
         augmentation = self.augmentation_results(pretrained, build, grid)
+        training_sets = self.training_sets_results(pretrained, build, grid)
         evaluations = self.finished(grid)
         if not evaluations:
             raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
@@ -521,6 +614,11 @@ class Study:
         stages = [build.directory, pretrained.directory, *(f for model in evaluations for f in self.folders(*model))]
         timings = {folder.name: Stage(folder).seconds for folder in stages}
         paired = paired_comparisons(p.bench_params, evaluations, n_resamples=p.bootstrap)
-        if augmentation:
-            timings.update(augmentation.pop("stage_seconds"))
-        return write_results(self.run_dir, p, records, timings, paired, augmentation)
+        for stage_results in (augmentation, training_sets):
+            if stage_results:
+                timings.update(stage_results.pop("stage_seconds"))
+        domains = None
+        if any(config in DOMAINS for config in p.tests):
+            known = CSCTokenizer.from_pretrained(str(pretrained.directory)).get_vocab()
+            domains = domain_error_groups(p.bench_params, evaluations, known)
+        return write_results(self.run_dir, p, records, timings, paired, augmentation, training_sets, domains)

@@ -12,10 +12,8 @@ import torch
 from transformers import DataCollatorForLanguageModeling
 
 from ..benchmark.builder import load_dataset
-from ..benchmark.configs import SIGHAN15
 from ..benchmark.plan import BenchParams, plan_for
 from ..corpus import corpus_sentences, overlaps
-from ..corruption import unpack
 from ..data import read_data, training_sentences, validation_sentences
 from ..files import Sentences
 from ..logging import get_logger
@@ -78,13 +76,11 @@ def training_data(
 def pretraining_text(data_args: DataArguments) -> tuple[list[str], dict[str, dict[str, int]]]:
     """The mlm task's training sentences from ``pretrain_corpus``, cleaned with the benchmark's parameters
     (``min_len``, ``max_len``, ``min_han_ratio``, ``to_simplified``) and de-duplicated across its sources, less every
-    sentence that overlaps (:func:`csc_hf.corpus.overlaps`) a sentence of the benchmark's validation or test pool or a
-    SIGHAN-2015 target (when the benchmark has that config); and per source, the sentences kept and dropped."""
+    sentence that overlaps (:func:`csc_hf.corpus.overlaps`) a held-out sentence of the benchmark (its validation or
+    test pool, a domain config's pool or a SIGHAN-2015 target: :meth:`csc_hf.benchmark.plan.Plan.held_out`); and per
+    source, the sentences kept and dropped."""
     params = BenchParams(**data_args.bench_params)
-    plan = plan_for(params)
-    held_out = [*unpack(plan.pools["validation"]), *unpack(plan.pools["test"])]
-    if SIGHAN15 in params.available_configs():
-        held_out += unpack(plan.sighan15.target)
+    held_out = plan_for(params).held_out()
     by_source = corpus_sentences(
         data_args.pretrain_corpus,
         params.corpus_column,

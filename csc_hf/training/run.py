@@ -21,6 +21,7 @@ from transformers import (
 )
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
+from ..files import honour_umask
 from ..logging import get_logger
 from ..model_folder import weights_problem
 from ..modeling import CSCTokenizer, build_model, is_seq2seq
@@ -74,10 +75,12 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     trainer.train(resume_from_checkpoint=start)
     trainer.save_model(str(out))
     if trainer.is_world_process_zero():
+        honour_umask(out.glob("*.safetensors"))
         tokenizer.save_pretrained(str(out))
         record = {
             "task": model_args.task,
             "variant": model_args.variant,
+            "seed": training_args.seed,
             "init_from": model_args.init_from,
             "precision": precision,
             "use_benchmark": data_args.use_benchmark,
@@ -85,6 +88,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
             "pretrain_corpus": data_args.pretrain_corpus,
             "train_files": data_args.train_files,
             "validation_files": data_args.validation_files,
+            "max_train_samples": data_args.max_train_samples,
             "log_history": trainer.state.log_history,
         }
         (out / TRAINING_RECORD).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
@@ -211,6 +215,15 @@ class KillAfterSave(TrainerCallback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+class ShareCheckpoints(TrainerCallback):
+    """A saved checkpoint's weights get the umask's mode (safetensors writes them 0600; see
+    :func:`csc_hf.files.honour_umask`)."""
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            honour_umask(Path(args.output_dir).glob(f"{CHECKPOINT}{state.global_step}/*.safetensors"))
+
+
 class LogToLogger(TrainerCallback):
     """The Trainer's log entries (loss, learning rate, evaluation scores) as ``csc_hf`` log lines on stderr, not on
     stdout (which carries results)."""
@@ -232,7 +245,7 @@ def _callbacks() -> list[TrainerCallback]:
     step = os.environ.get(KILL_ENV, "")
     if step and not step.isdigit():
         raise ValueError(f"{KILL_ENV}={step!r}: expected a step number")
-    return [LogToLogger(), *([KillAfterSave(int(step))] if step else [])]
+    return [LogToLogger(), ShareCheckpoints(), *([KillAfterSave(int(step))] if step else [])]
 
 
 def _log_to_logger(trainer: Trainer) -> None:

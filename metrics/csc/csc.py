@@ -74,7 +74,8 @@ Args:
 Returns:
     A flat dict: "convention"; "sent_det_p", "sent_det_r", "sent_det_f1", "sent_cor_p",
     "sent_cor_r", "sent_cor_f1", "sent_det_acc", "sent_acc", "char_det_p", "char_det_r",
-    "char_det_f1", "char_cor_p", "char_cor_r", "char_cor_f1", "fpr" (floats in [0, 1]); counts
+    "char_det_f1", "char_cor_p", "char_cor_r", "char_cor_f1", "fpr" (floats in [0, 1]; "fpr" is
+    None where no reference is error-free, and left out with numeric_only); counts
     "n_sentences", "n_error_sentences", "n_errors", "n_changed_sentences", "n_changes",
     "n_det_hits", "n_cor_hits", "n_length_mismatch", "n_indels"; breakdowns "nerr1_*", "nerr2_*", "nerr3plus_*",
     "type_<type>_*", "seen_*", "unseen_*"; with bootstrap, "<score>_ci_low" and
