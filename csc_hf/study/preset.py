@@ -39,13 +39,16 @@ class AugmentationStudy:
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> AugmentationStudy:
         """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
-                f"[bert, bart]}}, not {data!r}"
-            )
-        check_fields(data, field_types(cls), f"{origin}: augmentation")
+        _check_block(data, cls, f"{origin}: augmentation", "{confusion: sighan13, variants: [bert, bart]}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def _check_block(data: Any, cls: type, where: str, example: str) -> None:
+    """A preset's block of a stage (``augmentation``, ``training_sets``) is a mapping (like ``example``) of fields of
+    ``cls``, each of its type (:func:`csc_hf.fields.check_fields`)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a mapping such as {example}, not {data!r}")
+    check_fields(data, field_types(cls), where)
 
 
 SET_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")  # a training set's name: part of its stages' folder names
@@ -65,12 +68,8 @@ class TrainingSetsStudy:
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> TrainingSetsStudy:
         """The stage a preset's ``training_sets`` mapping describes; every key, name and parameter is checked."""
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{origin}: training_sets must be a mapping such as {{variants: [bert, plome], sets: {{pe10: "
-                f"{{train_error_prob: 0.1}}}}}}, not {data!r}"
-            )
-        check_fields(data, field_types(cls), f"{origin}: training_sets")  # every key known, of its type
+        example = "{variants: [bert, plome], sets: {pe10: {train_error_prob: 0.1}}}"
+        _check_block(data, cls, f"{origin}: training_sets", example)
         variants, sets = data.get("variants", cls.variants), data.get("sets", {})
         check_variants(variants, f"{origin}: training_sets")
         if not isinstance(sets, dict) or not sets:
