@@ -1,4 +1,4 @@
-"""Benchmark csc_hf.scoring.score against a straightforward per-sentence Python loop.
+"""Benchmark csc_hf.scoring.score and the evaluate module against a straightforward per-sentence Python loop.
 
 Synthesizes N deterministic sentence triples (random CJK characters U+4E00..U+9FA5, lengths
 30..62, mean 46; about half with 1-3 errors; a simulated system that fixes most errors, makes
@@ -6,9 +6,12 @@ some false changes and changes the length of 1% of the predictions), then times
 
 * ``score(..., bootstrap=0)`` on all N triples (vectorized path),
 * the plain loop on the first ``--loop-n`` triples, extrapolated linearly to N,
+* ``evaluate.load("metrics/csc").compute`` on the first ``--evaluate-n`` triples (one call, and ten
+  ``add_batch`` calls then ``compute``) against the plain loop measured on the same triples, and
+  ``score(..., alignment=True)`` on them,
 * ``score(..., bootstrap=1000)`` on the first ``--bootstrap-n`` triples,
 
-and checks that the loop and the vectorized scorer agree exactly on the loop subset.
+and checks that the loop, the vectorized scorer and the evaluate module agree exactly.
 
     python bench/bench_metric.py            # 1M triples
     python bench/bench_metric.py --n 20000  # quick run
@@ -17,14 +20,18 @@ and checks that the loop and the vectorized scorer agree exactly on the loop sub
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import resource
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 
 from csc_hf.scoring import align, score, scores_from_totals
+
+METRIC = str(Path(__file__).resolve().parents[1] / "metrics" / "csc")
 
 CJK_FIRST, CJK_LAST = 0x4E00, 0x9FA5
 
@@ -68,6 +75,19 @@ def synthesize(n: int, seed: int = 0) -> tuple[list[str], list[str], list[str]]:
     return sources, predictions, references
 
 
+def cpu_line() -> str:
+    """The CPU's model, the flags that matter for speed, and the load (other jobs share the machine)."""
+    try:
+        info = open("/proc/cpuinfo", encoding="utf-8").read()
+    except OSError:
+        return "CPU flags unknown"
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    wanted = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16") if f in flags]
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{model} ({os.cpu_count()} CPUs; {' '.join(wanted) or 'no avx2'}); load average {load}"
+
+
 def loop_totals(sources: list[str], predictions: list[str], references: list[str]) -> Counter:
     """The scorer's count definitions, one sentence at a time in plain Python."""
     totals: Counter = Counter()
@@ -109,17 +129,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1_000_000, help="sentence triples to score (default 1M)")
     parser.add_argument("--loop-n", type=int, default=50_000, help="triples for the Python loop (extrapolated)")
+    parser.add_argument("--evaluate-n", type=int, default=100_000, help="triples for the evaluate module and its loop")
     parser.add_argument("--bootstrap-n", type=int, default=10_000, help="triples for the bootstrap timing")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    loop_n, bootstrap_n = min(args.loop_n, args.n), min(args.bootstrap_n, args.n)
+    loop_n, bootstrap_n, evaluate_n = (min(k, args.n) for k in (args.loop_n, args.bootstrap_n, args.evaluate_n))
 
     started = time.perf_counter()
     sources, predictions, references = synthesize(args.n, args.seed)
     synth_s = time.perf_counter() - started
     n_chars = sum(map(len, sources))
     machine = platform.processor() or platform.machine()
-    print(f"machine: {machine}, numpy {np.__version__}, python {platform.python_version()}")
+    print(f"machine: {machine}, numpy {np.__version__}, python {platform.python_version()}; {cpu_line()}")
     mean_length = n_chars / args.n
     print(
         f"data: {args.n:,} triples, {n_chars:,} source chars (mean length {mean_length:.1f}), "
@@ -146,10 +167,62 @@ def main() -> None:
     print(f"python loop, {args.n:,} triples: {extrapolated:.1f} s ({note}); identical scores on the loop subset")
     print(f"speed-up of score() over the loop: {extrapolated / vector_s:.1f}x")
 
+    evaluate_module(sources[:evaluate_n], predictions[:evaluate_n], references[:evaluate_n])
+
     started = time.perf_counter()
     score(sources[:bootstrap_n], predictions[:bootstrap_n], references[:bootstrap_n], bootstrap=1000)
     print(f"score(bootstrap=1000), {bootstrap_n:,} triples: {time.perf_counter() - started:.2f} s")
     print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+def evaluate_module(sources: list[str], predictions: list[str], references: list[str]) -> None:
+    """Time the evaluate module (one compute call; ten add_batch calls and a compute) against the plain loop on the
+    same triples, each the best of three runs, and check that all give the same scores."""
+    import evaluate
+
+    n = len(sources)
+    csc = evaluate.load(METRIC)
+
+    def best(run) -> tuple[float, object]:
+        times, result = [], None
+        for _ in range(3):
+            started = time.perf_counter()
+            result = run()
+            times.append(time.perf_counter() - started)
+        return min(times), result
+
+    loop_s, totals = best(lambda: loop_totals(sources, predictions, references))
+    compute_s, result = best(lambda: csc.compute(sources=sources, predictions=predictions, references=references))
+
+    def batches():
+        step = -(-n // 10)
+        for start in range(0, n, step):
+            part = slice(start, start + step)
+            csc.add_batch(sources=sources[part], predictions=predictions[part], references=references[part])
+        return csc.compute()
+
+    batches_s, batched = best(batches)
+    aligned_s, _ = best(lambda: score(sources, predictions, references, bootstrap=0, alignment=True))
+    expected = scores_from_totals(totals)
+    assert all(result[k] == v and batched[k] == v for k, v in expected.items()), "scores differ"
+    # alignment=True reads a prediction of another length closest to the gold: on a tie it may differ from the loop
+    same = [i for i, (s, p) in enumerate(zip(sources, predictions)) if len(s) == len(p)]
+    subset = [[column[i] for i in same] for column in (sources, predictions, references)]
+    aligned = score(*subset, bootstrap=0, alignment=True)
+    assert all(aligned[k] == v for k, v in scores_from_totals(loop_totals(*subset)).items()), "alignment differs"
+    print(f"python loop, {n:,} triples: {loop_s:.2f} s (measured, best of 3)")
+    print(
+        f"evaluate compute, {n:,} triples: {compute_s:.3f} s; {loop_s / compute_s:.1f}x the loop's speed "
+        "(identical scores)"
+    )
+    print(
+        f"evaluate add_batch x10 + compute, {n:,} triples: {batches_s:.3f} s; "
+        f"{loop_s / batches_s:.1f}x the loop's speed"
+    )
+    print(
+        f"score(alignment=True), {n:,} triples: {aligned_s:.3f} s; {loop_s / aligned_s:.1f}x the loop's speed "
+        f"(identical scores on the {len(same):,} predictions of the source's length)"
+    )
 
 
 if __name__ == "__main__":

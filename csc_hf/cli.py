@@ -24,6 +24,7 @@ from .benchmark.configs import CONFIGS, CONFUSION_SUBSETS, TEST_CONFIGS, check_c
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
 from .data import DATA_KINDS, is_data_spec, spec_paths
+from .edits import EDIT_KINDS
 from .fields import field_types, from_text
 from .files import check_output, check_output_folder, write_atomic
 from .llm.policy import DEFAULT_LENGTH_POLICY, LENGTH_POLICIES
@@ -42,7 +43,7 @@ from .precision import PRECISIONS
 from .run_layout import REPORT_FILE, RESULTS_CSV, RUNS_DIR
 from .scoring import HEADLINE
 from .stats import RESAMPLES, check_resamples
-from .system_scores import PREDICTION_FORMATS
+from .system_scores import ALIGNMENT_MODES, PREDICTION_FORMATS
 
 logger = get_logger(__name__)
 
@@ -138,7 +139,7 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     Build the configs (cached by datasets) and print the confusion-set and per-config statistics; with --augmentation
     also the augmentation's leak filter (pairs kept, removed as keys of S_unseen^k or pairs of S_unseen^v) and the
-    augmented train split's statistics."""
+    augmented train split's statistics; with --train-edit-shares, the train config's splits as drawn with them."""
     from .benchmark import load_dataset, plan_for
 
     params = bench_params(args)
@@ -154,7 +155,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     rows = {}
     for name in configs:
         for spec in splits_of(name, plan.params.probs):
-            rows[f"{name}/{spec.split}"] = plan.examples(spec).stats()
+            rows[f"{name}/{spec.split}"] = plan.examples(spec, train_edit_shares=bench.train_edit_shares).stats()
     summary = {"confusion_sets": stats, "configs": rows}
     if augmentation:
         augmented = plan.augmented(augmentation)
@@ -295,7 +296,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     --validation. The model is any checkpoint folder or Hub id: csc_hf's models, a BertForMaskedLM (e.g. with
     bert-base-chinese's vocab.txt), any seq2seq model (generated, then aligned to the source) or any causal language
     model (an LLM corrector: prompted, its answers scored under the length policy; the table adds the share of answers
-    whose length changed and the failed sentences, and any contamination of a test set follows it)."""
+    whose length changed and the failed sentences, and any contamination of a test set follows it). The missing,
+    redundant and mixed configs (and data whose pairs change lengths) are scored by edit alignment, and there a
+    seq2seq model keeps its insertions and deletions (a tagging model cannot make them)."""
     check_resamples(args.bootstrap, "--bootstrap")
     for name in ("keep_bias", "similarity_prior"):
         check_decoding_grid(name, getattr(args, name) or (), _option(name))
@@ -403,8 +406,9 @@ def _llm_options(args: argparse.Namespace) -> dict:
 def cmd_score(args: argparse.Namespace) -> None:
     """score any system's predictions file against a benchmark split or any CSC data
 
-    Both precision conventions, sentence and character level, FPR, the breakdown by error type and seen/unseen pair,
-    bootstrap intervals, length changes, and a paired test against --baseline; a markdown table on stdout."""
+    Both precision conventions, sentence and character level, FPR, the breakdown by error type and seen/unseen pair
+    (and by edit kind when missing and redundant characters are scored by alignment), bootstrap intervals, length
+    changes, and a paired test against --baseline; a markdown table on stdout."""
     from .system_scores import score_files, scores_markdown
 
     report = score_files(
@@ -419,6 +423,7 @@ def cmd_score(args: argparse.Namespace) -> None:
         seed=args.bootstrap_seed,
         cache_dir=args.cache_dir,
         output=args.output,
+        alignment_mode=args.alignment,
         length_policy=args.length_policy,
     )
     print(scores_markdown(report), end="")
@@ -453,6 +458,8 @@ def cmd_correct(args: argparse.Namespace) -> None:
     given.update(_llm_options(args))
     if args.batch_size is not None:
         given["batch_size"] = args.batch_size
+    if args.edit_kinds is not None:
+        given["edit_kinds"] = args.edit_kinds
     corrector = Corrector.from_pretrained(
         args.model, trust_remote_code=args.trust_remote_code, precision=args.precision, **given
     )
@@ -829,6 +836,15 @@ def parser_score(sub) -> None:
         "--bootstrap-seed", type=int, default=0, metavar="SEED", help="seed of the resampling (default 0)"
     )
     score.add_argument(
+        "--alignment",
+        default="auto",
+        choices=ALIGNMENT_MODES,
+        help="on: score by edit alignment (missing and redundant characters: references may differ in length from "
+        "their sources; a breakdown by edit kind); off: substitutions position by position, a reference pair of "
+        "unequal lengths is an error naming its file and line; auto (default): on when the references change "
+        "lengths (the missing, redundant and mixed configs, any such pair)",
+    )
+    score.add_argument(
         "--length-policy",
         choices=LENGTH_POLICIES,
         default=DEFAULT_LENGTH_POLICY,
@@ -861,6 +877,15 @@ def parser_correct(sub) -> None:
         metavar="BETA",
         help="added to the logits of characters "
         "that sound or look like the source (default: the model's saved decoding, else 0: off)",
+    )
+    correct.add_argument(
+        "--edit-kinds",
+        nargs="+",
+        choices=EDIT_KINDS,
+        metavar="KIND",
+        help="the kinds of edit kept: substitution (the default), and for a seq2seq model (bart) also missing (a "
+        "character put in) and redundant (one taken out); a tagging model cannot change the length (an LLM: see "
+        "--length-policy)",
     )
     correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
     _add_precision(correct)

@@ -1,5 +1,6 @@
 """The paper's substitution, vectorised: each key character of a confusion set C is replaced, independently with
-probability ``P_e``, by a candidate drawn uniformly from ``C[x]``.
+probability ``P_e``, by a candidate drawn uniformly from ``C[x]``; and errors that change a sentence's length
+(:func:`drop`: missing characters, :func:`insert`: redundant ones, :func:`mixed`: all three kinds at stated shares).
 
 Sentences travel as one code-point array plus offsets (:class:`PackedText`); a confusion set travels as sorted arrays
 (:class:`CandidateTable`). Random numbers come from a counter-based generator (SplitMix64 over the global character
@@ -11,13 +12,21 @@ lower one without moving them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
+
+from .edits import EDIT_KINDS, MISSING, REDUNDANT, SUBSTITUTION, alignment
 
 PAIR_TYPES = ("phonetic", "graphic", "both")  # the types of a confusion pair
 ERROR_TYPES = (*PAIR_TYPES, "other")  # the types of an observed error (judged by character knowledge)
 NO_ERROR = -1
+FUNCTION_CHARS = "的了是在和也就都地得着"
+"""Frequent function characters: what a redundant character of the ``function`` source is drawn from."""
+REDUNDANT_SOURCES = {"repeat": 1 / 3, "function": 1 / 3, "confusion": 1 / 3}
+"""Where a redundant character comes from, and each source's share: ``repeat`` doubles the character before it
+(们们), ``function`` adds one of :data:`FUNCTION_CHARS` after it, ``confusion`` adds one of its confusion-set values
+after it (高兴 -> 高心兴; a character that is no key of the set is doubled instead)."""
 _BMP = 0x10000
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -204,3 +213,188 @@ def pair_counts(target: PackedText, corruption: Corruption) -> dict[tuple[str, s
     pairs = target.codes[pos].astype(np.int64) << 21 | corruption.source.codes[pos]
     values, counts = np.unique(pairs, return_counts=True)
     return {(chr(v >> 21), chr(v & 0x1FFFFF)): int(c) for v, c in zip(values.tolist(), counts.tolist())}
+
+
+@dataclass(frozen=True)
+class Edits:
+    """The edits of many sentences as parallel arrays, by sentence and then in source order (see
+    :mod:`csc_hf.edits`): ``sentence``, ``kind`` (index in ``EDIT_KINDS``), ``position`` (in the source sentence),
+    ``wrong`` and ``right`` (code points, 0 where the kind has none) and ``type`` (index in ``ERROR_TYPES``)."""
+
+    sentence: np.ndarray
+    kind: np.ndarray
+    position: np.ndarray
+    wrong: np.ndarray
+    right: np.ndarray
+    type: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.sentence)
+
+    def take(self, mask: np.ndarray) -> Edits:
+        return Edits(*(getattr(self, f.name)[mask] for f in fields(self)))
+
+
+def substitution_edits(target: PackedText, corruption: Corruption) -> Edits:
+    """The edits of a same-length corruption: a substitution wherever source and target differ."""
+    wrong_at = np.flatnonzero(corruption.source.codes != target.codes)
+    sentence = np.searchsorted(target.offsets, wrong_at, side="right") - 1
+    kind = np.full(len(wrong_at), EDIT_KINDS.index(SUBSTITUTION), dtype=np.int8)
+    return Edits(
+        sentence,
+        kind,
+        wrong_at - target.offsets[sentence],
+        corruption.source.codes[wrong_at],
+        target.codes[wrong_at],
+        corruption.error_types[wrong_at],
+    )
+
+
+@dataclass(frozen=True)
+class EditCorruption:
+    """The result of a corruption that may change lengths: the sources, and the edits that correct each of them into
+    its target (its errors), as the minimum-edit alignment of :mod:`csc_hf.edits` reads them."""
+
+    source: PackedText
+    edits: Edits
+
+
+def drop(
+    target: PackedText, error_prob: float, seed: int, stream: int = 0, eligible: np.ndarray | None = None
+) -> EditCorruption:
+    """Missing characters: each ``eligible`` character (default: all) is dropped independently with ``error_prob``."""
+    return mixed(target, None, error_prob, seed, stream, {MISSING: 1.0}, eligible)
+
+
+def insert(
+    target: PackedText,
+    table: CandidateTable | None,
+    error_prob: float,
+    seed: int,
+    stream: int = 0,
+    eligible: np.ndarray | None = None,
+) -> EditCorruption:
+    """Redundant characters: after each ``eligible`` character, independently with ``error_prob``, one character from
+    a source of :data:`REDUNDANT_SOURCES` (drawn by its share) is inserted."""
+    return mixed(target, table, error_prob, seed, stream, {REDUNDANT: 1.0}, eligible)
+
+
+def mixed(
+    target: PackedText,
+    table: CandidateTable | None,
+    error_prob: float,
+    seed: int,
+    stream: int,
+    shares: dict[str, float],
+    eligible: np.ndarray | None = None,
+) -> EditCorruption:
+    """Errors of every kind: each character gets at most one error, with probability ``error_prob``, whose kind is
+    drawn by ``shares`` (of :data:`EDIT_KINDS`, summing to 1). A substitution replaces a key of ``table`` by a
+    uniform candidate (as :func:`substitute` does), a missing character drops an ``eligible`` one, a redundant one is
+    inserted after an ``eligible`` one (see :func:`insert`); a character that cannot take the drawn kind keeps no
+    error. A sentence is never emptied (its first dropped character is kept).
+
+    Each character's fate depends only on (seed, stream, its position), as in :func:`substitute`. The edits are
+    those of :func:`csc_hf.edits.alignment` between each changed source and its target (where the kinds meet, the
+    alignment's reading can differ from how the error was made: 高兴 with 高 dropped and 兴 replaced by 高 reads as one
+    missing 兴), with their type: a substitution's pair type in ``table`` (``other`` if absent), a redundant
+    character's pair type with the character before it (or after it) if they are a pair of ``table``, else ``other``;
+    a missing character's ``other``."""
+    if not 0.0 <= error_prob <= 1.0:
+        raise ValueError(f"error_prob (P_e) = {error_prob} is outside [0, 1]")
+    if set(shares) - set(EDIT_KINDS) or any(v < 0 for v in shares.values()) or abs(sum(shares.values()) - 1) > 1e-9:
+        raise ValueError(f"shares={shares}: give non-negative shares of {', '.join(EDIT_KINDS)} that sum to 1")
+    codes, n = target.codes, len(target.codes)
+    positions = np.arange(n, dtype=np.int64)
+    eligible = np.ones(n, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    key_idx = table.key_index(codes) if table is not None and len(table.keys) else np.full(n, -1, dtype=np.int32)
+    bits = random_bits(seed, stream, positions, 0)  # draw 0: which error, if any; 1 and 2: which character
+    hit, low = {}, 0.0
+    cumulative = np.cumsum([shares.get(kind, 0.0) for kind in EDIT_KINDS])
+    cumulative[cumulative >= cumulative[-1]] = 1.0  # the last kind ends at P_e exactly
+    for kind, share in zip(EDIT_KINDS, cumulative):
+        high = error_prob * float(share)
+        hit[kind] = (bits >= _cut(low)) & ((bits < _cut(high)) | (high >= 1.0))
+        low = high
+    hit[SUBSTITUTION] &= key_idx >= 0
+    hit[MISSING] &= eligible
+    hit[REDUNDANT] &= eligible
+    new = codes.copy()
+    pos = np.flatnonzero(hit[SUBSTITUTION])  # as in `substitute`: the same draws give the same candidates
+    if len(pos):
+        keys = key_idx[pos]
+        choice = table.starts[keys] + (uniforms(seed, stream, pos, 1) * table.counts[keys]).astype(np.int64)
+        new[pos] = table.candidates[choice]
+    added = _redundant(codes, key_idx, np.flatnonzero(hit[REDUNDANT]), table, seed, stream)
+    counts = np.ones(n, dtype=np.int64)
+    counts[hit[MISSING]] = 0
+    counts[hit[REDUNDANT]] = 2
+    sentence_of = np.repeat(np.arange(len(target)), target.lengths)
+    for i in np.flatnonzero(np.bincount(sentence_of, counts, minlength=len(target)) == 0):
+        counts[target.offsets[i]] = 1  # a sentence of dropped characters only (P_e near 1) keeps its first
+    source_codes = np.repeat(new, counts)
+    ends = np.cumsum(counts)
+    source_codes[ends[hit[REDUNDANT]] - 1] = added
+    source = PackedText(source_codes, np.concatenate([[0], ends])[target.offsets])
+    changed = np.flatnonzero(np.bincount(sentence_of[(counts != 1) | (new != codes)], minlength=len(target)))
+    return EditCorruption(source, _aligned_edits(source, target, changed, table))
+
+
+def _cut(prob: float) -> np.uint64:
+    """``prob`` as a threshold on 64 random bits."""
+    return np.uint64(min(int(prob * 2.0**64), 2**64 - 1))
+
+
+def _redundant(
+    codes: np.ndarray, key_idx: np.ndarray, pos: np.ndarray, table: CandidateTable | None, seed: int, stream: int
+) -> np.ndarray:
+    """The character inserted after each position of ``pos``, by :data:`REDUNDANT_SOURCES`."""
+    names = list(REDUNDANT_SOURCES)
+    bounds = np.cumsum([REDUNDANT_SOURCES[name] for name in names])
+    source = np.minimum(np.searchsorted(bounds, uniforms(seed, stream, pos, 1), side="right"), len(names) - 1)
+    u = uniforms(seed, stream, pos, 2)
+    added = codes[pos].copy()  # repeat
+    function = source == names.index("function")
+    functions = np.array([ord(c) for c in FUNCTION_CHARS], dtype=np.uint32)
+    added[function] = functions[(u[function] * len(functions)).astype(np.int64)]
+    confusion = (source == names.index("confusion")) & (key_idx[pos] >= 0)
+    if confusion.any():
+        keys = key_idx[pos[confusion]]
+        added[confusion] = table.candidates[table.starts[keys] + (u[confusion] * table.counts[keys]).astype(np.int64)]
+    return added
+
+
+def _aligned_edits(source: PackedText, target: PackedText, changed: np.ndarray, table: CandidateTable | None) -> Edits:
+    """The alignment's edits of the ``changed`` sentences, with their types."""
+    sources, targets = unpack(source.take(changed)), unpack(target.take(changed))
+    rows = [
+        (i, EDIT_KINDS.index(e.kind), e.position, ord(e.wrong or "\0"), ord(e.right or "\0"))
+        for i, s, t in zip(changed.tolist(), sources, targets)
+        for e in alignment(s, t)
+    ]
+    sentence, kind, position, wrong, right = (
+        (np.array(column, dtype=np.int64).reshape(-1) for column in zip(*rows))
+        if rows
+        else (np.zeros(0, dtype=np.int64),) * 5
+    )
+    types = np.full(len(rows), ERROR_TYPES.index("other"), dtype=np.int8)
+    if table is not None and len(table.keys) and len(rows):
+        sub = kind == EDIT_KINDS.index(SUBSTITUTION)
+        found = table.pair_index(table.key_index(right[sub].astype(np.uint32)), wrong[sub])
+        types[np.flatnonzero(sub)[found >= 0]] = table.types[found[found >= 0]]
+        red = np.flatnonzero(kind == EDIT_KINDS.index(REDUNDANT))
+        at = source.offsets[sentence[red]] + position[red]
+        lengths = source.lengths[sentence[red]]
+        for neighbour, inside in ((at - 1, position[red] > 0), (at + 1, position[red] < lengths - 1)):
+            keys = np.where(inside, table.key_index(source.codes[np.clip(neighbour, 0, len(source.codes) - 1)]), -1)
+            found = table.pair_index(keys, wrong[red])
+            unset = types[red] == ERROR_TYPES.index("other")
+            types[red[(found >= 0) & unset]] = table.types[found[(found >= 0) & unset]]
+    return Edits(
+        sentence,
+        kind.astype(np.int8),
+        position.astype(np.int32),
+        wrong.astype(np.uint32),
+        right.astype(np.uint32),
+        types,
+    )

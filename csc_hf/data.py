@@ -26,6 +26,7 @@ from .benchmark.export import stale_export
 from .confusion import ConfusionSet
 from .corpus import is_saved_dataset, open_dataset, t2s_converter
 from .dataset_stats import analyze
+from .edits import SUBSTITUTION
 from .files import Sentences, check_sentences, read_sentence_file
 from .logging import get_logger
 
@@ -148,17 +149,39 @@ def read_data(
     return {name: _split(name, load(), bench, equal_lengths) for name, (_, load) in candidates.items()}
 
 
-def read_split(spec: str, params: Mapping | None = None, cache_dir: str | None = None, what: str = "data") -> DataSplit:
+def read_split(
+    spec: str,
+    params: Mapping | None = None,
+    cache_dir: str | None = None,
+    what: str = "data",
+    equal_lengths: bool = True,
+) -> DataSplit:
     """The one split that ``spec`` names: a spec of several splits (or none) is an error that lists them, raised
-    before a csc_bench config is built."""
-    candidates, chosen, bench = _candidates(spec, dict(params or {}), cache_dir, True)
+    before a csc_bench config is built. ``equal_lengths``: as for :func:`read_data`."""
+    candidates, chosen, bench = _candidates(spec, dict(params or {}), cache_dir, equal_lengths)
     matches = [name for name, (split, _) in candidates.items() if name == spec or split == chosen]
     if not chosen and len(candidates) == 1:
         matches = list(candidates)
     if len(matches) != 1:
         found = ", ".join(candidates) or "none"
         raise ValueError(f"{what} {spec} must be one split; it has {len(candidates)}: {found}. Give one of them as REF")
-    return _split(matches[0], candidates[matches[0]][1](), bench, True)
+    return _split(matches[0], candidates[matches[0]][1](), bench, equal_lengths)
+
+
+def needs_alignment(
+    sources: Sequence[str],
+    targets: Sequence[str],
+    metadata: Sequence[Mapping] | None = None,
+    bench_config: str | None = None,
+) -> bool:
+    """Whether CSC data holds missing or redundant characters, and so is scored by edit alignment
+    (``csc_hf.score(..., alignment=True)``): a csc_bench config whose errors change lengths, rows whose errors name
+    such a kind, or a pair of unequal lengths."""
+    if bench_config is not None and CONFIGS[bench_config].changes_length:
+        return True
+    if any(e.get("kind", SUBSTITUTION) != SUBSTITUTION for row in metadata or () for e in row["errors"]):
+        return True
+    return any(len(s) != len(t) for s, t in zip(sources, targets))
 
 
 def training_sentences(splits: Mapping[str, DataSplit]) -> Sentences:
@@ -201,9 +224,10 @@ def analyze_data(
     cache_dir: str | None = None,
 ) -> dict[str, dict]:
     """:func:`csc_hf.dataset_stats.analyze` of every split of the specs ``data``, with the training sentences of the
-    specs ``train`` and the confusion sets ``confusion`` (files, or ``S``, ``S_train``, ... of the benchmark)."""
-    splits = {name: s.sentences for spec in data for name, s in read_data(spec, params, cache_dir).items()}
+    specs ``train`` and the confusion sets ``confusion`` (files, or ``S``, ``S_train``, ... of the benchmark). Pairs
+    may differ in length (missing and redundant characters, read by their alignment)."""
+    splits = {name: s.sentences for spec in data for name, s in read_data(spec, params, cache_dir, False).items()}
     t2s = _opencc_t2s()
-    references = {spec: training_sentences(read_data(spec, params, cache_dir)) for spec in train}
+    references = {spec: training_sentences(read_data(spec, params, cache_dir, False)) for spec in train}
     confusions = {spec: load_confusion(spec, params) for spec in confusion}
     return analyze(splits, references, confusions, ngram, t2s)

@@ -1,6 +1,8 @@
 """Dataset statistics of any CSC data (the paper's Table 9 and Section 5.7), as pure functions over strings.
 
-:func:`split_stats` counts sentences and errors of one split (the benchmark's ``csc-bench build`` table uses it too);
+The errors of a pair are read position by position when source and target have one length, else by their minimum-edit
+alignment (:func:`gold_errors`: missing and redundant characters too). :func:`split_stats` counts sentences and
+errors of one split (the benchmark's ``csc-bench build`` table uses it too);
 :func:`dataset_stats` adds misspelling pairs and their type judged by character knowledge, and traditional
 characters; :func:`coverage` says how much of a test set's errors a training set or a confusion set covers, and
 :func:`context_overlap` how much test sentences and error contexts occur in training. :func:`analyze` runs them over
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -18,6 +21,7 @@ import numpy as np
 from .chars.pinyin import is_han
 from .confusion import ConfusionSet, pair_type
 from .corruption import ERROR_TYPES, NO_ERROR, Corruption, PackedText, pack, pair_counts
+from .edits import EDIT_KINDS, MISSING, REDUNDANT, SUBSTITUTION, alignment
 from .files import Sentences, check_sentences
 
 _HASH_MULTIPLIER = np.uint64(0x100000001B3)  # FNV-64 prime: n-gram hashes as a polynomial in it
@@ -26,12 +30,11 @@ _HASH_MULTIPLIER = np.uint64(0x100000001B3)  # FNV-64 prime: n-gram hashes as a 
 # ---- statistics ----------------------------------------------------------------------------------------------------
 
 
-def split_stats(target: PackedText, wrong: np.ndarray) -> dict[str, float]:
+def split_stats(target: PackedText, errors: np.ndarray) -> dict[str, float]:
     """Sentences, average length, sentences with errors, errors and errors per sentence of one split: the packed
-    ``target`` sentences and the mask ``wrong`` of their misspelt positions."""
-    n, n_errors = len(target), int(np.count_nonzero(wrong))
-    sentence_of = np.repeat(np.arange(n), target.lengths)
-    per_sentence = np.bincount(sentence_of[np.asarray(wrong, dtype=bool)], minlength=n)
+    ``target`` sentences and the number of ``errors`` of each."""
+    n, per_sentence = len(target), np.asarray(errors, dtype=np.int64)
+    n_errors = int(per_sentence.sum())
     return {
         "sentences": n,
         "avg_length": round(len(target.codes) / max(n, 1), 2),
@@ -41,27 +44,75 @@ def split_stats(target: PackedText, wrong: np.ndarray) -> dict[str, float]:
     }
 
 
+def errors_per_sentence(target: PackedText, wrong: np.ndarray) -> np.ndarray:
+    """The number of misspelt positions (the mask ``wrong`` over the packed ``target``) of each sentence."""
+    sentence_of = np.repeat(np.arange(len(target)), target.lengths)
+    return np.bincount(sentence_of[np.asarray(wrong, dtype=bool)], minlength=len(target))
+
+
 @cache
 def judge_pair(right: str, wrong: str) -> str:
     """:func:`csc_hf.confusion.pair_type`, cached per distinct pair (it renders glyphs)."""
     return pair_type(right, wrong)
 
 
-def _pack_sentences(sources: Sequence[str], targets: Sequence[str]) -> tuple[PackedText, PackedText]:
-    """Sources and targets packed, after checking they are non-empty, aligned strings."""
-    check_sentences(sources, targets)
-    return pack(sources), pack(targets)
+@dataclass(frozen=True)
+class GoldErrors:
+    """The errors of sentence pairs (:func:`gold_errors`): per sentence their number, per edit kind their number, the
+    misspelling pairs ``(right, wrong)`` of the substitutions with their counts, and each error's position in the
+    packed ``target`` (a missing character: where it is put in; a redundant one: the target character after it)."""
+
+    target: PackedText
+    per_sentence: np.ndarray
+    kinds: dict[str, int]
+    pairs: Counter[tuple[str, str]]
+    target_positions: np.ndarray
 
 
-def _pair_counts(source: PackedText, target: PackedText) -> Counter[tuple[str, str]]:
-    wrong = source.codes != target.codes
+def gold_errors(sources: Sequence[str], targets: Sequence[str], by_position: bool = False) -> GoldErrors:
+    """The errors of non-empty ``sources`` / ``targets``, as the edits of :func:`csc_hf.edits.alignment` (the scorer's
+    ``alignment=True`` reading): a pair of equal lengths reads position by position whenever that is a minimum
+    alignment (any substitution-only CSC data), other pairs by their minimum-edit alignment (missing and redundant
+    characters). Vectorised for the pairs of equal lengths with at most 2 changed positions, which always read by
+    position; ``by_position``: every pair of equal lengths reads so (the default scorer's convention)."""
+    check_sentences(sources, targets, equal_lengths=False)
+    target, source_lengths = pack(targets), np.fromiter(map(len, sources), dtype=np.int64, count=len(sources))
+    n = len(targets)
+    equal = np.flatnonzero(source_lengths == target.lengths)
+    same = target.take(equal)
+    wrong = pack([sources[i] for i in equal]).codes != same.codes
+    changed = errors_per_sentence(same, wrong)
+    positional_rows = equal if by_position else equal[changed <= 2]
+    aligned = np.setdiff1d(np.arange(n), positional_rows)
+    same = target.take(positional_rows)
+    source = pack([sources[i] for i in positional_rows])
+    wrong = source.codes != same.codes
+    per_sentence = np.zeros(n, dtype=np.int64)
+    per_sentence[positional_rows] = errors_per_sentence(same, wrong)
     corruption = Corruption(source, np.where(wrong, 0, NO_ERROR).astype(np.int8))
-    return Counter(pair_counts(target, corruption))
+    pairs = Counter(pair_counts(same, corruption))
+    kinds = dict.fromkeys(EDIT_KINDS, 0)
+    kinds[SUBSTITUTION] = int(wrong.sum())
+    at = np.flatnonzero(wrong)
+    row = np.searchsorted(same.offsets, at, side="right") - 1
+    positions = [target.offsets[positional_rows[row]] + at - same.offsets[row]]
+    for i in aligned.tolist():
+        edits = alignment(sources[i], targets[i])
+        per_sentence[i] = len(edits)
+        shift, found = 0, []  # target position = source position + missing so far - redundant so far
+        for e in edits:
+            kinds[e.kind] += 1
+            found.append(min(e.position + shift, len(targets[i]) - 1))
+            if e.kind == SUBSTITUTION:
+                pairs[e.right, e.wrong] += 1
+            shift += (e.kind == MISSING) - (e.kind == REDUNDANT)
+        positions.append(target.offsets[i] + np.asarray(found, dtype=np.int64))
+    return GoldErrors(target, per_sentence, kinds, pairs, np.sort(np.concatenate(positions)).astype(np.int64))
 
 
 def error_pairs(sources: Sequence[str], targets: Sequence[str]) -> Counter[tuple[str, str]]:
-    """How often each misspelling pair ``(right, wrong)`` occurs."""
-    return _pair_counts(*_pack_sentences(sources, targets))
+    """How often each misspelling pair ``(right, wrong)`` occurs (substitutions; see :func:`gold_errors`)."""
+    return gold_errors(sources, targets).pairs
 
 
 def dataset_stats(
@@ -70,26 +121,29 @@ def dataset_stats(
     judge: Callable[[str, str], str] = judge_pair,
     t2s: Callable[[str], str] | None = None,
 ) -> dict[str, float | None]:
-    """Table-9-style statistics of aligned ``sources`` / ``targets``.
+    """Table-9-style statistics of ``sources`` / ``targets`` (their errors: :func:`gold_errors`).
 
-    Error types come from ``judge(right, wrong)`` (default: character knowledge); ``*_pair_share`` counts distinct
-    pairs, ``*_error_share`` error occurrences. ``traditional_share`` is the share of the targets' Han characters
-    that ``t2s`` (a traditional-to-simplified converter) changes, ``None`` without a converter.
+    ``avg_length`` is the targets', ``avg_source_length`` the sources'; ``{kind}_errors`` counts the errors of each
+    edit kind (substitution, missing, redundant). Error types come from ``judge(right, wrong)`` (default: character
+    knowledge) over the substitutions; ``*_pair_share`` counts distinct pairs, ``*_error_share`` their occurrences.
+    ``traditional_share`` is the share of the targets' Han characters that ``t2s`` (a traditional-to-simplified
+    converter) changes, ``None`` without a converter.
     """
-    source, target = _pack_sentences(sources, targets)
-    wrong = source.codes != target.codes
-    pairs = _pair_counts(source, target)
+    errors = gold_errors(sources, targets)
+    pairs = errors.pairs
     kinds = {pair: judge(*pair) for pair in pairs}
     by_pair, by_error = Counter(kinds.values()), Counter()
     for pair, count in pairs.items():
         by_error[kinds[pair]] += count
-    n_errors = int(wrong.sum())
+    n_substitutions = errors.kinds[SUBSTITUTION]
     return {
-        **split_stats(target, wrong),
+        **split_stats(errors.target, errors.per_sentence),
+        "avg_source_length": round(sum(map(len, sources)) / len(sources), 2),
+        **{f"{kind}_errors": count for kind, count in errors.kinds.items()},
         "pairs": len(pairs),
         **{f"{t}_pair_share": _share(by_pair[t], len(pairs)) for t in ERROR_TYPES},
-        **{f"{t}_error_share": _share(by_error[t], n_errors) for t in ERROR_TYPES},
-        "traditional_share": None if t2s is None else _traditional_share(target.codes, t2s),
+        **{f"{t}_error_share": _share(by_error[t], n_substitutions) for t in ERROR_TYPES},
+        "traditional_share": None if t2s is None else _traditional_share(errors.target.codes, t2s),
     }
 
 
@@ -134,30 +188,40 @@ def _ngram_hashes(text: PackedText, n: int) -> tuple[np.ndarray, np.ndarray]:
     return hashes, np.arange(m) + n <= ends
 
 
+def _error_ngrams(errors: GoldErrors, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hash of each target ``n``-gram that holds an error position (:class:`GoldErrors`), as a matrix (one row per
+    error, one column per start offset) with the mask of the n-grams that lie within the error's sentence."""
+    if n < 1:
+        raise ValueError(f"n-gram length {n} must be at least 1")
+    target, at = errors.target, errors.target_positions
+    hashes, _ = _ngram_hashes(target, n)
+    sentence = np.searchsorted(target.offsets, at, side="right") - 1
+    starts = at[:, None] - np.arange(n)[None, :]
+    inside = (starts >= target.offsets[sentence][:, None]) & (starts + n <= target.offsets[sentence + 1][:, None])
+    return hashes, starts, inside
+
+
+def _training_ngrams(train_targets: Sequence[str], n: int) -> np.ndarray:
+    """The distinct hashes of the character ``n``-grams of ``train_targets``."""
+    train_hashes, train_ok = _ngram_hashes(pack(list(train_targets)), n)
+    return np.unique(train_hashes[train_ok])
+
+
 def context_overlap(
     sources: Sequence[str], targets: Sequence[str], train_targets: Sequence[str], n: int = 4
 ) -> dict[str, float | None]:
     """How much context a test set shares with the training sentences ``train_targets``.
 
     ``sentence_overlap``: the share of test targets that are training targets; ``ngram_overlap``: the share of the
-    test target's character ``n``-grams that contain an error position and occur in the training targets.
+    test target's character ``n``-grams that contain an error position (:class:`GoldErrors`) and occur in the
+    training targets.
     """
-    if n < 1:
-        raise ValueError(f"n-gram length {n} must be at least 1")
-    source, target = _pack_sentences(sources, targets)
-    train = pack(list(train_targets))
-    train_hashes, train_ok = _ngram_hashes(train, n)
-    known = np.unique(train_hashes[train_ok])
-    hashes, _ = _ngram_hashes(target, n)
-    errors = np.flatnonzero(source.codes != target.codes)
-    sentence = np.searchsorted(target.offsets, errors, side="right") - 1
-    starts = errors[:, None] - np.arange(n)[None, :]
-    inside = (starts >= target.offsets[sentence][:, None]) & (starts + n <= target.offsets[sentence + 1][:, None])
+    hashes, starts, inside = _error_ngrams(gold_errors(sources, targets), n)
     queries = hashes[starts[inside]]
     train_set = set(train_targets)
     return {
         "sentence_overlap": _share(sum(t in train_set for t in targets), len(targets)),
-        "ngram_overlap": _share(int(np.isin(queries, known).sum()), len(queries)),
+        "ngram_overlap": _share(int(np.isin(queries, _training_ngrams(train_targets, n)).sum()), len(queries)),
     }
 
 
@@ -169,23 +233,18 @@ character is known to the model (in its vocabulary)."""
 def error_groups(
     sources: Sequence[str], targets: Sequence[str], train_targets: Sequence[str], known: Collection[str], n: int = 4
 ) -> np.ndarray:
-    """The :data:`ERROR_GROUPS` index of each error of a split (its positions where source and target differ, in
-    order): its context is seen when one of the target's character ``n``-grams that hold the error's position
-    occurs in ``train_targets``; its correct character is known when it is in ``known`` (a model's vocabulary)."""
-    if n < 1:
-        raise ValueError(f"n-gram length {n} must be at least 1")
-    source, target = _pack_sentences(sources, targets)
-    train_hashes, train_ok = _ngram_hashes(pack(list(train_targets)), n)
-    seen_hashes = np.unique(train_hashes[train_ok])
-    hashes, _ = _ngram_hashes(target, n)
-    errors = np.flatnonzero(source.codes != target.codes)
-    sentence = np.searchsorted(target.offsets, errors, side="right") - 1
-    starts = errors[:, None] - np.arange(n)[None, :]
-    inside = (starts >= target.offsets[sentence][:, None]) & (starts + n <= target.offsets[sentence + 1][:, None])
+    """The :data:`ERROR_GROUPS` index of each error of a split (:class:`GoldErrors` read position by position where
+    source and target have one length, in target order): its context is
+    seen when one of the target's character ``n``-grams that hold the error's position occurs in ``train_targets``;
+    its correct character is known when it is in ``known`` (a model's vocabulary; a redundant character's: the
+    target character after it)."""
+    errors = gold_errors(sources, targets, by_position=True)
+    hashes, starts, inside = _error_ngrams(errors, n)
     found = np.zeros(starts.shape, dtype=bool)
-    found[inside] = np.isin(hashes[starts[inside]], seen_hashes)
+    found[inside] = np.isin(hashes[starts[inside]], _training_ngrams(train_targets, n))
+    target = errors.target
     known_codes = np.array(sorted(ord(c) for c in known if len(c) == 1), dtype=target.codes.dtype)
-    is_known = np.isin(target.codes[errors], known_codes)
+    is_known = np.isin(target.codes[errors.target_positions], known_codes)
     return 2 * (~found.any(axis=1)) + (~is_known)
 
 

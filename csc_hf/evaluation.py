@@ -6,6 +6,12 @@ split's predictions as edits (:func:`csc_hf.files.write_predictions`; an LLM's a
 refuse to score a model on its own training sentences (:func:`trained_sentences`, from the model folder's training
 record; :func:`scoring_params` builds the test sets as the model was trained); and compare two models' saved
 predictions on the same sentences (:func:`paired_comparisons`).
+
+A split with missing or redundant characters (the ``missing``, ``redundant`` and ``mixed`` configs, or data whose
+pairs change lengths: :func:`csc_hf.data.needs_alignment`) is scored with ``alignment=True`` and its rows' edit
+kinds, and a model that can insert and delete (a seq2seq one: ``Corrector.can_change_length``) keeps its insertions
+and deletions there; a tagging model corrects the substitutions only; each record says which kinds of edit the model
+kept (``edit_kinds``; an LLM's follow its length policy).
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from .benchmark.builder import load_dataset
 from .benchmark.configs import CONFIGS, depends_on_training, split_name, splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
-from .data import is_data_spec, read_data, training_sentences, validation_sentences
+from .data import is_data_spec, needs_alignment, read_data, training_sentences, validation_sentences
 from .dataset_stats import error_pairs
+from .edits import EDIT_KINDS, SUBSTITUTION
 from .files import Sentences, read_predictions, write_atomic, write_prediction_records, write_predictions
 from .llm.policy import apply_length_policy
 from .logging import get_logger
@@ -40,9 +47,19 @@ logger = get_logger(__name__)
 
 
 def _metadata(dataset) -> list[dict]:
-    """Each row's errors (position and type name): the ``metadata`` of :func:`csc_hf.score`'s breakdown by type."""
+    """Each row's errors (position, type name and, where the rows have one, edit kind): the ``metadata`` of
+    :func:`csc_hf.score`'s breakdown by type (the kinds serve ``alignment=True``)."""
     return [
-        {"errors": [{"position": e["position"], "type": ERROR_TYPES[e["type"]]} for e in errors]}
+        {
+            "errors": [
+                {
+                    "position": e["position"],
+                    "type": ERROR_TYPES[e["type"]],
+                    **({"kind": EDIT_KINDS[e["kind"]]} if "kind" in e else {}),
+                }
+                for e in errors
+            ]
+        }
         for errors in dataset["errors"]
     ]
 
@@ -52,7 +69,8 @@ class ScoredSplit:
     """One split a model is scored on: a split of a csc_bench test config, or (``data``: its spec) of any CSC data
     that :func:`csc_hf.data.read_data` reads (``config`` is then its table name); ``ids``: its rows' ids (their row
     numbers where the data has none). ``seen_context``: its sentences are training sentences by design
-    (``scontext``)."""
+    (``scontext``). ``aligned``: it holds missing or redundant characters and is scored by edit alignment
+    (:func:`csc_hf.data.needs_alignment`)."""
 
     config: str
     split: str
@@ -63,6 +81,7 @@ class ScoredSplit:
     error_prob: float | None
     data: str | None = None
     seen_context: bool = False
+    aligned: bool = False
 
     @property
     def name(self) -> str:
@@ -75,11 +94,16 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
     params, found = BenchParams(**bench_params), []
     for name in tests:
         if is_data_spec(name) or name not in CONFIGS:
-            for part in read_data(name, bench_params).values():
+            for part in read_data(name, bench_params, equal_lengths=False).values():
                 columns = part.rows.column_names if part.rows is not None else []
                 metadata = _metadata(part.rows) if "errors" in columns else None
                 ids = list(part.rows["id"]) if "id" in columns else list(range(len(part.sources)))
-                found.append(ScoredSplit(part.name, "test", ids, part.sources, part.targets, metadata, None, name))
+                aligned = needs_alignment(part.sources, part.targets, metadata)
+                found.append(
+                    ScoredSplit(
+                        part.name, "test", ids, part.sources, part.targets, metadata, None, name, False, aligned
+                    )
+                )
             continue
         for spec in splits_of(name, params.probs):
             try:
@@ -97,6 +121,7 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
                     _metadata(data),
                     params.error_prob_of(spec),
                     seen_context=spec.pool == "scontext",
+                    aligned=CONFIGS[name].changes_length,
                 )
             )
     return found
@@ -107,13 +132,14 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
 
 def scoring_params(model_dir: str | Path, given: dict) -> tuple[dict, str]:
     """The benchmark parameters to build a model's test sets with, and where they come from in words: those it
-    trained with (its training record's ``bench_params``, less ``augmentation``, which changes only the train split),
-    the ``given`` ones (the command line's) winning; the defaults where it records no benchmark training."""
+    trained with (its training record's ``bench_params``, less ``augmentation`` and ``train_edit_shares``, which
+    change only the train config's splits), the ``given`` ones (the command line's) winning; the defaults where it
+    records no benchmark training."""
     record = training_record(model_dir)
     trained = record.get("bench_params") if record.get("use_benchmark", True) else None
     if not isinstance(trained, dict):
         trained = None
-    params = {k: v for k, v in (trained or {}).items() if k != "augmentation"}
+    params = {k: v for k, v in (trained or {}).items() if k not in ("augmentation", "train_edit_shares")}
     trained_value = BenchParams(**params)  # a parameter it does not record is the default
 
     def as_given(value):
@@ -323,9 +349,14 @@ def evaluate_model(
     progress = tqdm(splits, desc=f"evaluate {Path(str(model_dir)).name}", unit="split")
     for split in progress:
         progress.set_postfix_str(split.name)
+        split_corrector = (
+            corrector.with_options(edit_kinds=EDIT_KINDS)
+            if split.aligned and not llm and corrector.can_change_length
+            else corrector
+        )
         started = time.perf_counter()
-        run = corrector.run(split.sources) if llm else None
-        predictions = corrector.correct(split.sources) if run is None else run.answers
+        run = split_corrector.run(split.sources) if llm else None
+        predictions = split_corrector.correct(split.sources) if run is None else run.answers
         seconds = time.perf_counter() - started
         if o.predictions_dir is not None and not split.data:
             _save_predictions(o.predictions_dir, split, predictions, run)
@@ -338,6 +369,7 @@ def evaluate_model(
             metadata=split.metadata,
             train_pairs=pairs,
             bootstrap=o.bootstrap,
+            alignment=split.aligned,
         )
         record = {
             "config": split.config,
@@ -353,7 +385,13 @@ def evaluate_model(
             record["train_overlap"] = overlap[split.name][0]
         n = len(predictions)
         records.append(
-            {**record, "scores": scores, "seconds": seconds, "sentences_per_s": n / seconds if seconds else None}
+            {
+                **record,
+                "edit_kinds": list(_kept_kinds(split_corrector, llm)),
+                "scores": scores,
+                "seconds": seconds,
+                "sentences_per_s": n / seconds if seconds else None,
+            }
         )
         changed = sum(source != prediction for source, prediction in zip(split.sources, predictions))
         logger.info(
@@ -393,6 +431,14 @@ def _save_predictions(folder: Path, split: ScoredSplit, predictions: list[str], 
         for i, prediction, result in zip(split.ids, predictions, run.results)
     )
     write_prediction_records(folder / predictions_file(split.config, split.split, ".jsonl"), records)
+
+
+def _kept_kinds(corrector, llm: bool) -> tuple[str, ...]:
+    """The kinds of edit a corrector's predictions keep: its ``edit_kinds``; an LLM's, all of them under the ``edits``
+    length policy (its answers scored as written), else substitutions only."""
+    if not llm:
+        return corrector.edit_kinds
+    return EDIT_KINDS if corrector.length_policy == "edits" else (SUBSTITUTION,)
 
 
 def _checked_overlap(
@@ -561,6 +607,7 @@ def compare_predictions(
             targets,
             n_resamples=n_resamples,
             seed=seed,
+            alignment=CONFIGS[config].changes_length,
         )
         found += [{"config": config, "split": split, "metric": metric, **stats[metric]} for metric in REPORTED]
     return found  # a, b: the two models' scores; delta = a - b

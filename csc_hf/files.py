@@ -3,8 +3,8 @@ whose errors name the line, YAML without keys given twice, and outputs written w
 long work (never one of the command's inputs, never a folder of other files replaced: :func:`check_output`,
 :func:`check_output_folder`, :func:`output_folder`); and the file formats of CSC data: sentence pairs as a
 ``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, texts to correct (:func:`check_texts`), and a
-model's predictions as edits (``position:character`` per line) or, for an LLM, as jsonl records (``id``,
-``prediction``, its raw output)."""
+model's predictions as edits (``position:character``, ``position+character``, ``position-character`` per line) or, for
+an LLM, as jsonl records (``id``, ``prediction``, its raw output)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from .edits import MISSING, REDUNDANT, SUBSTITUTION, Edit, alignment, apply, positional
 
 
 def read_text(path: str | Path, what: str = "") -> str:
@@ -327,19 +329,26 @@ def _nonempty(path: str | Path, sources: list[str], targets: list[str]) -> Sente
 
 # ---- predictions as edits ------------------------------------------------------------------------------------------
 
-EDITS_LINE = re.compile(r"(\d+:\S( \d+:\S)*)?")  # a line of write_predictions: position:character edits
+EDITS_LINE = re.compile(r"(\d+[:+-]\S( \d+[:+-]\S)*)?")
+"""A line of :func:`write_predictions`: edits separated by spaces, ``position:character`` (a substitution),
+``position+character`` (a character inserted before that source position: a missing one) or ``position-character``
+(the source's character there removed: a redundant one)."""
+_EDIT_MARKS = {":": SUBSTITUTION, "+": MISSING, "-": REDUNDANT}
 
 
 def write_predictions(path: Path, sources: Iterable[str], predictions: Iterable[str]) -> None:
-    """One line per sentence: the prediction's edits to its source as ``position:character`` separated by spaces
-    (an empty line when it changes nothing). A prediction must have its source's length (every corrector's does)."""
+    """One line per sentence: the prediction's edits to its source (:data:`EDITS_LINE`; an empty line when it changes
+    nothing). A prediction of its source's length is written position by position (substitutions only); one of
+    another length as the edits of their minimum alignment (:func:`csc_hf.edits.alignment`)."""
+    marks = {kind: mark for mark, kind in _EDIT_MARKS.items()}
     lines = []
     for i, (source, prediction) in enumerate(zip(sources, predictions, strict=True)):
-        if len(prediction) != len(source):
-            raise ValueError(f"{path}: prediction {i} has {len(prediction)} characters, its source {len(source)}")
-        lines.append(line := " ".join(f"{j}:{p}" for j, (c, p) in enumerate(zip(source, prediction)) if c != p))
+        edits = positional(source, prediction) if len(source) == len(prediction) else alignment(source, prediction)
+        lines.append(
+            line := " ".join(f"{e.position}{marks[e.kind]}{e.wrong if e.kind == REDUNDANT else e.right}" for e in edits)
+        )
         if not EDITS_LINE.fullmatch(line):
-            raise ValueError(f"{path}: prediction {i} changes a character into whitespace, which edits cannot hold")
+            raise ValueError(f"{path}: prediction {i} puts in or removes whitespace, which edits cannot hold")
     write_atomic(path, "".join(line + "\n" for line in lines), make_parents=True)
 
 
@@ -355,21 +364,32 @@ def write_prediction_records(path: Path, records: Iterable[dict[str, Any]]) -> N
 
 
 def read_predictions(path: Path, sources: Sequence[str]) -> list[str]:
-    """The predictions that :func:`write_predictions` saved for ``sources``."""
+    """The predictions that :func:`write_predictions` saved for ``sources``; an edit outside its sentence, out of
+    source order, or removing a character the source does not hold there is an error naming the line."""
     lines = read_lines(path)
     if len(lines) != len(sources):
         raise ValueError(f"{path}: {len(lines)} lines for {len(sources)} sentences")
     predictions = []
     for number, (line, source) in enumerate(zip(lines, sources), 1):
-        chars = list(source)
         if not EDITS_LINE.fullmatch(line):
             raise ValueError(
                 f"{path}, line {number}: expected position:character edits separated by spaces, got {line!r}"
             )
-        for edit in line.split():
-            position, _, char = edit.partition(":")
-            if int(position) >= len(chars):
-                raise ValueError(f"{path}, line {number}: bad edit {edit!r}: its sentence has {len(chars)} characters")
-            chars[int(position)] = char
-        predictions.append("".join(chars))
+        edits, previous = [], (0, 0)
+        for item in line.split():
+            position, mark, char = int(item[:-2]), item[-2], item[-1]
+            kind = _EDIT_MARKS[mark]
+            inside = position <= len(source) if kind == MISSING else position < len(source)
+            if not inside:
+                raise ValueError(f"{path}, line {number}: bad edit {item!r}: its sentence has {len(source)} characters")
+            order = (position, kind != MISSING)  # insertions before a position come before its other edit
+            if order < previous or (order == previous and kind != MISSING):
+                raise ValueError(f"{path}, line {number}: edit {item!r} is out of source order")
+            if kind == REDUNDANT and source[position] != char:
+                raise ValueError(
+                    f"{path}, line {number}: edit {item!r} removes {char!r}, but the source has {source[position]!r}"
+                )
+            previous = order
+            edits.append(Edit(kind, position, source[position] if kind != MISSING else None, char))
+        predictions.append("".join(apply(source, edits)))
     return predictions

@@ -5,15 +5,19 @@ Routes, picked from the model's config:
 - a tagging model (`CSCForCorrection`, or any masked LM whose logits are aligned with its input) reads `[CLS]`, one
   token per character and `[SEP]`: each character is looked up in the vocabulary as its own token (else as the
   tokenizer's normalizer writes it, else `[UNK]`), never given to the tokenizer as text;
-- csc_hf's BART (`CSCTokenizer`) generates with `csc_hf.modeling.bart_correct` and is read position by position;
-- any other seq2seq model generates; its output is aligned to the source (`csc_hf.scoring.aligned_substitutions`)
-  and only substitutions at a source position are kept. It gives no probabilities: `threshold`, `keep_bias` and
-  `similarity_prior` must stay 0.
+- csc_hf's BART (`CSCTokenizer`) generates with `csc_hf.modeling.bart_generate` and is read position by position, or,
+  when `edit_kinds` allows missing or redundant characters, generates freely and is aligned to the source's tokens;
+- any other seq2seq model generates; its output is aligned to the source (`csc_hf.edits.aligned_edits`) and the
+  substitutions at a source position are kept, and its insertions and deletions when `edit_kinds` allows them. It
+  gives no probabilities: `threshold`, `keep_bias` and `similarity_prior` must stay 0.
 
 Rules, for every model:
-- Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters, so a prediction always has its
-  source's length.
-- `protected_chars` never change, nor any character inside an occurrence of one of `protected_terms`.
+- Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters; a seq2seq model may also insert
+  (a missing character) or delete (a redundant one) a Han character when `edit_kinds` names that kind (default:
+  substitutions only, so a prediction has its source's length). A tagging model keeps its source's length by
+  construction: its `edit_kinds` is substitution only (`can_change_length` is False).
+- `protected_chars` never change or go, nor does any character inside an occurrence of one of `protected_terms`, and
+  nothing is inserted inside such an occurrence.
 - A tagging model adds `keep_bias` to the source character's logit before the argmax, and `similarity_prior` to the
   logits of the characters similar to the source (`csc_hf.confusion.similar_characters`, or the model folder's
   `csc_similar.json`); an edit is kept when its probability (the softmax without either bias) reaches `threshold`
@@ -46,13 +50,14 @@ from transformers import (
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from csc_hf.chars.pinyin import is_han
+from csc_hf.edits import EDIT_KINDS, MISSING, REDUNDANT, SUBSTITUTION, aligned_edits, alignment, apply
+from csc_hf.edits import Edit as SourceEdit
 from csc_hf.files import check_texts, write_atomic
 from csc_hf.logging import get_logger
 from csc_hf.model_folder import DECODING_DEFAULTS, check_decoding, check_model_folder, is_local, saved_options
-from csc_hf.modeling import CSCTokenizer, bart_correct
+from csc_hf.modeling import CSCTokenizer, bart_generate
 from csc_hf.precision import check_precision, inference_bf16
 from csc_hf.run_layout import SIMILAR_FILE
-from csc_hf.scoring import aligned_substitutions
 
 if TYPE_CHECKING:
     from csc_hf.llm.corrector import LLMCorrector
@@ -61,13 +66,15 @@ logger = get_logger(__name__)
 TASK = "chinese-spelling-check"
 UNBOUNDED = 1_000_000  # a tokenizer's model_max_length above this means "no limit" (transformers' huge default)
 DEFAULT_LENGTH = 512  # the window, in tokens, of a model and tokenizer that state no limit
-Edit = tuple[int, str, float | None]
-"""A kept correction: position in the text, the right character, its probability (None for BART)."""
-OPTIONS = ("threshold", "keep_bias", "protected_chars", "protected_terms", "similarity_prior")
+Edit = tuple[int, str, float | None, str]
+"""A kept correction: position in the text, the right character ("" for a deletion), its probability (None for a
+seq2seq model), its kind (`csc_hf.edits.EDIT_KINDS`: substitution, missing: inserted before the position, redundant:
+the character at the position deleted)."""
+OPTIONS = ("threshold", "keep_bias", "protected_chars", "protected_terms", "similarity_prior", "edit_kinds")
 """The Corrector's options that a copy may change (`Corrector.with_options`)."""
 TAGGING_OPTIONS = (*OPTIONS, "similar_characters", "overlap")
 """The options of a tagging or seq2seq model's Corrector that an LLM corrector does not take."""
-Candidate = tuple[int, int, str, float | None]  # an edit of a batch: (row, column, right character, probability)
+Candidate = tuple[int, int, str, float | None, str]  # an edit of a batch: (row, column, right, probability, kind)
 _SURROGATE = re.compile("[\ud800-\udfff]")  # lone surrogates cannot be encoded; they stand in as U+FFFD (unknown)
 
 
@@ -136,13 +143,25 @@ def decode_edits(
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
-    """`text` with each edit's character at its position."""
+    """`text` with its edits (sorted by position, insertions at a position first) applied."""
     if not edits:
         return text
-    chars = list(text)
-    for position, right, _ in edits:
-        chars[position] = right
-    return "".join(chars)
+    if all(kind == SUBSTITUTION for *_, kind in edits):
+        chars = list(text)
+        for position, right, _, _ in edits:
+            chars[position] = right
+        return "".join(chars)
+    return "".join(apply(text, (SourceEdit(kind, position, None, right) for position, right, _, kind in edits)))
+
+
+def check_edit_kinds(edit_kinds: Iterable[str]) -> tuple[str, ...]:
+    """`edit_kinds` as a tuple in the order of `csc_hf.edits.EDIT_KINDS`, or a ValueError naming what is not a kind."""
+    if isinstance(edit_kinds, str):
+        raise TypeError(f"edit_kinds must be a list of edit kinds, not the str {edit_kinds!r}")
+    given = list(edit_kinds)
+    if bad := [kind for kind in given if kind not in EDIT_KINDS]:
+        raise ValueError(f"edit_kinds: {bad} are not edit kinds; choose from {', '.join(EDIT_KINDS)}")
+    return tuple(kind for kind in EDIT_KINDS if kind in given)
 
 
 @torch.no_grad()
@@ -204,8 +223,11 @@ class Corrector:
             finite, at least 0; 0 (the default) turns the prior off.
         similar_characters: the prior's candidates, each character mapped to a string of its similar characters
             (default: `csc_hf.confusion.similar_characters` over the vocabulary, built on first use).
-        protected_chars: characters never changed.
+        protected_chars: characters never changed or deleted.
         protected_terms: strings whose every occurrence is left as is.
+        edit_kinds: the kinds of edit kept (`csc_hf.edits.EDIT_KINDS`): substitution (the default), and for a seq2seq
+            model also missing (an inserted character) and redundant (a deleted one); a tagging model cannot change
+            the length (`can_change_length`).
         overlap: characters shared by consecutive windows of a long text (default: a quarter of the window).
         device: where to move the model (default: where it is).
         precision: `auto` (bf16 autocast on a CPU with bf16 in hardware or a CUDA device that supports it, else
@@ -227,6 +249,7 @@ class Corrector:
         protected_terms: Iterable[str] = (),
         similarity_prior: float = DECODING_DEFAULTS["similarity_prior"],
         similar_characters: Mapping[str, str] | None = None,
+        edit_kinds: Iterable[str] = (SUBSTITUTION,),
         overlap: int | None = None,
         device: str | torch.device | None = None,
         precision: str = "auto",
@@ -261,7 +284,7 @@ class Corrector:
         backend = getattr(tokenizer, "backend_tokenizer", None)
         self._normalizer = getattr(backend, "normalizer", None)
         self._similar: dict[str, Any] = {"characters": similar_characters, "tables": {}}  # the prior; copies share it
-        self._set_options(threshold, keep_bias, protected_chars, protected_terms, similarity_prior)
+        self._set_options(threshold, keep_bias, protected_chars, protected_terms, similarity_prior, edit_kinds)
 
     def _set_options(
         self,
@@ -270,6 +293,7 @@ class Corrector:
         protected_chars: Iterable[str],
         protected_terms: Iterable[str],
         similarity_prior: float = 0.0,
+        edit_kinds: Iterable[str] = (SUBSTITUTION,),
     ) -> None:
         threshold, keep_bias = check_decoding("threshold", threshold), check_decoding("keep_bias", keep_bias)
         similarity_prior = check_decoding("similarity_prior", similarity_prior)
@@ -277,6 +301,12 @@ class Corrector:
             raise ValueError(
                 "a seq2seq (BART) model gives no probabilities or logits per character: "
                 "threshold, keep_bias and similarity_prior must be 0"
+            )
+        edit_kinds = check_edit_kinds(edit_kinds)
+        if not self.can_change_length and edit_kinds not in ((), (SUBSTITUTION,)):
+            raise ValueError(
+                f"edit_kinds={list(edit_kinds)}: a tagging model predicts one character per source character and "
+                "cannot insert or delete; only a seq2seq model (bart) takes missing or redundant"
             )
         if isinstance(protected_terms, str):
             raise TypeError(f"protected_terms must be a list of str, not the str {protected_terms!r}")
@@ -286,15 +316,22 @@ class Corrector:
         if bad := [term for term in protected_terms if not isinstance(term, str)]:
             raise TypeError(f"protected_terms must be str, got {bad}")
         self.threshold, self.keep_bias, self.similarity_prior = threshold, keep_bias, similarity_prior
+        self.edit_kinds = edit_kinds
         self.protected_chars = protected_chars
         self.protected_terms = tuple(term for term in protected_terms if term)
         self._editable = self._han.clone()  # source ids that may change: Han, not protected ([UNK] never is)
         protected_ids = [self._char_id(char) for char in sorted(protected_chars)]
         self._editable[[i for i in protected_ids if i is not None]] = False  # None: a tokenizer without [UNK]
 
+    @property
+    def can_change_length(self) -> bool:
+        """Whether the model can insert and delete characters (a seq2seq model) or keeps its source's length by
+        construction (a tagging model)."""
+        return self.seq2seq
+
     def with_options(self, **options: Any) -> "Corrector":
-        """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms` or `similarity_prior`;
-        shares the model."""
+        """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms`, `similarity_prior` or
+        `edit_kinds`; shares the model."""
         current = {name: getattr(self, name) for name in OPTIONS}
         if unknown := set(options) - set(current):
             raise TypeError(f"unknown options {sorted(unknown)}; choose from {sorted(current)}")
@@ -347,16 +384,23 @@ class Corrector:
         return cls(model, tokenizer, **{**saved_options(path), **kwargs})
 
     def __call__(self, texts: str | Iterable[str]) -> dict[str, Any] | list[dict[str, Any]]:
-        """`{"source", "prediction", "edits": [{"position", "wrong", "right", "probability"}]}` for a str, a list
-        of them for several texts."""
+        """`{"source", "prediction", "edits": [{"position", "wrong", "right", "probability", "kind"}]}` for a str, a
+        list of them for several texts. A missing character's edit has `wrong` "" (`right` goes in before
+        `position`), a redundant one's `right` "" (the character at `position` goes)."""
         batch = [texts] if isinstance(texts, str) else check_texts(texts)
         results = [
             {
                 "source": text,
                 "prediction": apply_edits(text, edits),
                 "edits": [
-                    {"position": position, "wrong": text[position], "right": right, "probability": probability}
-                    for position, right, probability in edits
+                    {
+                        "position": position,
+                        "wrong": "" if kind == MISSING else text[position],
+                        "right": right,
+                        "probability": probability,
+                        "kind": kind,
+                    }
+                    for position, right, probability, kind in edits
                 ],
             }
             for text, edits in zip(batch, self._edits(batch))
@@ -395,16 +439,21 @@ class Corrector:
             batch = plan[b : b + self.batch_size]
             chunks = [texts[i][start:end] for i, start, end, _, _ in batch]
             for edits, candidates in zip(each, self._predict(chunks, decoders)):
-                for row, column, right, probability in candidates:
+                for row, column, right, probability, kind in candidates:
                     i, start, _, keep_start, keep_end = batch[row]
-                    if keep_start <= start + column < keep_end:
-                        edits[i].append((start + column, right, probability))
+                    at_end = kind == MISSING and start + column == keep_end == len(texts[i])  # appended at the end
+                    if keep_start <= start + column < keep_end or at_end:
+                        edits[i].append((start + column, right, probability, kind))
         for decoder, edits in zip(decoders, each):
             for i, text in enumerate(texts):
                 if decoder.protected_terms and edits[i]:
                     protected = protected_positions(text, decoder.protected_terms)
-                    edits[i] = [edit for edit in edits[i] if edit[0] not in protected]
-                edits[i].sort()
+                    edits[i] = [
+                        edit
+                        for edit in edits[i]
+                        if not (edit[0] in protected and (edit[3] != MISSING or edit[0] - 1 in protected))
+                    ]
+                edits[i].sort(key=lambda edit: (edit[0], edit[3] != MISSING))  # stable: insertions keep their order
         return each
 
     def _window_of(self, text: str) -> tuple[int, int]:
@@ -484,23 +533,16 @@ class Corrector:
 
     def _predict_in_precision(self, chunks: list[str], decoders: Sequence["Corrector"]) -> list[list[Candidate]]:
         if self.seq2seq:
-            if self.per_character:  # csc_hf's BART: its output is read position by position
-                predictions = bart_correct(self.model, self.tokenizer, chunks, batch_size=len(chunks))
-                changes = [list(enumerate(prediction)) for prediction in predictions]
-            else:
-                predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
-                changes = [aligned_substitutions(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
+            free = [decoder.edit_kinds not in ((), (SUBSTITUTION,)) or not self.per_character for decoder in decoders]
+            changes = {way: self._seq2seq_edits(chunks, way) for way in set(free)}  # one generation per way of reading
             return [
                 [
-                    (row, column, right, None)
-                    for row, (chunk, substitutions) in enumerate(zip(chunks, changes))
-                    for column, right in substitutions
-                    if (wrong := chunk[column]) != right
-                    and is_han(wrong)
-                    and is_han(right)
-                    and wrong not in decoder.protected_chars
+                    (row, e.position, e.right or "", None, e.kind)
+                    for row, (chunk, edits) in enumerate(zip(chunks, changes[way]))
+                    for e in edits
+                    if e.kind in decoder.edit_kinds and _keeps(e, chunk, decoder.protected_chars)
                 ]
-                for decoder in decoders
+                for decoder, way in zip(decoders, free)
             ]
         device = self.model.device
         encoding = self._encode(chunks)
@@ -522,8 +564,54 @@ class Corrector:
                 decoder.similarity_prior,
             )
             rights = [self._tokens[i] for i in ids.tolist()]
-            each.append(list(zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())))  # 0: [CLS]
+            found = zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())  # column 0: [CLS]
+            each.append([(*candidate, SUBSTITUTION) for candidate in found])
         return each
+
+    def _seq2seq_edits(self, chunks: list[str], free: bool) -> list[list[SourceEdit]]:
+        """A seq2seq model's edits of each chunk at its positions, before any rule: csc_hf's BART read position by
+        position, or (``free``: insertions and deletions wanted) generated freely and aligned to the chunk's tokens;
+        any other model generated and aligned (`csc_hf.edits.aligned_edits`)."""
+        if not self.per_character:
+            predictions = generate_corrections(self.model, self.tokenizer, chunks, self.max_length)
+            return [aligned_edits(chunk, prediction) for chunk, prediction in zip(chunks, predictions)]
+        generated = bart_generate(self.model, self.tokenizer, chunks, batch_size=len(chunks), free=free)
+        found = []
+        for chunk, ids in zip(chunks, generated):
+            source = [self._char_id(char) for char in chunk]
+            pairs = (
+                alignment(source, ids)
+                if free
+                else [SourceEdit(SUBSTITUTION, j, s, t) for j, (s, t) in enumerate(zip(source, ids)) if s != t]
+            )
+            unknown = self._special["unk"]  # the model never saw such a character: it stays
+            found.append(
+                [
+                    SourceEdit(
+                        e.kind, e.position, None if e.kind == MISSING else chunk[e.position], self._character(e.right)
+                    )
+                    for e in pairs
+                    if e.kind == MISSING or e.wrong != unknown
+                ]
+            )
+        return found
+
+    def _character(self, token_id: int | None) -> str | None:
+        """The character a generated token stands for, or None (a deletion, or a token that is no single character:
+        special, [UNK], a word piece)."""
+        token = self._tokens[token_id] if token_id is not None and token_id < len(self._tokens) else None
+        return token if token is not None and len(token) == 1 and token_id != self._special["unk"] else None
+
+
+def _keeps(edit: SourceEdit, chunk: str, protected_chars: frozenset[str]) -> bool:
+    """Whether a seq2seq model's edit passes the rules: Han characters only, never a protected one, never into
+    nothing (an unknown or special token)."""
+    if edit.kind == MISSING:
+        return edit.right is not None and is_han(edit.right)
+    wrong = chunk[edit.position]
+    if not is_han(wrong) or wrong in protected_chars:
+        return False
+    return edit.kind == REDUNDANT or (edit.right is not None and edit.right != wrong and is_han(edit.right))
 
 
 class ChineseSpellingCheckPipeline(Pipeline):
@@ -531,9 +619,9 @@ class ChineseSpellingCheckPipeline(Pipeline):
     objects, a saved folder or a Hub id. Each text gives the `Corrector`'s dict.
 
     Options, at construction or per call: `threshold`, `keep_bias`, `protected_chars`, `protected_terms`,
-    `similarity_prior`. The defaults of `threshold`, `keep_bias` and `similarity_prior` (and the prior's characters)
-    are the decoding saved with the model (`csc_hf.model_folder.saved_options` of its `name_or_path`: the folder or
-    Hub id it was loaded from), else 0.
+    `similarity_prior`, `edit_kinds`. The defaults of `threshold`, `keep_bias` and `similarity_prior` (and the prior's
+    characters) are the decoding saved with the model (`csc_hf.model_folder.saved_options` of its `name_or_path`: the
+    folder or Hub id it was loaded from), else 0.
     `batch_size` (default 32) is the number of texts per forward step; a list is corrected in length-sorted batches
     and returned in input order; a dataset or generator streams.
     """
@@ -559,8 +647,9 @@ class ChineseSpellingCheckPipeline(Pipeline):
         protected_chars: Iterable[str] | None = None,
         protected_terms: Iterable[str] | None = None,
         similarity_prior: float | None = None,
+        edit_kinds: Iterable[str] | None = None,
     ) -> tuple[dict, dict, dict]:
-        values = (threshold, keep_bias, protected_chars, protected_terms, similarity_prior)  # in the order of OPTIONS
+        values = (threshold, keep_bias, protected_chars, protected_terms, similarity_prior, edit_kinds)  # as OPTIONS
         return {}, {name: value for name, value in zip(OPTIONS, values) if value is not None}, {}
 
     def __call__(self, inputs: str | Iterable[str], **kwargs: Any) -> Any:
@@ -594,6 +683,7 @@ __all__ = [
     "ChineseSpellingCheckPipeline",
     "Corrector",
     "Edit",
+    "check_edit_kinds",
     "decode_edits",
     "generate_corrections",
     "plan_windows",

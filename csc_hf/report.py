@@ -487,7 +487,11 @@ def _set_cell(sets: TrainingSets, variant: str, name: str, test: str) -> str | N
 def _training_section(sets: TrainingSets, plot: str | None, warning: str | None) -> list[str]:
     """The training-distribution stage: the sets, the train x test matrix per variant, and the three questions."""
     described = "; ".join(
-        f"`{name}`: " + ", ".join(f"{k} = {v}" for k, v in changes.items()) for name, changes in sets.sets.items()
+        f"`{name}`"
+        + (f" ({', '.join(sets.set_variants[name])} only)" if name in sets.set_variants else "")
+        + ": "
+        + ", ".join(f"{k} = {v}" for k, v in changes.items())
+        for name, changes in sets.sets.items()
     )
     parts = [
         *([warning] if warning else []),
@@ -580,6 +584,35 @@ def _domain_section(analysis: RunAnalysis, drops: Sequence[DomainDrop]) -> list[
     return parts
 
 
+def _edit_kinds_section(analysis: RunAnalysis) -> list[str]:
+    """Which models handle which edit kind (correction recall per kind and test set, whether it can insert and
+    delete, implausible predictions)."""
+    kinds = analysis.edit_kinds
+    able = {True: "yes", False: "no (tagging)", None: "-"}
+    rows = [
+        [
+            row.model,
+            able[row.can_change_length],
+            *(cell_text(row.recall.get(column)) for column in kinds.columns),
+            row.implausible,
+        ]
+        for row in kinds.rows
+    ]
+    header = ["model", "inserts and deletes", *(f"{t}: {kind} recall" for t, kind in kinds.columns), "implausible"]
+    return [
+        "Test sets with missing characters (corrected by an insertion) and redundant ones (corrected by a deletion), "
+        "scored by edit alignment (`csc_hf.score(..., alignment=True)`): each cell is the character-level correction "
+        "recall of that kind of error on that test set (%, mean over seeds and the interval that judges differences). "
+        "A tagging model predicts one character per source character and cannot insert or delete: it is scored "
+        "anyway (it can still correct the substitutions of `mixed`). A seq2seq model keeps its Han insertions and "
+        "deletions on these test sets. A model of a training set that puts missing and redundant characters in its "
+        "training data (`train_edit_shares`) has its own row; its paired differences from the grid's model are in "
+        '"Which training distribution". Implausible predictions (empty, or longer than twice their source) are '
+        "scored as they are and counted over seeds.",
+        table(header, rows),
+    ]
+
+
 def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     """The report's text; ``plots`` maps a plot's name to its path relative to the report."""
     conclusions = analysis.conclusions
@@ -599,7 +632,9 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
         "judges differences: the bootstrap interval, or with several seeds the union of the seeds' intervals.",
         "## The paper's conclusions",
         *([warning] if warning else []),
-        f"Conclusions 1-3 are judged on {score_name(PRIMARY)} (the metric the paper recommends); a difference counts "
+        f"Conclusions 1-3 are judged on {score_name(PRIMARY)} (the metric the paper recommends) over the "
+        f"substitution test sets (the paper's errors; missing and redundant characters have their own section); a "
+        f"difference counts "
         f"when the paired bootstrap interval of the difference excludes zero (models whose predictions the run "
         f"saved, every seed), else when the two intervals do not overlap. Conclusion 4 compares the spread of the two "
         f"metrics by sign. "
@@ -620,6 +655,12 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
         parts += [
             "## Which training distribution",
             *_training_section(analysis.training_sets, plots.get("training_sets"), warning),
+        ]
+    if analysis.edit_kinds:
+        parts += [
+            "## Missing and redundant characters",
+            *([warning] if warning else []),
+            *_edit_kinds_section(analysis),
         ]
     if any(t.startswith("domain_") for t in analysis.test_sets):
         parts += ["## Domain shift", *([warning] if warning else []), *_domain_section(analysis, analysis.domain_drops)]

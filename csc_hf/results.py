@@ -5,7 +5,9 @@ error-free test sets, the tuned decoding settings, the ranking of fusion strateg
 against ``P_e``, the seen/unseen gaps, the metric stability, and the paper's four conclusions, each with the
 comparisons that decide its verdict (:data:`VERDICT_RULE`); with an augmentation stage, SIGHAN's credibility
 (:class:`Credibility`: the paper's claim that SIGHAN test sets cannot reflect a model's performance reliably, judged by
-:data:`CREDIBILITY_RULE`); it also says when the numbers mean nothing (a smoke run, or every score at the floor).
+:data:`CREDIBILITY_RULE`); on the test sets with missing and redundant characters, which model handles which edit
+kind (:class:`EditKinds`; the conclusions are judged on the substitution test sets); it also says when the numbers
+mean nothing (a smoke run, or every score at the floor).
 :mod:`csc_hf.report` renders it.
 """
 
@@ -20,6 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from .benchmark.configs import CONFIGS, SIGHAN15, split_name
+from .benchmark.plan import BenchParams
+from .edits import EDIT_KINDS, SUBSTITUTION
 from .files import read_text
 from .modeling import VARIANTS, is_seq2seq, variant_family
 from .run_layout import RESULTS_FILE
@@ -281,8 +285,9 @@ class RunAnalysis:
     seeds: list[int]
     test_sets: list[str]
     error_test_sets: list[str]  # test sets with errors (F1 means something there)
+    substitution_test_sets: list[str]  # of those, the ones of the paper's kind: substitutions only (the conclusions)
     clean_test_sets: list[str]  # test sets without errors (their false-positive rate does)
-    common_test_sets: list[str]  # test sets with errors that every model ran
+    common_test_sets: list[str]  # substitution test sets that every model ran
     cells: dict[str, dict[tuple[str, str], Cell]]
     false_positives: dict[tuple[str, str], Cell]
     paired: Paired
@@ -301,6 +306,7 @@ class RunAnalysis:
     credibility: Credibility | None = None  # None: the run has no augmentation stage
     training_sets: TrainingSets | None = None  # None: the run has no training-distribution stage
     domain_drops: list[DomainDrop] = field(default_factory=list)  # empty: the run scored no domain config
+    edit_kinds: EditKinds | None = None  # None: the run has no test set with missing or redundant characters
 
 
 def analyze_results(results: Mapping) -> RunAnalysis:
@@ -311,7 +317,8 @@ def analyze_results(results: Mapping) -> RunAnalysis:
     test_sets = _test_sets(records)
     clean = {split_name(r["config"], r["split"]) for r in records if r["scores"].get("n_errors", 1) == 0}
     with_errors = [t for t in test_sets if t not in clean]
-    common = [t for t in with_errors if all((m, t) in table[PRIMARY] for m in models)]
+    substitutions = [t for t in with_errors if not changes_length(t)]
+    common = [t for t in substitutions if all((m, t) in table[PRIMARY] for m in models)]
     families = {m: model_family(m) for m in models}
     params = results.get("params") if isinstance(results.get("params"), Mapping) else {}
     analysis = RunAnalysis(
@@ -320,6 +327,7 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         seeds=sorted({r["seed"] for r in records}),
         test_sets=test_sets,
         error_test_sets=with_errors,
+        substitution_test_sets=substitutions,
         clean_test_sets=[t for t in test_sets if t in clean],
         common_test_sets=common,
         cells=table,
@@ -333,7 +341,7 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         pe_series=_pe_series(records),
         seen_unseen=_seen_unseen_sets(test_sets),
         pair_recall=_pair_recall(records),
-        stability=_stability(table, with_errors),
+        stability=_stability(table, substitutions),
         keep_bias=_decoding(records, "keep_bias"),
         keep_bias_grid=params.get("keep_bias_grid"),
         similarity_prior=_decoding(records, "similarity_prior"),
@@ -341,10 +349,17 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         not_evidence=_not_evidence(results.get("preset"), table[PRIMARY], with_errors),
         credibility=credibility(results["augmentation"]) if results.get("augmentation") else None,
         domain_drops=domain_shift(results.get("domain_errors") or []),
+        edit_kinds=edit_kinds(records, results.get("training_sets")),
     )
     if results.get("training_sets"):
         analysis = replace(analysis, training_sets=training_matrix(results, records, analysis.pe_series))
     return replace(analysis, conclusions=_conclusions(analysis))
+
+
+def changes_length(test_set: str) -> bool:
+    """Whether a test set (``config`` or ``config/split``) holds missing or redundant characters."""
+    spec = CONFIGS.get(test_set.split("/")[0])
+    return spec is not None and spec.changes_length
 
 
 def _decoding(records: Iterable[Mapping], name: str) -> dict[tuple[str, int], float | None]:
@@ -459,7 +474,7 @@ def _fusion_evidence(analysis: RunAnalysis) -> Evidence:
     table, models, families = analysis.cells, analysis.models, analysis.families
     baseline = next((m for m in models if m == "bert"), next((m for m in models if families[m][0] == "none"), None))
     fused = [m for m in models if _phonetic_and_graphic(families[m][1])]
-    shared = [t for t in analysis.error_test_sets if all((m, t) in table[PRIMARY] for m in [baseline, *fused])]
+    shared = [t for t in analysis.substitution_test_sets if all((m, t) in table[PRIMARY] for m in [baseline, *fused])]
     if not (baseline and fused and shared):
         return "needs a BERT-only model and a model fusing phonetic and graphic information on shared test sets", []
     best = max(fused, key=lambda m: _mean_over(table[PRIMARY], m, shared))
@@ -675,7 +690,8 @@ class TrainingSets:
     set): Difference}``, on the test sets both give the same sentences), each variant's gain over bert within a set
     (``gains``: ``{(variant, set, test set): Difference}``), and each of :data:`TRAINING_QUESTIONS` with the
     comparisons that answer it and its verdict. ``test_sets`` are those with errors; ``false_positives`` holds the
-    false-positive rate on the error-free ones (``{(variant, set, test set): Cell}``)."""
+    false-positive rate on the error-free ones (``{(variant, set, test set): Cell}``); ``set_variants``: the sets that
+    train only some variants (``{set: variants}``)."""
 
     sets: dict[str, dict]
     variants: list[str]
@@ -686,6 +702,7 @@ class TrainingSets:
     gains: dict[tuple[str, str, str], Difference]
     questions: dict[str, list[Comparison]]
     verdicts: dict[str, str]
+    set_variants: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _set_differences(entries: Iterable[Mapping], against: str) -> dict[tuple[str, str, str], Difference]:
@@ -809,6 +826,7 @@ def training_matrix(results: Mapping, grid_records: Iterable[Mapping], pe_series
         gains,
         questions,
         {key: verdict(found) for key, found in questions.items()},
+        dict(stage.get("set_variants") or {}),
     )
 
 
@@ -864,3 +882,70 @@ def domain_shift(entries: Iterable[Mapping]) -> list[DomainDrop]:
         shares = {g: (share_t.get(g, 0.0), share_d.get(g, 0.0)) for g in names}
         drops.append(DomainDrop(variant, name, (overall_t, overall_d), composition, within, shares))
     return drops
+
+
+# ---- missing and redundant characters ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EditKindRow:
+    """One model on the test sets with missing and redundant characters: whether it can insert and delete (the
+    ``edit_kinds`` its records say it kept: ``None`` when they do not say), its correction recall of each edit kind
+    per test set (``{(test set, kind): Cell}``, over seeds) and its implausible predictions (empty, or longer than
+    twice their source: counted over seeds and test sets)."""
+
+    model: str
+    can_change_length: bool | None
+    recall: dict[tuple[str, str], Cell]
+    implausible: int
+
+
+@dataclass(frozen=True)
+class EditKinds:
+    """Which models handle which edit kind: the length-changing test sets of the run, the ``(test set, kind)``
+    columns that hold gold errors of that kind, and one row per model (and per model of a training set that puts
+    missing or redundant characters in its training data, ``train_edit_shares``: ``bart (set edits)``)."""
+
+    test_sets: list[str]
+    columns: list[tuple[str, str]]
+    rows: list[EditKindRow]
+
+
+def edit_kinds(records: Sequence[Mapping], training_sets: Mapping | None = None) -> EditKinds | None:
+    """:class:`EditKinds` from the grid's records and those of the training sets with missing or redundant characters
+    (``results.json``'s ``training_sets``); ``None`` when the run has no test set with such errors."""
+    sets = (training_sets or {}).get("sets") or {}
+    length_sets = {
+        name
+        for name, changes in sets.items()
+        if BenchParams(
+            train_edit_shares=changes.get("train_edit_shares", BenchParams.train_edit_shares)
+        ).train_changes_length
+    }
+    trained = [
+        {**r, "model": f"{r['model']} (set {r['training_set']})"}
+        for r in (training_sets or {}).get("records", [])
+        if r.get("training_set") in length_sets
+    ]
+    chosen = [r for r in [*records, *trained] if changes_length(split_name(r["config"], r["split"]))]
+    if not chosen:
+        return None
+    test_sets = _test_sets(chosen)
+    columns = [
+        (t, kind)
+        for t in test_sets
+        for kind in EDIT_KINDS
+        if any(r["scores"].get(f"{kind}_n_errors") for r in chosen if split_name(r["config"], r["split"]) == t)
+    ]
+    recall = {
+        kind: cells([r for r in chosen if f"{kind}_char_cor_r" in r["scores"]], f"{kind}_char_cor_r")
+        for kind in EDIT_KINDS
+    }
+    rows = []
+    for model in dict.fromkeys(r["model"] for r in chosen):
+        own = [r for r in chosen if r["model"] == model]
+        kinds = [r.get("edit_kinds") for r in own]
+        can = None if None in kinds else any(set(k) - {SUBSTITUTION} for k in kinds)
+        found = {(t, kind): recall[kind][model, t] for t, kind in columns if (model, t) in recall[kind]}
+        rows.append(EditKindRow(model, can, found, sum(int(r["scores"].get("n_implausible") or 0) for r in own)))
+    return EditKinds(test_sets, columns, rows)

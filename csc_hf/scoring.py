@@ -34,33 +34,49 @@ whose prediction equals the reference; ``sent_det_acc`` the share whose changed 
 equal the gold positions.
 
 Predictions whose length differs from the source (seq2seq output) are aligned to it with a
-minimum-edit (Levenshtein) alignment: substitutions are scored at their source position,
-every insertion and deletion counts as a change that is never right, and such a sentence is
-never right at sentence level.  A ratio whose denominator is zero is reported as 0.0 (like
-scikit-learn's ``zero_division=0``); the ``n_*`` counts in the output tell when that happens.
-The false positive rate is the exception (:data:`UNDEFINABLE`): a set without an error-free
-sentence has none to count, and its ``fpr`` (with its interval, or paired test) is None, which
-every table shows as ``n/a`` (:func:`csc_hf.markdown.score_text`), never as a rate of 0.
+minimum-edit (Levenshtein) alignment (:mod:`csc_hf.edits`): substitutions are scored at their
+source position, every insertion and deletion counts as a change that is never right, and such a
+sentence is never right at sentence level. A ratio whose denominator is zero is reported as 0.0
+(like scikit-learn's ``zero_division=0``); the ``n_*`` counts in the output tell when that
+happens. The false positive rate is the exception (:data:`UNDEFINABLE`): a set without an
+error-free sentence has none to count, and its ``fpr`` (with its interval, or paired test) is
+None, which every table shows as ``n/a`` (:func:`csc_hf.markdown.score_text`), never as a rate
+of 0. A prediction that is empty or longer than twice its source is scored as what it is and
+counted in ``n_implausible``.
+
+Errors that change the length (``alignment=True``): gold errors and changes are *edits* at
+source positions, read from the minimum-edit alignments source -> reference and source ->
+prediction (:func:`csc_hf.edits.alignment`; the prediction's, among its minimum alignments, is
+the one closest to the gold edits): a substitution, a *missing* character (an insertion before
+a source position) or a *redundant* one (a deletion).  A detection hit is a predicted edit of
+the gold edit's kind at its slot (position, and for missing characters their order at that
+position); a correction hit is one that also puts in the gold character (a redundant
+character's deletion is both).  Every definition above then holds with "position" read as
+"slot" and "change" as "edit"; each kind gets ``{kind}_char_{det,cor}_{p,r,f1}``.  On
+substitution-only data (references and predictions as long as their sources, whose
+position-by-position reading is a minimum alignment, as in any CSC data) the numbers are those
+of the default mode exactly; the default mode refuses a reference of another length.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from difflib import SequenceMatcher
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from csc_hf.corruption import ERROR_TYPES
+from csc_hf.edits import EDIT_KINDS, MISSING, SUBSTITUTION, align, slots
+from csc_hf.edits import alignment as edit_alignment
 from csc_hf.stats import CONFIDENCE, RESAMPLES, bootstrap_ci, paired_test
 
 __all__ = [
     "CONVENTIONS",
+    "EDIT_KINDS",
     "ERROR_TYPES",
     "UNDEFINABLE",
     "align",
-    "aligned_substitutions",
     "check_inputs",
     "compare",
     "make_compute_metrics",
@@ -71,6 +87,7 @@ __all__ = [
 ]
 
 CONVENTIONS = ("strict", "lenient")
+_REACH = 3  # sentences of up to 7 changes are checked for the position-by-position reading without an alignment
 UNDEFINABLE = {"fpr": ("sentences", "error_sentences")}
 """The scores that a set can leave undefined, None then, and the count columns ``(all, excluded)`` whose difference is
 their denominator: ``fpr`` has none without an error-free sentence."""
@@ -87,9 +104,8 @@ _SUMMARY = (
     ("n_cor_hits", "cor_hits"),
     ("n_length_mismatch", "length_mismatch"),
     ("n_indels", "indels"),
+    ("n_implausible", "implausible"),
 )
-
-T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- public API
@@ -108,6 +124,7 @@ def score(
     confidence: float = CONFIDENCE,
     seed: int = 0,
     numeric_only: bool = False,
+    alignment: bool = False,
 ) -> dict[str, Any]:
     """Score a CSC system; return a flat, JSON-serializable dict.
 
@@ -115,8 +132,11 @@ def score(
     ``sent_det_acc``, ``sent_acc``, ``char_{det,cor}_{p,r,f1}``, ``fpr`` (None without an
     error-free sentence, left out when ``numeric_only``); the counts
     ``n_sentences``, ``n_error_sentences``, ``n_errors``, ``n_changed_sentences``,
-    ``n_changes``, ``n_det_hits``, ``n_cor_hits``, ``n_length_mismatch``, ``n_indels``;
-    by number of errors per sentence,
+    ``n_changes``, ``n_det_hits``, ``n_cor_hits``, ``n_length_mismatch``, ``n_indels``,
+    ``n_implausible``; with ``alignment`` (references may differ in length from their sources:
+    missing and redundant characters), per edit kind ``{substitution,missing,redundant}_{n_errors,
+    n_changes,char_det_p,char_det_r,char_det_f1,char_cor_p,char_cor_r,char_cor_f1}``; by number of
+    errors per sentence,
     ``nerr{1,2,3plus}_{n_sentences,sent_det_r,sent_cor_r,char_det_r,char_cor_r}``; with
     ``metadata``, per error type ``type_{phonetic,graphic,both,other}_{n_errors,char_det_r,
     char_cor_r}``; with ``train_pairs``, ``{seen,unseen}_{n_errors,char_det_r,char_cor_r}``.
@@ -126,7 +146,13 @@ def score(
     """
     _check_convention(convention)
     counts = sentence_counts(
-        sources, predictions, references, metadata=metadata, train_pairs=train_pairs, ignore_index=ignore_index
+        sources,
+        predictions,
+        references,
+        metadata=metadata,
+        train_pairs=train_pairs,
+        ignore_index=ignore_index,
+        alignment=alignment,
     )
     totals = {name: column.sum() for name, column in counts.items()}
     statistic = partial(scores_from_totals, convention=convention)
@@ -171,8 +197,8 @@ def compare(
 
     Returns ``{score: {"a", "b", "delta", "ci_low", "ci_high", "p_value"}}`` for every score
     of :func:`score` (all None for a score the references leave undefined, :data:`UNDEFINABLE`);
-    see :func:`csc_hf.stats.paired_test`.  ``counting`` takes the options of
-    :func:`sentence_counts` (``metadata``, ``train_pairs``, ``ignore_index``), as :func:`score` does.
+    see :func:`csc_hf.stats.paired_test`.  ``counting`` takes the options of :func:`sentence_counts`
+    (``metadata``, ``train_pairs``, ``ignore_index``, ``alignment``), as :func:`score` does.
     """
     _check_convention(convention)
     counts_a = sentence_counts(sources, predictions_a, references, **counting)
@@ -194,6 +220,7 @@ def sentence_counts(
     metadata: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Any]] | None = None,
     train_pairs: Iterable[tuple[Any, Any]] | None = None,
     ignore_index: int = -100,
+    alignment: bool = False,
 ) -> dict[str, np.ndarray]:
     """Per-sentence counts, one int64 array per column, from which every score is a ratio of sums.
 
@@ -211,29 +238,32 @@ def sentence_counts(
     training (characters for string input, token ids for token input); each gold error
     ``(reference item, source item)`` is then classified as seen or unseen.
 
+    With ``alignment``, errors and changes are edits (see the module docstring): references may
+    differ in length from their sources, ``metadata`` errors may name their ``kind`` (default
+    ``"substitution"``; positions of missing characters are insertion positions, listed in
+    order), seen/unseen pairs classify the substitutions, and token ids of a source and a
+    reference of different lengths only lose the ``ignore_index`` entries of the reference and
+    the prediction.
+
     Columns: ``sentences``, ``error_sentences``, ``changed_sentences``, ``clean_changed``,
     ``det_exact``, ``cor_exact``, ``det_tp``, ``cor_tp`` (0/1 per sentence), ``gold_errors``,
-    ``changes``, ``det_hits``, ``cor_hits``, ``indels`` (counts), ``length_mismatch`` (0/1);
-    ``nerr*_``, ``type_*_`` and ``seen_``/``unseen_`` prefixed columns for the breakdowns.
+    ``changes``, ``det_hits``, ``cor_hits``, ``indels`` (counts), ``length_mismatch``,
+    ``implausible`` (0/1); ``nerr*_``, ``type_*_`` and ``seen_``/``unseen_`` prefixed columns for
+    the breakdowns; with ``alignment``, ``{kind}_`` prefixed ``gold_errors``, ``changes``,
+    ``det_hits`` and ``cor_hits``.
     """
-    text = _encode(sources, predictions, references, ignore_index)
-    counts = _base_counts(text)
+    if alignment:
+        counts, groups = _edit_counts(sources, predictions, references, metadata, train_pairs, ignore_index)
+    else:
+        text = _encode(sources, predictions, references, ignore_index)
+        counts, groups = _base_counts(text), _position_groups(text, metadata, train_pairs)
     for name, low, high in _NERR_BUCKETS:
         in_bucket = counts["gold_errors"] >= low
         if high is not None:
             in_bucket &= counts["gold_errors"] <= high
         for column in _NERR_COLUMNS:
             counts[f"{name}_{column}"] = counts[column] * in_bucket
-    groups: dict[str, np.ndarray] = {}
-    if metadata is not None:
-        positions, types = _typed_errors(metadata, text)
-        groups.update({f"type_{name}": positions[types == code] for code, name in enumerate(ERROR_TYPES)})
-    if train_pairs is not None:
-        gold = np.flatnonzero(text.source != text.reference)
-        seen = np.isin(_pair_keys(text.reference[gold], text.source[gold]), _train_keys(train_pairs, text.is_text))
-        groups.update({"seen": gold[seen], "unseen": gold[~seen]})
-    for name, flat_positions in groups.items():
-        counts.update(_position_group_counts(name, flat_positions, text))
+    counts.update(groups)
     return counts
 
 
@@ -258,81 +288,12 @@ def scores_from_totals(totals: Mapping[str, Any], convention: str = "strict") ->
     for name in _CHAR_GROUPS:
         if f"{name}_gold_errors" in t:
             scores.update(_char_recalls(t, name))
+    for kind in EDIT_KINDS:
+        if f"{kind}_changes" in t:
+            for level in ("det", "cor"):
+                hits, changes, gold = t[f"{kind}_{level}_hits"], t[f"{kind}_changes"], t[f"{kind}_gold_errors"]
+                scores.update(_prf(f"{kind}_char_{level}", hits, changes, gold))
     return scores
-
-
-def align(source: Sequence[T], prediction: Sequence[T]) -> tuple[list[tuple[int, T]], int]:
-    """Minimum-edit (Levenshtein) alignment of ``prediction`` to ``source``.
-
-    Returns ``(substitutions, n_indels)``: the substituted items as ``(source position,
-    predicted item)`` in source order, and the number of inserted plus deleted items.  The
-    common prefix and suffix are matched first; reading left to right, ties prefer a
-    substitution, then a deletion, then an insertion.
-    """
-    start = 0
-    stop_s, stop_p = len(source), len(prediction)
-    while start < stop_s and start < stop_p and source[start] == prediction[start]:
-        start += 1
-    while stop_s > start and stop_p > start and source[stop_s - 1] == prediction[stop_p - 1]:
-        stop_s -= 1
-        stop_p -= 1
-    # Reversed, so that tracing the table back walks the original order left to right.
-    a, b = source[start:stop_s][::-1], prediction[start:stop_p][::-1]
-    band = abs(len(a) - len(b)) + 2
-    dist = _banded_distances(a, b, band)
-    while dist[-1][-1] > band:  # a cheaper path could leave the band: widen it (exact, Ukkonen 1985)
-        band *= 2
-        dist = _banded_distances(a, b, band)
-    substitutions: list[tuple[int, T]] = []
-    indels = 0
-    i, j = len(a), len(b)
-    while i or j:
-        if i and j and dist[i][j] == dist[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
-            if a[i - 1] != b[j - 1]:
-                substitutions.append((start + len(a) - i, b[j - 1]))
-            i, j = i - 1, j - 1
-        elif i and dist[i][j] == dist[i - 1][j] + 1:
-            indels, i = indels + 1, i - 1
-        else:
-            indels, j = indels + 1, j - 1
-    return substitutions, indels
-
-
-def aligned_substitutions(source: str, prediction: str) -> list[tuple[int, str]]:
-    """The characters of `prediction` that replace one of `source` at the same position, as `(position, character)`.
-
-    Whitespace is left out on both sides, so that a decoder's spaces between characters ("我 们 去") neither shift nor
-    hide a substitution. The characters both texts share are matched first (`difflib`'s matching blocks), so a
-    character that moved is never read as a chain of substitutions ("，去" -> "去了" is a deletion, a match and an
-    insertion); what lies between matches is aligned by minimum edits (`align`). Insertions and
-    deletions are dropped."""
-    kept = [i for i, char in enumerate(source) if not char.isspace()]
-    a, b = [source[i] for i in kept], [char for char in prediction if not char.isspace()]
-    found = []
-    for tag, a_start, a_end, b_start, b_end in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if tag == "replace":
-            substitutions, _ = align(a[a_start:a_end], b[b_start:b_end])
-            found += [(kept[a_start + i], char) for i, char in substitutions]
-    return found
-
-
-def _banded_distances(a: Sequence[T], b: Sequence[T], band: int) -> list[list[int]]:
-    """Edit-distance table of ``a`` to ``b``, computed only where ``|i - j| <= band``.
-
-    Every entry whose true value is at most ``band`` is exact, since a path of that cost never
-    leaves the band; every other entry is larger than ``band``.
-    """
-    outside = len(a) + len(b) + 1
-    dist = [[outside] * (len(b) + 1) for _ in range(len(a) + 1)]
-    dist[0][: min(len(b), band) + 1] = range(min(len(b), band) + 1)
-    for i in range(1, len(a) + 1):
-        above, here = dist[i - 1], dist[i]
-        low = max(1, i - band)
-        if i <= band:
-            here[0] = i
-        for j in range(low, min(len(b), i + band) + 1):
-            here[j] = min(above[j - 1] + (a[i - 1] != b[j - 1]), above[j] + 1, here[j - 1] + 1)
-    return dist
 
 
 def make_compute_metrics(
@@ -418,12 +379,16 @@ class _Encoded:
     when it has the source's length, otherwise the aligned substitution or the source item.
     """
 
-    __slots__ = ("source", "prediction", "reference", "lengths", "starts", "indels", "mismatch", "is_text")
+    __slots__ = ("source", "prediction", "reference", "lengths", "starts", "indels", "prediction_lengths", "is_text")
 
-    def __init__(self, source, prediction, reference, lengths, indels, mismatch, is_text):
+    def __init__(self, source, prediction, reference, lengths, indels, prediction_lengths, is_text):
         self.source, self.prediction, self.reference = source, prediction, reference
-        self.lengths, self.indels, self.mismatch, self.is_text = lengths, indels, mismatch, is_text
+        self.lengths, self.indels, self.prediction_lengths, self.is_text = lengths, indels, prediction_lengths, is_text
         self.starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+
+    @property
+    def mismatch(self) -> np.ndarray:
+        return self.prediction_lengths != self.lengths
 
 
 def _check_convention(convention: str) -> None:
@@ -467,7 +432,8 @@ def _check_gold_lengths(source_lengths: np.ndarray, reference_lengths: np.ndarra
         i = _first(source_lengths != reference_lengths)
         raise ValueError(
             f"example {i}: source has length {source_lengths[i]} but reference has length "
-            f"{reference_lengths[i]}{what}; gold sources and references must align position by position"
+            f"{reference_lengths[i]}{what}; gold sources and references must align position by position "
+            "(for missing or redundant characters, score with alignment=True)"
         )
 
 
@@ -478,8 +444,8 @@ def _codepoints(text: str) -> np.ndarray:
 def _encode_text(sources, predictions, references) -> _Encoded:
     lengths = _lengths(sources)
     _check_gold_lengths(lengths, _lengths(references), "")
-    mismatch = _lengths(predictions) != lengths
-    unequal = np.flatnonzero(mismatch)
+    prediction_lengths = _lengths(predictions)
+    unequal = np.flatnonzero(prediction_lengths != lengths)
     if len(unequal):  # score the source in their place, then write the aligned substitutions
         projected = list(predictions)
         for i in unequal:
@@ -493,7 +459,7 @@ def _encode_text(sources, predictions, references) -> _Encoded:
         _codepoints("".join(references)),
         lengths,
         np.zeros(len(lengths), dtype=np.int64),
-        mismatch,
+        prediction_lengths,
         True,
     )
     for i in unequal:
@@ -521,7 +487,8 @@ def _encode_ids(sources, predictions, references, ignore_index: int) -> _Encoded
         if len(source) != len(reference):
             raise ValueError(
                 f"example {i}: source has length {len(source)} but reference has length {len(reference)} "
-                "(before dropping ignore_index); gold sources and references must align position by position"
+                "(before dropping ignore_index); gold sources and references must align position by position "
+                "(for missing or redundant characters, score with alignment=True)"
             )
         keep = reference != ignore_index
         src_rows.append(source[keep])
@@ -530,14 +497,15 @@ def _encode_ids(sources, predictions, references, ignore_index: int) -> _Encoded
         pred_rows.append(prediction[keep] if same_length else prediction[prediction != ignore_index])
     lengths = np.array([len(row) for row in src_rows], dtype=np.int64)
     _check_gold_lengths(lengths, lengths, " after dropping ignore_index positions")
-    mismatch = np.array([len(p) != len(s) for p, s in zip(pred_rows, src_rows)], dtype=bool)
+    prediction_lengths = np.array([len(p) for p in pred_rows], dtype=np.int64)
+    mismatch = prediction_lengths != lengths
     encoded = _Encoded(
         np.concatenate(src_rows),
         np.concatenate([s if m else p for s, p, m in zip(src_rows, pred_rows, mismatch)]),
         np.concatenate(ref_rows),
         lengths,
         np.zeros(len(lengths), dtype=np.int64),
-        mismatch,
+        prediction_lengths,
         False,
     )
     for i in np.flatnonzero(mismatch):
@@ -571,11 +539,26 @@ def _base_counts(text: _Encoded) -> dict[str, np.ndarray]:
     det_exact = (gold_errors - det_hits + changed_positions - det_hits == 0) & no_indel
     # prediction == reference  <=>  every gold error corrected and no change off gold
     cor_exact = (gold_errors - cor_hits + changed_positions - det_hits == 0) & no_indel
-    changes = changed_positions + text.indels
-    error_sentence = gold_errors > 0
-    changed_sentence = changes > 0
+    return _sentence_columns(
+        gold_errors,
+        changed_positions + text.indels,
+        det_hits,
+        cor_hits,
+        det_exact,
+        cor_exact,
+        text.indels,
+        text.prediction_lengths,
+        text.lengths,
+    )
+
+
+def _sentence_columns(
+    gold_errors, changes, det_hits, cor_hits, det_exact, cor_exact, indels, prediction_lengths, source_lengths
+) -> dict[str, np.ndarray]:
+    """The per-sentence columns of :func:`sentence_counts` (both modes) from the per-sentence counts."""
+    error_sentence, changed_sentence = gold_errors > 0, changes > 0
     columns = {
-        "sentences": np.ones(len(text.lengths), dtype=bool),
+        "sentences": np.ones(len(gold_errors), dtype=bool),
         "error_sentences": error_sentence,
         "changed_sentences": changed_sentence,
         "clean_changed": changed_sentence & ~error_sentence,
@@ -587,10 +570,244 @@ def _base_counts(text: _Encoded) -> dict[str, np.ndarray]:
         "changes": changes,
         "det_hits": det_hits,
         "cor_hits": cor_hits,
-        "indels": text.indels,
-        "length_mismatch": text.mismatch,
+        "indels": indels,
+        "length_mismatch": prediction_lengths != source_lengths,
+        "implausible": (prediction_lengths == 0) | (prediction_lengths > 2 * source_lengths),  # no plausible correction
     }
     return {name: column.astype(np.int64) for name, column in columns.items()}
+
+
+def _position_groups(text: _Encoded, metadata, train_pairs) -> dict[str, np.ndarray]:
+    """The breakdown columns of the default mode: by error type (``metadata``) and seen/unseen pair."""
+    groups: dict[str, np.ndarray] = {}
+    counts: dict[str, np.ndarray] = {}
+    if metadata is not None:
+        positions, types = _typed_errors(metadata, text)
+        groups.update({f"type_{name}": positions[types == code] for code, name in enumerate(ERROR_TYPES)})
+    if train_pairs is not None:
+        gold = np.flatnonzero(text.source != text.reference)
+        seen = np.isin(_pair_keys(text.reference[gold], text.source[gold]), _train_keys(train_pairs, text.is_text))
+        groups.update({"seen": gold[seen], "unseen": gold[~seen]})
+    for name, flat_positions in groups.items():
+        counts.update(_position_group_counts(name, flat_positions, text))
+    return counts
+
+
+class _EditArrays:
+    """Edits of many sentences as parallel int64 arrays: sentence, kind (index in ``EDIT_KINDS``), position, ordinal
+    (of a missing item at its position), wrong and right items (-1 where the kind has none)."""
+
+    __slots__ = ("sentence", "kind", "position", "ordinal", "wrong", "right")
+
+    def __init__(self, *columns):
+        for name, column in zip(self.__slots__, columns):
+            setattr(self, name, np.asarray(column, dtype=np.int64).reshape(-1))
+
+    @classmethod
+    def rows(cls, rows: list[tuple[int, ...]]) -> _EditArrays:
+        """From one tuple per edit."""
+        return cls(*(list(zip(*rows)) or [()] * len(cls.__slots__)))
+
+    @classmethod
+    def join(cls, *parts: _EditArrays) -> _EditArrays:
+        return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in cls.__slots__))
+
+    def keys(self, shape: tuple[int, int]) -> np.ndarray:
+        """One integer per slot (sentence, kind, position, ordinal), ordinals capped at ``shape[1] - 1``."""
+        positions, ordinals = shape
+        return ((self.sentence * len(EDIT_KINDS) + self.kind) * positions + self.position) * ordinals + np.minimum(
+            self.ordinal, ordinals - 1
+        )
+
+
+def _edit_rows(sources, predictions, references, ignore_index: int):
+    """The three columns for the alignment: strings as given, token ids as int64 arrays (``ignore_index`` entries
+    dropped as :func:`sentence_counts` says), after checking that no source or reference is empty."""
+    is_text = check_inputs(sources, predictions, references)
+    if is_text:
+        rows = list(sources), list(predictions), list(references)
+    else:
+        rows = [], [], []
+        for i in range(len(sources)):
+            source, prediction, reference = (
+                _id_array(name, i, column[i])
+                for name, column in (("sources", sources), ("predictions", predictions), ("references", references))
+            )
+            if len(source) == len(reference):  # as without alignment
+                keep = reference != ignore_index
+                source, reference = source[keep], reference[keep]
+                same_length = len(prediction) == len(keep)
+                prediction = prediction[keep] if same_length else prediction[prediction != ignore_index]
+            else:
+                prediction, reference = prediction[prediction != ignore_index], reference[reference != ignore_index]
+            for column, row in zip(rows, (source, prediction, reference)):
+                column.append(row)
+    for name, column in (("sources", rows[0]), ("references", rows[2])):
+        empty = next((i for i, row in enumerate(column) if len(row) == 0), None)
+        if empty is not None:
+            raise ValueError(f"{name}[{empty}] is empty" + ("" if is_text else " after dropping ignore_index entries"))
+    return (*rows, is_text)
+
+
+def _edit_counts(sources, predictions, references, metadata, train_pairs, ignore_index: int):
+    """The columns and breakdown columns of :func:`sentence_counts` with ``alignment``."""
+    src, pred, ref, is_text = _edit_rows(sources, predictions, references, ignore_index)
+    n = len(src)
+    ls, lp, lr = _lengths(src), _lengths(pred), _lengths(ref)
+    # Sentences whose reference and prediction are both read position by position (the lemma of
+    # csc_hf.edits.shifted_matches: at most 1 changed item found nearby in the source) are counted here at once,
+    # the others aligned one by one.
+    same = np.flatnonzero((ls == lr) & (ls == lp))
+    rows = same.tolist()
+    s_items, p_items, r_items = (
+        _codepoints("".join([column[i] for i in rows]))
+        if is_text
+        else np.concatenate([column[i] for i in rows] or [np.zeros(0, dtype=np.int64)])
+        for column in (src, pred, ref)
+    )
+    lengths = ls[same]
+    row_starts = np.concatenate(([0], np.cumsum(lengths)))
+    fast = np.ones(len(same), dtype=bool)
+    changes = []
+    for items in (r_items, p_items):
+        at = np.flatnonzero(s_items != items)
+        row = np.searchsorted(row_starts, at, side="right") - 1
+        position = at - row_starts[row]
+        reach = (np.bincount(row, minlength=len(same)) - 1) // 2
+        fast &= reach <= _REACH
+        nearby = np.zeros(len(at), dtype=bool)
+        for d in [*range(-_REACH, 0), *range(1, _REACH + 1)]:
+            inside = np.flatnonzero((position + d >= 0) & (position + d < lengths[row]) & (abs(d) <= reach[row]))
+            nearby[inside] |= s_items[at[inside] + d] == items[at[inside]]
+        fast &= np.bincount(row[nearby], minlength=len(same)) <= 1
+        changes.append((at, row, position))
+    is_fast = np.zeros(n, dtype=bool)
+    is_fast[same[fast]] = True
+
+    def substitutions(items: np.ndarray, at: np.ndarray, row: np.ndarray, position: np.ndarray) -> _EditArrays:
+        keep = fast[row]
+        at, k = at[keep], int(keep.sum())
+        return _EditArrays(same[row[keep]], np.zeros(k), position[keep], np.zeros(k), s_items[at], items[at])
+
+    slow_gold, slow_pred = [], []
+    item = ord if is_text else int
+    for i in np.flatnonzero(~is_fast).tolist():
+        source = src[i] if is_text else src[i].tolist()
+        gold = edit_alignment(source, ref[i] if is_text else ref[i].tolist())
+        guess = edit_alignment(source, pred[i] if is_text else pred[i].tolist(), gold)
+        for out, edits in ((slow_gold, gold), (slow_pred, guess)):
+            out += [
+                (
+                    i,
+                    EDIT_KINDS.index(e.kind),
+                    e.position,
+                    o,
+                    -1 if e.wrong is None else item(e.wrong),
+                    -1 if e.right is None else item(e.right),
+                )
+                for e, (_, _, o) in zip(edits, slots(edits))
+            ]
+    gold = _EditArrays.join(substitutions(r_items, *changes[0]), _EditArrays.rows(slow_gold))
+    guess = _EditArrays.join(substitutions(p_items, *changes[1]), _EditArrays.rows(slow_pred))
+    shape = (int(max(ls.max(), 0)) + 2, int(gold.ordinal.max(initial=0)) + 2)
+    if n * len(EDIT_KINDS) * shape[0] * shape[1] >= 2**62:
+        raise ValueError(f"{n} sentences of up to {shape[0] - 2} items: too many to score at once; score in parts")
+    gold_keys, guess_keys = gold.keys(shape), guess.keys(shape)
+    order = np.argsort(gold_keys, kind="stable")
+    gold_keys_sorted = gold_keys[order]
+    found = np.minimum(np.searchsorted(gold_keys_sorted, guess_keys), max(len(order) - 1, 0))
+    detected = (gold_keys_sorted[found] == guess_keys) if len(order) else np.zeros(len(guess_keys), dtype=bool)
+    matched = order[found[detected]]  # the gold edit each detection hit matches
+    gold_detected = np.zeros(len(gold_keys), dtype=bool)
+    gold_corrected = np.zeros(len(gold_keys), dtype=bool)
+    gold_detected[matched] = True
+    gold_corrected[matched] = gold.right[matched] == guess.right[detected]
+
+    def per_sentence(rows: np.ndarray) -> np.ndarray:
+        return np.bincount(rows, minlength=n).astype(np.int64)
+
+    gold_errors, changes = per_sentence(gold.sentence), per_sentence(guess.sentence)
+    det_hits, cor_hits = per_sentence(gold.sentence[gold_detected]), per_sentence(gold.sentence[gold_corrected])
+    # the edit sets are equal  <=>  as many edits as gold edits and every gold edit hit
+    det_exact = (gold_errors == changes) & (det_hits == gold_errors)
+    cor_exact = (gold_errors == changes) & (cor_hits == gold_errors)
+    indels = per_sentence(guess.sentence[guess.kind != EDIT_KINDS.index(SUBSTITUTION)])
+    counts = _sentence_columns(gold_errors, changes, det_hits, cor_hits, det_exact, cor_exact, indels, lp, ls)
+
+    def group(name: str, mask: np.ndarray) -> dict[str, np.ndarray]:
+        return {
+            f"{name}_gold_errors": per_sentence(gold.sentence[mask]),
+            f"{name}_det_hits": per_sentence(gold.sentence[mask & gold_detected]),
+            f"{name}_cor_hits": per_sentence(gold.sentence[mask & gold_corrected]),
+        }
+
+    groups: dict[str, np.ndarray] = {}
+    for code, kind in enumerate(EDIT_KINDS):
+        groups.update(group(kind, gold.kind == code))
+        groups[f"{kind}_changes"] = per_sentence(guess.sentence[guess.kind == code])
+    if metadata is not None:
+        types = _typed_edits(metadata, n, gold_keys_sorted, order, shape)
+        for code, name in enumerate(ERROR_TYPES):
+            groups.update(group(f"type_{name}", types == code))
+    if train_pairs is not None:
+        substitution = gold.kind == EDIT_KINDS.index(SUBSTITUTION)
+        seen = substitution & np.isin(_pair_keys(gold.right, gold.wrong), _train_keys(train_pairs, is_text))
+        groups.update({**group("seen", seen), **group("unseen", substitution & ~seen)})
+    return counts, groups
+
+
+def _typed_edits(metadata, n: int, gold_keys: np.ndarray, order: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """The type code of each gold edit (in the order of the gold arrays) from ``metadata``, validated: every gold edit
+    listed once, with its kind (default substitution), position and, for missing items, order."""
+    per_example = _metadata_errors(metadata, n)
+    type_codes = {name: code for code, name in enumerate(ERROR_TYPES)}
+    columns: list[list[int]] = [[], [], [], [], []]  # sentence, kind, position, ordinal, type
+    for i, errors in enumerate(per_example):
+        listed = []
+        for error in errors or ():
+            if not isinstance(error, Mapping):
+                raise ValueError(f"metadata[{i}]: each error must be a mapping with 'position' and 'type'")
+            position, kind, error_type = error.get("position"), error.get("kind", SUBSTITUTION), error.get("type")
+            integer = isinstance(position, (int, np.integer)) and not isinstance(position, bool)
+            if not integer or position < 0:
+                raise ValueError(f"metadata[{i}]: error position {position!r} is not a source position")
+            if kind not in EDIT_KINDS:
+                raise ValueError(f"metadata[{i}]: error kind {kind!r} at position {position} is not in {EDIT_KINDS}")
+            if error_type not in type_codes:
+                raise ValueError(
+                    f"metadata[{i}]: error type {error_type!r} at position {position} is not in {ERROR_TYPES}"
+                )
+            listed.append((kind, int(position), type_codes[error_type]))
+        listed.sort(key=lambda e: (e[1], e[0] != MISSING))  # source order, as the alignment lists them (stable)
+        for j, (kind, position, code) in enumerate(listed):
+            ordinal = sum(1 for k, p, _ in listed[:j] if (k, p) == (MISSING, position)) if kind == MISSING else 0
+            for column, value in zip(columns, (i, EDIT_KINDS.index(kind), position, ordinal, code)):
+                column.append(value)
+    listed = _EditArrays(columns[0], columns[1], columns[2], columns[3], columns[4], columns[4])
+    keys = listed.keys(shape)
+    found = np.minimum(np.searchsorted(gold_keys, keys), max(len(gold_keys) - 1, 0))
+    known = (
+        (gold_keys[found] == keys) & (listed.position < shape[0] - 1) & (listed.ordinal < shape[1] - 1)
+        if len(gold_keys)
+        else np.zeros(len(keys), dtype=bool)
+    )
+    if not known.all():
+        bad = _first(~known)
+        raise ValueError(
+            f"metadata[{listed.sentence[bad]}]: {EDIT_KINDS[listed.kind[bad]]} at position "
+            f"{listed.position[bad]} is not a gold error (the alignment of source and reference)"
+        )
+    if len(np.unique(keys)) != len(keys) or len(keys) != len(gold_keys):
+        listed_per = np.bincount(listed.sentence, minlength=n)
+        gold_per = np.bincount(gold_keys // (len(EDIT_KINDS) * shape[0] * shape[1]), minlength=n)
+        bad = _first(listed_per != gold_per)
+        raise ValueError(
+            f"metadata[{bad}] lists {listed_per[bad]} errors but the alignment of source and reference "
+            f"has {gold_per[bad]}"
+        )
+    types = np.full(len(gold_keys), -1, dtype=np.int64)
+    types[order[found]] = listed.wrong  # the type codes travelled in the ``wrong`` column
+    return types
 
 
 def _position_group_counts(name: str, flat_positions: np.ndarray, text: _Encoded) -> dict[str, np.ndarray]:
@@ -606,24 +823,31 @@ def _position_group_counts(name: str, flat_positions: np.ndarray, text: _Encoded
     }
 
 
-def _typed_errors(metadata, text: _Encoded) -> tuple[np.ndarray, np.ndarray]:
-    """Flat positions and type codes of the gold errors listed in ``metadata``, validated."""
-    n = len(text.lengths)
+def _metadata_errors(metadata, n: int) -> list[Any]:
+    """Each example's list of errors (mappings) from per-example or columnar ``metadata``."""
     if isinstance(metadata, Mapping):
         if "errors" not in metadata:
             raise ValueError("columnar metadata needs an 'errors' column")
-        per_example = metadata["errors"]
+        per_example = list(metadata["errors"])
     else:
         per_example = [_errors_of(i, example) for i, example in enumerate(metadata)]
     if len(per_example) != n:
         raise ValueError(f"metadata has {len(per_example)} examples but there are {n} sentences")
+    return [
+        [dict(zip(errors, values)) for values in zip(*errors.values())] if isinstance(errors, Mapping) else errors
+        for errors in per_example
+    ]
+
+
+def _typed_errors(metadata, text: _Encoded) -> tuple[np.ndarray, np.ndarray]:
+    """Flat positions and type codes of the gold errors listed in ``metadata``, validated."""
+    n = len(text.lengths)
+    per_example = _metadata_errors(metadata, n)
     type_codes = {name: code for code, name in enumerate(ERROR_TYPES)}
     positions: list[int] = []
     codes: list[int] = []
     gold = text.source != text.reference
     for i, errors in enumerate(per_example):
-        if isinstance(errors, Mapping):  # one columnar mapping per example
-            errors = [dict(zip(errors, values)) for values in zip(*errors.values())]
         start, length = int(text.starts[i]), int(text.lengths[i])
         listed = set()
         for error in errors or ():
@@ -702,6 +926,9 @@ def _summary_columns(totals: Mapping[str, Any]) -> list[tuple[str, str]]:
     pairs = list(_SUMMARY)
     pairs += [(f"{name}_n_sentences", f"{name}_error_sentences") for name, _, _ in _NERR_BUCKETS]
     pairs += [(f"{name}_n_errors", f"{name}_gold_errors") for name in _CHAR_GROUPS if f"{name}_gold_errors" in totals]
+    for kind in EDIT_KINDS:
+        if f"{kind}_changes" in totals:
+            pairs += [(f"{kind}_n_errors", f"{kind}_gold_errors"), (f"{kind}_n_changes", f"{kind}_changes")]
     return pairs
 
 

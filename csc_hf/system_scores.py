@@ -10,13 +10,19 @@ References (``REF``) are the one split that a data spec of :func:`csc_hf.data.re
 parameters), an exported folder (``FOLDER:CONFIG``, ``FOLDER:CONFIG/SPLIT``, or a bare ``FOLDER`` holding one split), a
 ``wrong<TAB>correct`` TSV or a ``.jsonl`` with ``source``/``target``.
 
+Missing and redundant characters (:data:`ALIGNMENT_MODES`): references whose pairs differ in length (the ``missing``,
+``redundant`` and ``mixed`` configs, any file with such pairs) are scored with ``alignment=True``: gold errors and
+changes are edits at source positions, with a breakdown by edit kind; ``--alignment off`` is the substitution-only
+scorer, which refuses such a pair naming its file and line (or split and sentence).
+
 The predictions are scored under a declared length policy (:mod:`csc_hf.llm.policy`: ``edits``, the default, scores
 a prediction of another length than its source as written; ``substitutions`` keeps its same-position substitutions;
 ``strict`` keeps the source instead), recorded in the report. The report holds both precision conventions of
 :func:`csc_hf.scoring.score` with bootstrap intervals, the breakdown by error type (the rows' own ``errors`` where
-they carry typed errors, else judged by character knowledge) and, with training pairs, by seen/unseen pair; the length
-changes of the predictions as given, before the policy (LLM and seq2seq output; aligned by
-:func:`csc_hf.scoring.align`); and, with a baseline (under the same policy), the paired test of
+they carry typed errors, else judged by character knowledge) and, with training pairs, by seen/unseen pair; with
+alignment, by edit kind; the length changes of the predictions as given, before the policy (LLM and seq2seq output;
+aligned by :func:`csc_hf.scoring.align`) and the implausible ones (empty, or longer than twice their source: scored as
+they are and counted); and, with a baseline (under the same policy), the paired test of
 :func:`csc_hf.scoring.compare`.
 :func:`score_files` is the shell that reads the files (checking every argument and file before any scoring work);
 :func:`detect_format`, :func:`length_changes`, :func:`score_report` and :func:`scores_markdown` are pure.
@@ -31,8 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from .corruption import ERROR_TYPES
-from .data import DataSplit, read_data, read_split, spec_paths, training_sentences
+from .data import DataSplit, needs_alignment, read_data, read_split, spec_paths, training_sentences
 from .dataset_stats import error_pairs, judge_pair
+from .edits import EDIT_KINDS, SUBSTITUTION, alignment, positional
 from .evaluation import training_pairs
 from .files import EDITS_LINE, check_output, iter_jsonl, read_lines, read_predictions, write_atomic
 from .llm.policy import DEFAULT_LENGTH_POLICY, LENGTH_POLICIES, apply_length_policy, check_length_policy
@@ -42,6 +49,7 @@ from .scoring import CONVENTIONS, HEADLINE, MAIN_SCORES, align, compare, score, 
 from .stats import CONFIDENCE, RESAMPLES, check_resamples
 
 __all__ = [
+    "ALIGNMENT_MODES",
     "PREDICTION_FORMATS",
     "References",
     "detect_format",
@@ -56,6 +64,11 @@ __all__ = [
 logger = get_logger(__name__)
 
 PREDICTION_FORMATS = ("text", "jsonl", "edits")
+ALIGNMENT_MODES = ("auto", "on", "off")
+"""How the references are scored: ``on``, by edit alignment (:func:`csc_hf.scoring.score` with ``alignment=True``:
+missing and redundant characters); ``off``, position by position (substitutions only: a reference pair of unequal
+lengths is an error); ``auto``, by alignment when the references change lengths (a csc_bench config with missing or
+redundant errors, rows whose errors have such a kind, or any pair of unequal lengths)."""
 
 
 @dataclass(frozen=True)
@@ -70,56 +83,100 @@ class References:
     metadata: list[dict]
     typed_rows: bool
     bench_config: str | None = None  # the csc_bench config the split comes from
+    alignment: bool = False  # scored by edit alignment (see ALIGNMENT_MODES)
 
 
 # ---- references ----------------------------------------------------------------------------------------------------
 
 
-def _judged_errors(sources: Sequence[str], targets: Sequence[str]) -> list[dict]:
-    """Each row's gold errors typed by character knowledge (:func:`csc_hf.confusion.pair_type`, cached)."""
-    return [
-        {
-            "errors": [
-                {"position": j, "type": judge_pair(t, s)} for j, (s, t) in enumerate(zip(source, target)) if s != t
-            ]
-        }
-        for source, target in zip(sources, targets)
-    ]
+def _judged_errors(sources: Sequence[str], targets: Sequence[str], by_alignment: bool = False) -> list[dict]:
+    """Each row's gold errors, substitutions typed by character knowledge (:func:`csc_hf.confusion.pair_type`,
+    cached); with ``by_alignment``, every edit of the pair's alignment (:func:`csc_hf.edits.alignment`) with its kind,
+    missing and redundant characters typed ``other``."""
+    rows = []
+    for source, target in zip(sources, targets):
+        edits = alignment(source, target) if by_alignment else positional(source, target)
+        rows.append(
+            {
+                "errors": [
+                    {
+                        "position": e.position,
+                        "type": judge_pair(e.right, e.wrong) if e.kind == SUBSTITUTION else "other",
+                        "kind": e.kind,
+                    }
+                    for e in edits
+                ]
+            }
+        )
+    return rows
 
 
 def _row_errors(data) -> list[dict] | None:
-    """The typed ``errors`` the rows carry (csc_bench rows and their exports), or None when they carry none."""
+    """The typed ``errors`` the rows carry (csc_bench rows and their exports, with their edit ``kind`` where the rows
+    have one), or None when they carry none."""
     feature = data.features.get("errors")
     try:
         names = feature.feature["type"].names
     except (AttributeError, KeyError, TypeError):
         return None
+    kinds = getattr(feature.feature.get("kind"), "names", None)
     return [
-        {"errors": [{"position": e["position"], "type": names[e["type"]]} for e in errors]} for errors in data["errors"]
+        {
+            "errors": [
+                {"position": e["position"], "type": names[e["type"]], **({"kind": kinds[e["kind"]]} if kinds else {})}
+                for e in errors
+            ]
+        }
+        for errors in data["errors"]
     ]
 
 
-def references_of(split: DataSplit) -> References:
-    """The references of one split of CSC data: its ids and typed errors where its rows have them."""
+def references_of(split: DataSplit, alignment_mode: str = "auto") -> References:
+    """The references of one split of CSC data: its ids and typed errors where its rows have them, and whether they
+    are scored by alignment (``alignment_mode``: one of :data:`ALIGNMENT_MODES`)."""
     rows = split.rows
     ids = [str(i) for i in rows["id"]] if rows is not None and "id" in rows.column_names else None
     metadata = _row_errors(rows) if rows is not None else None
     typed = metadata is not None
+    aligned = alignment_mode == "on" or (
+        alignment_mode == "auto" and needs_alignment(split.sources, split.targets, metadata, split.bench_config)
+    )
+    if typed and not aligned:  # the default scorer reads errors by position only
+        metadata = [{"errors": [{k: v for k, v in e.items() if k != "kind"} for e in m["errors"]]} for m in metadata]
     return References(
         split.name,
         split.sources,
         split.targets,
         ids,
-        metadata if typed else _judged_errors(split.sources, split.targets),
+        metadata if typed else _judged_errors(split.sources, split.targets, aligned),
         typed,
         split.bench_config,
+        aligned,
     )
 
 
-def load_references(ref: str, params: Mapping | None = None, cache_dir: str | None = None) -> References:
+def load_references(
+    ref: str, params: Mapping | None = None, cache_dir: str | None = None, alignment_mode: str = "auto"
+) -> References:
     """The one split that ``ref`` names (see the module docstring); several splits or none are an error that lists
-    them. A csc_bench config is checked before it is built."""
-    return references_of(read_split(ref, params, cache_dir, what="references"))
+    them. A csc_bench config is checked before it is built. With ``alignment_mode="off"`` a pair of unequal lengths is
+    an error naming its file and line (or split and sentence)."""
+    check_alignment_mode(alignment_mode)
+    try:
+        split = read_split(ref, params, cache_dir, what="references", equal_lengths=alignment_mode == "off")
+    except ValueError as err:
+        if alignment_mode == "off" and "characters, target" in str(err):
+            raise ValueError(
+                f"{err}: --alignment off scores substitutions position by position; score missing and redundant "
+                "characters with --alignment auto or on"
+            ) from None
+        raise
+    return references_of(split, alignment_mode)
+
+
+def check_alignment_mode(mode: str) -> None:
+    if mode not in ALIGNMENT_MODES:
+        raise ValueError(f"--alignment {mode!r}: choose {', '.join(ALIGNMENT_MODES)}")
 
 
 def training_pairs_for(
@@ -129,7 +186,7 @@ def training_pairs_for(
     REF kind; its train splits, or all of it), else the benchmark's own training set for a csc_bench config, else
     none."""
     if train:
-        return set(error_pairs(*training_sentences(read_data(train, params, cache_dir)))), train
+        return set(error_pairs(*training_sentences(read_data(train, params, cache_dir, False)))), train
     if references.bench_config is not None:
         logger.info("building the benchmark's training pairs for the seen/unseen breakdown")
         return training_pairs(params or {}, None, cache_dir), "the benchmark's training set"
@@ -257,10 +314,11 @@ def score_report(
         baseline_changes = length_changes(references.sources, baseline)
         baseline = apply_length_policy(references.sources, baseline, length_policy)
     data = (references.sources, predictions, references.targets)
-    options = {"metadata": references.metadata, "train_pairs": train_pairs}
+    options = {"metadata": references.metadata, "train_pairs": train_pairs, "alignment": references.alignment}
     report: dict[str, Any] = {
         "references": references.name,
         "n_sentences": len(references.sources),
+        "alignment": references.alignment,
         "error_types": "from the rows' errors" if references.typed_rows else "judged by character knowledge",
         "length_policy": length_policy,
         "length_changes": changes,
@@ -330,11 +388,37 @@ def scores_markdown(report: Mapping[str, Any]) -> str:
         f"{report.get('train_pairs_from') or 'no training data: give --train DATA'})",
         table(["errors", "count", *(score_name(f"char_{task}_r") for task in ("det", "cor"))], rows),
     ]
+    if report.get("alignment"):
+        parts += [
+            "### Breakdown by edit kind (scored by edit alignment: a missing character is corrected by an insertion, "
+            "a redundant one by a deletion, each at its source position)",
+            table(
+                [
+                    "edit kind",
+                    "errors",
+                    "predicted edits",
+                    *(score_name(f"char_{t}") for t in ("det_r", "cor_p", "cor_r")),
+                ],
+                (
+                    [
+                        kind,
+                        strict[f"{kind}_n_errors"],
+                        strict[f"{kind}_n_changes"],
+                        *(_cell(strict, f"{kind}_char_{t}") for t in ("det_r", "cor_p", "cor_r")),
+                    ]
+                    for kind in EDIT_KINDS
+                ),
+            ),
+        ]
     changes, policy = report["length_changes"], report.get("length_policy", DEFAULT_LENGTH_POLICY)
+    meaning = LENGTH_POLICIES[policy]
+    if report.get("alignment") and policy == DEFAULT_LENGTH_POLICY:  # the references change lengths too
+        meaning = "scored as written, by edit alignment: an insertion or deletion that a gold edit asks for is right"
     parts.append(
         f"Length changes: {changes['sentences']} predictions ({percent(changes['sentences'] / report['n_sentences'])}%)"
         f" differ in length from their source ({changes['inserted']} characters inserted, {changes['deleted']} "
-        f"deleted, aligned by minimum edit). Length policy {policy}: such a prediction is {LENGTH_POLICIES[policy]}."
+        f"deleted, aligned by minimum edit). Length policy {policy}: such a prediction is {meaning}. Implausible "
+        f"predictions (empty, or longer than twice their source), scored as they are: {strict['n_implausible']}."
     )
     if "baseline" in report:
         base = report["baseline"]
@@ -382,6 +466,7 @@ def score_files(
     seed: int = 0,
     cache_dir: str | None = None,
     output: str | Path | None = None,
+    alignment_mode: str = "auto",
     length_policy: str = DEFAULT_LENGTH_POLICY,
 ) -> dict[str, Any]:
     """Score the predictions file against the references ``REF`` (see the module docstring) and return the report;
@@ -389,12 +474,13 @@ def score_files(
     for option, value in (("--format", fmt), ("--baseline-format", baseline_format)):
         if value is not None and value not in PREDICTION_FORMATS:
             raise ValueError(f"{option} {value!r} is not a predictions format; choose {', '.join(PREDICTION_FORMATS)}")
+    check_alignment_mode(alignment_mode)
     _check_bootstrap(bootstrap, baseline is not None)
     check_length_policy(length_policy, "--length-policy")
     check_output(output, inputs=[predictions, baseline, *spec_paths(references), *(spec_paths(train) if train else [])])
     lines = read_lines(predictions, "predictions")
     baseline_lines = read_lines(baseline, "baseline") if baseline is not None else None
-    refs = load_references(references, params, cache_dir)
+    refs = load_references(references, params, cache_dir, alignment_mode)
     system, found = parse_predictions(predictions, lines, refs, fmt)
     base = parse_predictions(baseline, baseline_lines, refs, baseline_format) if baseline is not None else None
     pairs, pairs_from = training_pairs_for(refs, train, params, cache_dir)

@@ -75,3 +75,26 @@ def run_without_csc_hf(code: str, *args: str, cwd: Path):
         text=True,
         timeout=300,
     )
+
+
+BART_TINY = {
+    "d_model": 32,
+    "encoder_layers": 1,
+    "decoder_layers": 1,
+    "encoder_attention_heads": 2,
+    "decoder_attention_heads": 2,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+}
+"""BartConfig fields of a tiny BART for training tests."""
+
+
+def levenshtein(a, b) -> int:
+    """The edit distance of two sequences, by the textbook table (the reference the alignment tests check against)."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j - 1] + (x != y), previous[j] + 1, current[j - 1] + 1))
+        previous = current
+    return previous[-1]

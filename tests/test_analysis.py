@@ -7,7 +7,15 @@ import pytest
 from csc_hf.cli import main
 from csc_hf.corruption import pack
 from csc_hf.data import analyze_data, read_data
-from csc_hf.dataset_stats import context_overlap, coverage, dataset_stats, error_pairs, split_stats
+from csc_hf.dataset_stats import (
+    context_overlap,
+    coverage,
+    dataset_stats,
+    error_pairs,
+    errors_per_sentence,
+    gold_errors,
+    split_stats,
+)
 
 # Four sentences, five errors: 们→门 twice (phonetic), 气→汽 (phonetic), 他→她 (both), 已→己 (graphic).
 SOURCES = ["我门去学校", "他是個好人", "今天天汽很好。", "她门己经走了"]
@@ -22,6 +30,10 @@ def test_statistics_match_hand_computed_values():
         "sentences_with_errors": 3,
         "errors": 5,
         "errors_per_sentence": 1.25,
+        "avg_source_length": 5.75,
+        "substitution_errors": 5,
+        "missing_errors": 0,
+        "redundant_errors": 0,
         "pairs": 4,
         "phonetic_pair_share": 0.5,
         "graphic_pair_share": 0.25,
@@ -46,7 +58,7 @@ def test_one_split_statistics_function(small_params):
 
     plan = plan_for(BenchParams(**small_params))
     examples = plan.examples(splits_of("test", plan.params.probs)[0])
-    counts = split_stats(examples.target, examples.corruption.error_mask)
+    counts = split_stats(examples.target, errors_per_sentence(examples.target, examples.corruption.error_mask))
     assert counts["errors"] > 0 and counts["sentences"] == 80
     built = examples.stats()
     table9 = dataset_stats(
@@ -54,7 +66,7 @@ def test_one_split_statistics_function(small_params):
     )
     assert {k: built[k] for k in counts} == {k: table9[k] for k in counts} == counts
     # an empty sentence counts as one without errors (np.add.reduceat gave it its neighbour's errors)
-    assert split_stats(pack(["ab", "", "cd"]), [True, False, False, False]) == {
+    assert split_stats(pack(["ab", "", "cd"]), errors_per_sentence(pack(["ab", "", "cd"]), [1, 0, 0, 0])) == {
         "sentences": 3,
         "avg_length": 1.33,
         "sentences_with_errors": 1,
@@ -79,9 +91,28 @@ def test_coverage_and_context_overlap_match_hand_computed_values():
     assert context_overlap(SOURCES, TARGETS, ["x"], n=4)["ngram_overlap"] == 0.0
 
 
+def test_missing_and_redundant_characters_are_counted_by_kind():
+    # 们 missing, 去 replaced by 取 (a substitution), 的 doubled (redundant), 了 missing at the end
+    sources, targets = ["我去学校", "我们取学校", "我的的书", "走"], ["我们去学校", "我们去学校", "我的书", "走了"]
+    errors = gold_errors(sources, targets)
+    assert errors.per_sentence.tolist() == [1, 1, 1, 1]
+    assert errors.kinds == {"substitution": 1, "missing": 2, "redundant": 1}
+    assert errors.pairs == {("去", "取"): 1} == error_pairs(sources, targets)
+    # in the packed targets: 们 (1), 去 (5 + 2), the 书 after the removed 的 (10 + 2), 了 (13 + 1)
+    assert errors.target_positions.tolist() == [1, 7, 12, 14]
+    stats = dataset_stats(sources, targets, judge=lambda right, wrong: "phonetic")
+    assert stats["errors"] == 4 and stats["sentences_with_errors"] == 4
+    assert (stats["substitution_errors"], stats["missing_errors"], stats["redundant_errors"]) == (1, 2, 1)
+    assert stats["avg_length"] == 3.75 and stats["avg_source_length"] == 3.5
+    assert stats["phonetic_error_share"] == 1.0  # of the substitutions
+    # the bigrams holding an error: 我们 们去 | 们去 去学 | 的书 | 走了
+    overlap = context_overlap(sources, targets, ["我们去学校"], n=2)
+    assert overlap["ngram_overlap"] == round(4 / 6, 4)
+
+
 def test_bad_inputs_are_clear_errors(tmp_path):
-    with pytest.raises(ValueError, match="sentence 1: source has 4 characters, target 5"):
-        dataset_stats(["我们去", "他是好人"], ["我们去", "他是个好人"])
+    with pytest.raises(ValueError, match="sentence 1: source has 4 characters, target 0"):
+        dataset_stats(["我们去", "他是好人"], ["我们去", ""])
     with pytest.raises(ValueError, match="no sentence"):
         dataset_stats([], [])
     tsv = tmp_path / "bad.tsv"
@@ -170,3 +201,15 @@ def test_analyze_exported_folder(small_params, bench_cache, tmp_path):
     assert list(one) == [f"{folder}:unseen_k"]
     direct = analyze_data(["unseen_k"], params=small_params, cache_dir=bench_cache)["statistics"]["unseen_k"]
     assert one[f"{folder}:unseen_k"] == direct
+
+
+def test_analyze_length_changing_configs(small_params, bench_cache):
+    from csc_hf.benchmark import CONFIGS, BenchParams, plan_for
+
+    stats = analyze_data(["missing", "mixed"], params=small_params, cache_dir=bench_cache)["statistics"]
+    missing, mixed = stats["missing"], stats["mixed"]
+    assert missing["missing_errors"] == missing["errors"] > 0 and missing["avg_source_length"] < missing["avg_length"]
+    built = plan_for(BenchParams(**small_params)).examples(CONFIGS["mixed"].splits[0]).stats()
+    assert mixed["errors"] == built["errors"] and mixed["sentences_with_errors"] == built["sentences_with_errors"]
+    for kind in ("substitution", "missing", "redundant"):  # the rows' edits are the alignment's reading
+        assert mixed[f"{kind}_errors"] == round(built[f"{kind}_share"] * built["errors"])

@@ -17,6 +17,10 @@ from csc_hf.benchmark.builder import code_files
 from csc_hf.benchmark.configs import probs_split
 from csc_hf.benchmark.export import CARD, export
 from csc_hf.benchmark.plan import AUGMENTED_COPIES, BenchParams, plan_for, read_pair_file
+from csc_hf.corruption import EDIT_KINDS, ERROR_TYPES, FUNCTION_CHARS
+from csc_hf.edits import Edit, alignment, apply, positional
+
+LENGTH_CHANGING = ("missing", "redundant", "mixed")
 
 
 def table_digest(ds: datasets.Dataset) -> str:
@@ -46,24 +50,56 @@ def test_every_config_and_split(built, small_params):
         == {"pe01", "pe03", "pe05", "pe10", "pe15", "pe20"}
     )
     assert len(built["train"]["validation"]) == 60
-    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean"):
+    for name in ("test", "unseen_k", "unseen_v", "seen", "phonetic", "graphic", "clean", *LENGTH_CHANGING):
         assert len(built[name]["test"]) == 80
     assert len(built["scontext"]["test"]) == 40
 
 
 def test_examples_are_consistent(built):
-    type_names = built["test"]["test"].features["errors"].feature["type"].names
-    for data in built.values():
+    features = built["test"]["test"].features["errors"].feature
+    type_names, kind_names = features["type"].names, features["kind"].names
+    for name, data in built.items():
         for ds in data.values():
             for row in ds:
                 src, tgt = row["source"], row["target"]
-                assert len(src) == len(tgt) == len(row["detection_labels"])
-                wrong = [i for i, (a, b) in enumerate(zip(src, tgt)) if a != b]
-                assert row["error_positions"] == wrong == [e["position"] for e in row["errors"]]
-                assert row["detection_labels"] == [int(a != b) for a, b in zip(src, tgt)]
+                edits = [
+                    Edit(kind_names[e["kind"]], e["position"], e["wrong"] or None, e["right"] or None)
+                    for e in row["errors"]
+                ]
+                assert len(row["detection_labels"]) == len(src) and "".join(apply(src, edits)) == tgt
+                assert row["error_positions"] == [e.position for e in edits]
+                wrong_chars = {e.position for e in edits if e.kind != "missing"}
+                assert row["detection_labels"] == [int(i in wrong_chars) for i in range(len(src))]
+                if CONFIGS[name].changes_length:  # the edits are the scorer's reading of the pair
+                    assert edits == alignment(src, tgt)
+                else:
+                    assert len(src) == len(tgt) and edits == positional(src, tgt)
                 for e in row["errors"]:
-                    assert (e["wrong"], e["right"]) == (src[e["position"]], tgt[e["position"]])
-                    assert type_names[e["type"]] in ("phonetic", "graphic", "both")
+                    kind, kind_type = kind_names[e["kind"]], type_names[e["type"]]
+                    assert e["wrong"] == ("" if kind == "missing" else src[e["position"]])
+                    assert (e["right"] == "") == (kind == "redundant")
+                    assert kind_type in (
+                        ("phonetic", "graphic", "both") if kind == "substitution" and name != "mixed" else ERROR_TYPES
+                    )
+                    assert kind != "missing" or kind_type == "other"
+
+
+def test_length_changing_configs(built, small_params):
+    for name, kinds in (("missing", {"missing"}), ("redundant", {"redundant"}), ("mixed", set(EDIT_KINDS))):
+        ds = built[name]["test"]
+        kind_names = ds.features["errors"].feature["kind"].names
+        found = {kind_names[e["kind"]] for row in ds for e in row["errors"]}
+        assert found == kinds and CONFIGS[name].changes_length
+        assert sum(len(r["source"]) != len(r["target"]) for r in ds) > 20
+        assert ds["target"] == built["test"]["test"]["target"] and ds["source"] != built["test"]["test"]["source"]
+    assert not CONFIGS["test"].changes_length and not CONFIGS["sighan15"].changes_length
+    plan = plan_for(BenchParams(**small_params))
+    stats = plan.examples(CONFIGS["mixed"].splits[0]).stats()
+    errors = sum(len(r["errors"]) for r in built["mixed"]["test"])
+    assert stats["errors"] == errors and stats["sentences"] == 80
+    assert abs(stats["substitution_share"] + stats["missing_share"] + stats["redundant_share"] - 1) < 1e-3
+    assert plan.examples(CONFIGS["test"].splits[0]).stats()["substitution_share"] == 1.0
+    assert FUNCTION_CHARS in CARD.read_text(encoding="utf-8")  # the card states the function characters
 
 
 def test_sets_follow_their_confusion_sets(built, small_params):
@@ -108,17 +144,18 @@ def test_same_seed_same_bytes_other_seed_other_data(built, small_params, tmp_pat
     assert other["test"]["source"] != built["test"]["test"]["source"]
 
 
-def test_same_bytes_in_a_fresh_process(built, small_params, tmp_path):
+@pytest.mark.parametrize("config", ["unseen_k", "mixed"])
+def test_same_bytes_in_a_fresh_process(built, small_params, tmp_path, config):
     code = (
         "import sys, hashlib, pyarrow as pa\n"
         "from csc_hf.benchmark import load_dataset\n"
-        f"ds = load_dataset('csc_bench', 'unseen_k', split='test', cache_dir={str(tmp_path)!r}, **{small_params!r})\n"
+        f"ds = load_dataset('csc_bench', {config!r}, split='test', cache_dir={str(tmp_path)!r}, **{small_params!r})\n"
         "t = ds.data.table.combine_chunks(); s = pa.BufferOutputStream()\n"
         "w = pa.ipc.new_stream(s, t.schema); w.write_table(t); w.close()\n"
         "print(hashlib.sha256(s.getvalue().to_pybytes()).hexdigest())\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1]
-    assert out == table_digest(built["unseen_k"]["test"])
+    assert out == table_digest(built[config]["test"])
 
 
 def test_the_cache_key_covers_every_module_the_data_is_made_with():
@@ -152,9 +189,10 @@ def test_export_records_how_to_rebuild_it_byte_for_byte(small_params, small_corp
     params = {**small_params, "seed": 5, "error_prob": 0.07}
     folder = export(tmp_path / "hub", ["unseen_k", "probs"], cache_dir=str(tmp_path / "c"), **params)
     record = json.loads((folder / "csc_bench_params.json").read_text(encoding="utf-8"))
-    assert record["params"] == {
-        **{f.name: getattr(BenchParams(**params), f.name) for f in fields(BenchParams)},
-        "probs": list(BenchParams.probs),
+    given = BenchParams(**params)
+    assert record["params"] == {  # tuples (probs, train_edit_shares) as json lists
+        f.name: list(value) if isinstance(value := getattr(given, f.name), tuple) else value
+        for f in fields(BenchParams)
     }
     assert record["inputs"]["corpus"] == {
         "path": str(small_corpus),
@@ -375,3 +413,71 @@ def test_augmentation_changes_the_train_split_only_and_never_leaks(built, small_
         "kept": 31,
         "kept_new": 31,
     }
+
+
+def test_rows_and_the_alignment_scorer_agree_on_the_errors(built):
+    from csc_hf.scoring import score
+
+    for name in ("missing", "redundant", "mixed", "test"):
+        ds = built[name]["test"]
+        feature = ds.features["errors"].feature
+        metadata = [
+            {
+                "errors": [
+                    {
+                        "position": e["position"],
+                        "type": feature["type"].names[e["type"]],
+                        "kind": feature["kind"].names[e["kind"]],
+                    }
+                    for e in errors
+                ]
+            }
+            for errors in ds["errors"]
+        ]
+        perfect = score(ds["source"], ds["target"], ds["target"], alignment=True, metadata=metadata, bootstrap=0)
+        assert perfect["n_errors"] == sum(map(len, ds["errors"])) and perfect["char_cor_f1"] == 1.0
+        for kind in EDIT_KINDS:
+            assert perfect[f"{kind}_n_errors"] == sum(
+                feature["kind"].names[e["kind"]] == kind for errors in ds["errors"] for e in errors
+            )
+        untouched = score(ds["source"], ds["source"], ds["target"], alignment=True, bootstrap=0)
+        assert untouched["char_det_r"] == 0.0 and untouched["n_changes"] == 0
+
+
+def test_train_edit_shares_change_the_train_config_only(built, small_params, tmp_path):
+    """``train_edit_shares`` draws the errors of the train and validation splits as the mixed config does (missing
+    and redundant characters too); every other config, seen and scontext included, has the same rows."""
+    shares = (0.5, 0.25, 0.25)
+    mixed = {
+        name: load_dataset(
+            "csc_bench", name, cache_dir=str(tmp_path / "c"), train_edit_shares=list(shares), **small_params
+        )
+        for name in ("train", "test", "seen", "scontext", "mixed")
+    }
+    for name in ("test", "seen", "scontext", "mixed"):
+        assert table_digest(mixed[name]["test"]) == table_digest(built[name]["test"]), name
+    for split in ("train", "validation"):
+        ds, plain = mixed["train"][split], built["train"][split]
+        assert ds["target"] == plain["target"] and ds["id"] == plain["id"]
+        kinds = ds.features["errors"].feature["kind"].names
+        found = {kinds[e["kind"]] for row in ds for e in row["errors"]}
+        assert found == set(EDIT_KINDS) and sum(len(s) != len(t) for s, t in zip(ds["source"], ds["target"])) > 10
+        for row in ds.select(range(20)):
+            edits = [
+                Edit(kinds[e["kind"]], e["position"], e["wrong"] or None, e["right"] or None) for e in row["errors"]
+            ]
+            assert edits == alignment(row["source"], row["target"])
+    same = load_dataset(
+        "csc_bench", "train", cache_dir=str(tmp_path / "c"), train_edit_shares=[1, 0, 0], **small_params
+    )
+    assert table_digest(same["train"]) == table_digest(built["train"]["train"])  # the default: the same bytes
+    assert BenchParams(train_edit_shares=shares).train_changes_length and not BenchParams().train_changes_length
+    for bad, message in (
+        ((0.5, 0.5), "give 3 non-negative shares"),
+        ((0.5, 0.25, 0.5), "that sum to 1"),
+        ((1.5, -0.25, -0.25), "non-negative"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            BenchParams(train_edit_shares=bad).validate()
+    with pytest.raises(ValueError, match="the augmented train split holds substitutions only"):
+        BenchParams(train_edit_shares=shares, augmentation="sighan13").validate()

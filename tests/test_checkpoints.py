@@ -22,10 +22,10 @@ from transformers import (
 
 from csc_hf.chars.pinyin import is_han
 from csc_hf.cli import main
+from csc_hf.edits import aligned_substitutions
 from csc_hf.evaluation import EvaluationOptions, evaluate_model
 from csc_hf.files import read_lines, read_predictions
 from csc_hf.pipeline import Corrector
-from csc_hf.scoring import aligned_substitutions
 
 SENTENCES = [
     "今年接收720余名转业干部。",
@@ -200,6 +200,7 @@ def test_plain_bert_checkpoint_corrects_character_by_character(bert_dir, vocab_f
         "wrong": "我",
         "right": "他",
         "probability": pytest.approx(1.0),
+        "kind": "substitution",
     }
 
 
@@ -241,6 +242,21 @@ def test_seq2seq_output_keeps_only_same_position_han_substitutions(seq2seq_dir, 
     monkeypatch.setattr(corrector.model, "generate", generate)
     texts = ["我门去北京，abc 720。", "他们门口有iPhone。", "门" * 150, "abc，去"]
     assert corrector.correct(texts) == [text.replace("门", "们") for text in texts]
+
+
+def test_seq2seq_output_keeps_han_insertions_and_deletions_when_asked(seq2seq_dir, monkeypatch):
+    import csc_hf.pipeline
+
+    def generate(model, tokenizer, texts, max_length):  # a rewrite: 们 missing after 我, 的 doubled, a comma dropped
+        return [t.replace("我去", "我们去").replace("的的", "的").replace("，", "").replace("a", "A") for t in texts]
+
+    monkeypatch.setattr(csc_hf.pipeline, "generate_corrections", generate)
+    corrector = Corrector.from_pretrained(seq2seq_dir, batch_size=2)
+    texts = ["我去北京，abc 的的 720。", "好的的"]
+    assert corrector.correct(texts) == texts  # substitutions only: the rewrite has none
+    every = corrector.with_options(edit_kinds=["substitution", "missing", "redundant"])
+    assert every.correct(texts) == ["我们去北京，abc 的 720。", "好的"]  # only Han characters go in or out
+    assert [e["kind"] for e in every(texts[0])["edits"]] == ["missing", "redundant"]
 
 
 def test_aligned_substitutions_keep_only_same_position_changes():

@@ -25,6 +25,18 @@ def test_build_prints_statistics_and_writes_sets(small_params, tmp_path, capsys)
     assert (tmp_path / "out" / "S_seen.json").is_file()
 
 
+def test_build_train_with_missing_and_redundant_characters(small_params, tmp_path, capsys):
+    out_dir, cache = str(tmp_path / "out"), str(tmp_path / "cache")
+    shares = ["--train-edit-shares", "0.5", "0.25", "0.25"]
+    assert main(["build", "train", "--output", out_dir, "--cache-dir", cache, *small_args(small_params), *shares]) == 0
+    train = json.loads((tmp_path / "out" / "stats.json").read_text())["configs"]["train/train"]
+    assert train["missing_share"] > 0.1 and train["redundant_share"] > 0.1 and train["substitution_share"] > 0.3
+    assert (
+        main(["build", "train", "--cache-dir", cache, *small_args(small_params), "--train-edit-shares", "1", "1"]) == 2
+    )
+    assert "train_edit_shares=[1.0, 1.0]: give 3 non-negative shares" in capsys.readouterr().err
+
+
 def test_bad_parameter_is_a_clear_error(small_params, tmp_path, capsys):
     assert main(["build", "test", "--cache-dir", str(tmp_path), *small_args(small_params), "--error-prob", "2"]) == 2
     assert "error_prob=2.0 is outside [0, 1]" in capsys.readouterr().err

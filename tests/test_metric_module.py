@@ -219,3 +219,31 @@ def test_trainer_compute_metrics(tmp_path, csc):
         metrics = trainer.evaluate()
         assert {k: metrics[f"eval_{k}"] for k in expected} == pytest.approx(expected)
         assert metrics["eval_n_sentences"] == len(rows)
+
+
+def test_metric_card_examples(csc):
+    """Every `>>>` example of the metric card (metrics/csc/README.md), run with the loaded module as `csc`."""
+    card = (REPO / "metrics/csc/README.md").read_text(encoding="utf-8")
+    blocks = [block for block in re.findall(r"```python\n(.+?)```", card, re.S) if ">>>" in block]
+    test = doctest.DocTestParser().get_doctest("\n".join(blocks), {"csc": csc}, "card", "metrics/csc/README.md", 0)
+    assert len(test.examples) >= 10
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_alignment_and_the_fast_paths_give_scorings_numbers(csc):
+    sources, predictions, references = (
+        ["我们去学", "我们们去学校", "我们去学效"],
+        ["我们去学校", "我们们去学校", "我们去学"],
+        ["我们去学校", "我们去学校", "我们去学校"],
+    )
+    expected = scoring.score(sources, predictions, references, alignment=True, bootstrap=0)
+    assert csc.compute(sources=sources, predictions=predictions, references=references, alignment=True) == expected
+    csc.add_batch(sources=sources[:1], predictions=predictions[:1], references=references[:1])
+    csc.add_batch(sources=sources[1:], predictions=predictions[1:], references=references[1:])
+    assert csc.compute(alignment=True) == expected
+    csc.add_batch(sources=[[1, 2]], predictions=[[1, 2]], references=[[1, 2]])
+    with pytest.raises(ValueError, match="this batch holds strings, the batches before it did not"):
+        csc.add_batch(sources=sources, predictions=predictions, references=references)
+    assert csc.compute()["n_sentences"] == 1

@@ -305,3 +305,54 @@ def test_precision_autocasts_the_forward_and_decodes_fp32_logits(trained, tokeni
     assert Corrector(trained, tokenizer).bf16
     with pytest.raises(ValueError, match=r"precision='fp16': choose one of \('auto', 'bf16', 'fp32'\)"):
         Corrector(trained, tokenizer, precision="fp16")
+
+
+def test_bart_keeps_insertions_and_deletions_only_when_asked(tokenizer, monkeypatch):
+    """csc_hf's BART generates freely when edit_kinds allows missing or redundant characters; its output is aligned to
+    the source's tokens and only Han insertions and deletions (outside protected characters and terms) are kept."""
+    torch.manual_seed(0)
+    bart = build_model("bart", tokenizer, **BART_TINY).eval()
+    texts = ["我们们今天去北京。", "我今天去北京天安门广场看升旗。", "他说的是对", "他说的适对的，我觉的很好。" * 3]
+
+    def rewrite(text: str) -> str:  # the doubled 们 goes, 们 comes after 我, 的 after 是对 (at the end), 。 goes
+        return text.replace("们们", "们").replace("我今", "我们今").replace("是对", "是对的").replace("。", "")
+
+    def generate(input_ids, attention_mask=None, decoder_input_ids=None, max_new_tokens=0, **kwargs):
+        rows = [
+            [
+                *decoder_input_ids[0].tolist(),
+                *tokenizer(rewrite(tokenizer.decode(row, skip_special_tokens=True)))["input_ids"][1:],
+            ]
+            for row in input_ids.tolist()
+        ]
+        width = max(map(len, rows))
+        return torch.tensor([row + [tokenizer.pad_token_id] * (width - len(row)) for row in rows])
+
+    monkeypatch.setattr(bart, "generate", generate)
+    corrector = Corrector(bart, tokenizer, batch_size=2)
+    assert corrector.can_change_length and corrector.edit_kinds == ("substitution",)
+    every = corrector.with_options(edit_kinds=["redundant", "missing", "substitution"])
+    assert every.edit_kinds == ("substitution", "missing", "redundant")
+    assert every.correct(texts) == ["我们今天去北京。", "我们今天去北京天安门广场看升旗。", "他说的是对的", texts[3]]
+    assert every(texts[0])["edits"] == [
+        {"position": 2, "wrong": "们", "right": "", "probability": None, "kind": "redundant"}
+    ]
+    assert every(texts[2])["edits"] == [
+        {"position": 5, "wrong": "", "right": "的", "probability": None, "kind": "missing"}  # appended at the end
+    ]
+    only_missing = corrector.with_options(edit_kinds=["missing"])
+    assert only_missing.correct(texts[:3]) == [texts[0], "我们今天去北京天安门广场看升旗。", "他说的是对的"]
+    protected = every.with_options(protected_chars="们", protected_terms=["的是对"])
+    assert protected.correct(texts[:3]) == [texts[0], "我们今天去北京天安门广场看升旗。", "他说的是对的"]
+    assert every.with_options(protected_terms=["我今天"]).correct(texts[1]) == texts[1]  # nothing goes in inside one
+    options = [{"edit_kinds": ["substitution"]}, {"edit_kinds": ["substitution", "missing", "redundant"]}]
+    assert corrector.correct_each(texts, options) == [corrector.correct(texts), every.correct(texts)]
+
+
+def test_a_tagging_model_cannot_insert_or_delete(tokenizer, model):
+    corrector = Corrector(model, tokenizer)
+    assert not corrector.can_change_length and corrector.edit_kinds == ("substitution",)
+    with pytest.raises(ValueError, match="a tagging model predicts one character per source character"):
+        corrector.with_options(edit_kinds=["substitution", "missing"])
+    with pytest.raises(ValueError, match=r"edit_kinds: \['insertion'\] are not edit kinds"):
+        Corrector(model, tokenizer, edit_kinds=["insertion"])

@@ -85,7 +85,9 @@ def test_a_study_plans_every_stage_once_in_order(tmp_path):
         "evaluate bert (seed 0, augmented)",
         "train bert (seed 0, training set pe20)",
         "evaluate bert (seed 0, training set pe20)",
-    ]  # the plain bert is the grid's
+        "train bart (seed 0, training set edits)",
+        "evaluate bart (seed 0, training set edits)",
+    ]  # the plain bert and bart are the grid's
     part = [step.label for step in study.plan(study.grid(["plome"], [1]))]
     assert part == ["build", "pretrain", "train plome (seed 1)", "evaluate plome (seed 1)", "augment"]
     assert not (tmp_path / "stages").exists()  # planning makes no folder

@@ -98,6 +98,15 @@ def test_readme_outside_checkpoint_example_runs_as_written(tmp_path):
     )
 
 
+def test_readme_missing_and_redundant_example_runs_as_written(tmp_path):
+    """The README's alignment example prints the recall per edit kind its comment states."""
+    blocks = re.findall(r"```python\n(.+?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    (code,) = [block for block in blocks if "alignment=True" in block]
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == code.strip().splitlines()[-1].removeprefix("# ")
+
+
 def test_readme_own_pairs_example_trains_as_written_without_a_warning(tmp_path):
     """The README's own-pairs config (`my_run.yaml`) trains as written (two steps here, in fp32 as on a CPU without
     bf16: the case where the Trainer would pin memory for a missing GPU) with no warning from torch, and the README says

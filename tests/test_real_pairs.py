@@ -6,21 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import BART_TINY
 
 import csc_hf.training.data
 from csc_hf.training import load_config, train
 from csc_hf.training.data import training_data
 
 BERT_TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
-BART_TINY = {
-    "d_model": 32,
-    "encoder_layers": 1,
-    "decoder_layers": 1,
-    "encoder_attention_heads": 2,
-    "decoder_attention_heads": 2,
-    "encoder_ffn_dim": 64,
-    "decoder_ffn_dim": 64,
-}
 
 
 def sentences(small_corpus: Path, n: int) -> list[str]:

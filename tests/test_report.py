@@ -416,3 +416,85 @@ def test_report_shows_a_tuned_similarity_prior_beside_keep_bias(tmp_path):
     decoding = text.split("## Decoding")[1].split("\n## ")[0]
     assert "`keep_bias / similarity_prior`" in decoding and "among 0, 3." in decoding
     assert "| bert | 2 / 3 | 2 / 0 |" in decoding and "| bart | - (seq2seq) | - (seq2seq) |" in decoding
+
+
+def with_length_changing_sets(results: dict) -> dict:
+    """The synthetic results plus the missing, redundant and mixed test sets: bart inserts and deletes, the tagging
+    models correct only the substitutions of mixed."""
+    records = list(results["records"])
+    for model, seed in {(r["model"], r["seed"]) for r in results["records"]}:
+        kinds = ["substitution", "missing", "redundant"] if model == "bart" else ["substitution"]
+        for config, present in (
+            ("missing", ("missing",)),
+            ("redundant", ("redundant",)),
+            ("mixed", ("substitution", "missing", "redundant")),
+        ):
+            s = scores(0.2, 0.1, 0.02, 0.03, 1200)
+            for kind in ("substitution", "missing", "redundant"):
+                recall = (
+                    (0.6 if kind == "substitution" else 0.5 if model == "bart" else 0.0) if kind in present else 0.0
+                )
+                s.update(
+                    {
+                        f"{kind}_n_errors": 400 if kind in present else 0,
+                        f"{kind}_char_cor_r": recall,
+                        f"{kind}_char_cor_r_ci_low": max(recall - 0.05, 0.0),
+                        f"{kind}_char_cor_r_ci_high": min(recall + 0.05, 1.0) if recall else 0.0,
+                    }
+                )
+            s["n_implausible"] = 1 if model == "bart" else 0
+            records.append(
+                {
+                    "model": model,
+                    "seed": seed,
+                    "config": config,
+                    "split": "test",
+                    "error_prob": 0.05,
+                    "edit_kinds": kinds,
+                    "scores": s,
+                }
+            )
+    return {**results, "records": records}
+
+
+def test_report_says_which_models_handle_which_edit_kind(tmp_path):
+    plain = analyze_results(synthetic_results())
+    results = with_length_changing_sets(synthetic_results())
+    bart = [r for r in results["records"] if r["model"] == "bart"]
+    results["training_sets"] = {
+        "sets": {"edits": {"train_edit_shares": [0.5, 0.25, 0.25]}},
+        "variants": ["bart"],
+        "records": [{**r, "training_set": "edits"} for r in bart],
+        "paired": [],
+    }
+    analysis = analyze_results(results)
+    # the paper's conclusions are judged on the substitution test sets only: the same as without the new sets
+    assert analysis.substitution_test_sets == plain.error_test_sets and analysis.ranking == plain.ranking
+    assert {n: c.verdict for n, c in analysis.conclusions.items()} == {
+        n: c.verdict for n, c in plain.conclusions.items()
+    }
+    kinds = analysis.edit_kinds
+    assert kinds.test_sets == ["missing", "redundant", "mixed"]
+    assert kinds.columns == [
+        ("missing", "missing"),
+        ("redundant", "redundant"),
+        ("mixed", "substitution"),
+        ("mixed", "missing"),
+        ("mixed", "redundant"),
+    ]
+    rows = {row.model: row for row in kinds.rows}
+    assert rows["bert"].can_change_length is False and rows["bart"].can_change_length is True
+    assert rows["bart (set edits)"].recall["mixed", "missing"].mean == 0.5 and rows["bart"].implausible == 6
+    write_run(tmp_path / "run", results)
+    text = write_report(tmp_path / "run").read_text(encoding="utf-8")
+    section = text.split("## Missing and redundant characters")[1].split("\n## ")[0]
+    assert (
+        "| bert | no (tagging) | 0.0 ± 0.0 (0.0-0.0) | 0.0 ± 0.0 (0.0-0.0) | 60.0 ± 0.0 (55.0-65.0) | 0.0 ± 0.0"
+        in section
+    )
+    assert "| bart | yes | 50.0 ± 0.0 (45.0-55.0) |" in section and "| mixed: redundant recall |" in section
+    assert "| bart (set edits) | yes |" in section
+    assert (
+        "## Missing and redundant characters"
+        not in write_report(write_run(tmp_path / "old", synthetic_results())).read_text()
+    )

@@ -362,6 +362,69 @@ def test_folder_with_an_id_column_matches_jsonl_ids(tmp_path):
         system_scores.parse_predictions("p.jsonl", [records[0].replace("10", "3"), *records[1:]], refs)
 
 
+# ---- missing and redundant characters: scoring by alignment ----------------------------------------------------------
+
+GAP_SOURCES = ["我去学校。", "我们们去公园。", "今天天汽不错。", "天气很好。"]  # 们 missing, 们 doubled, 气, none
+GAP_TARGETS = ["我们去学校。", "我们去公园。", "今天天气不错。", "天气很好。"]
+
+
+def test_references_of_other_lengths_are_scored_by_alignment(tmp_path, capsys):
+    refs = write_lines(tmp_path / "gaps.tsv", [f"{s}\t{t}" for s, t in zip(GAP_SOURCES, GAP_TARGETS)])
+    # right, right, wrong character, an implausible (over twice as long) rewrite of an error-free sentence
+    predictions = ["我们去学校。", "我们去公园。", "今天天器不错。", "天气很好。" * 3]
+    pred = write_lines(tmp_path / "pred.txt", predictions)
+    report = scored(pred, refs)
+    strict = report["scores"]["strict"]
+    assert report["alignment"] is True and strict["n_implausible"] == 1
+    assert (strict["missing_n_errors"], strict["redundant_n_errors"], strict["substitution_n_errors"]) == (1, 1, 1)
+    assert strict["missing_char_cor_r"] == strict["redundant_char_cor_r"] == 1.0
+    assert strict["substitution_char_det_r"] == 1.0 and strict["substitution_char_cor_r"] == 0.0
+    assert strict == {**score(GAP_SOURCES, predictions, GAP_TARGETS, alignment=True, bootstrap=20), **strict}
+    code, stdout, _ = run(capsys, "--predictions", str(pred), "--references", str(refs), "--bootstrap", "0")
+    assert (
+        code == 0 and "### Breakdown by edit kind" in stdout and "| missing | 1 | 11 |" in stdout
+    )  # the rewrite inserts 10
+    assert "Implausible predictions (empty, or longer than twice their source), scored as they are: 1." in stdout
+    code, _, err = run(capsys, "--predictions", str(pred), "--references", str(refs), "--alignment", "off")
+    assert code == 2 and f"{refs}, line 1: source has 5 characters, target 6" in err and "--alignment auto" in err
+
+
+def test_substitution_only_references_score_the_same_by_alignment(tsv, tmp_path):
+    pred = write_lines(tmp_path / "pred.txt", PREDICTIONS)
+    auto, on = scored(pred, tsv), scored(pred, tsv, "--alignment", "on")
+    assert auto["alignment"] is False and on["alignment"] is True
+    assert {k: v for k, v in on["scores"]["strict"].items() if k in auto["scores"]["strict"]} == auto["scores"][
+        "strict"
+    ]
+    assert on["scores"]["strict"]["substitution_n_errors"] == 3 and on["scores"]["strict"]["missing_n_errors"] == 0
+
+
+def test_an_empty_prediction_is_counted_not_a_crash(tmp_path):
+    refs = write_lines(tmp_path / "gaps.tsv", [f"{s}\t{t}" for s, t in zip(GAP_SOURCES, GAP_TARGETS)])
+    report = scored(write_lines(tmp_path / "pred.txt", ["", *GAP_TARGETS[1:]]), refs)
+    strict = report["scores"]["strict"]
+    assert (
+        strict["n_implausible"] == 1 and strict["missing_char_cor_r"] == 0.0 and strict["redundant_char_cor_r"] == 1.0
+    )
+
+
+def test_length_changing_benchmark_config_uses_its_typed_edits(bench, small_params, tmp_path, capsys):
+    from csc_hf.benchmark import load_dataset
+
+    options, cache, _ = bench
+    mixed = load_dataset("csc_bench", "mixed", split="test", cache_dir=cache, **small_params)
+    report = scored(write_lines(tmp_path / "pred.txt", mixed["target"]), "mixed", *options)
+    strict = report["scores"]["strict"]
+    assert report["alignment"] is True and report["error_types"] == "from the rows' errors"
+    assert strict["char_cor_f1"] == 1.0 and strict["n_errors"] == sum(map(len, mixed["errors"]))
+    kinds = mixed.features["errors"].feature["kind"].names
+    for kind in ("substitution", "missing", "redundant"):
+        assert strict[f"{kind}_n_errors"] == sum(kinds[e["kind"]] == kind for row in mixed["errors"] for e in row) > 0
+    sources = write_lines(tmp_path / "sources.txt", mixed["source"])
+    code, _, err = run(capsys, "--predictions", str(sources), "--references", "mixed", *options, "--alignment", "off")
+    assert code == 2 and "mixed: sentence" in err and "characters, target" in err
+
+
 def test_false_positive_rate_is_na_where_no_sentence_is_error_free(tmp_path, capsys):
     """A set whose every sentence has an error has no false-positive rate: None in the scores, their intervals and
     the paired test, n/a in every table (`csc-bench score`, a model card's), no entry in a

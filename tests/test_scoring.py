@@ -15,10 +15,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import levenshtein
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from csc_hf import scoring
+from csc_hf.edits import alignment as edit_alignment
+from csc_hf.edits import slots
 from csc_hf.scoring import align, compare, score, scores_from_totals, sentence_counts
 
 MAIN_SCORES = (
@@ -89,6 +92,7 @@ def test_hand_computed_strict():
         "n_cor_hits": 2,
         "n_length_mismatch": 0,
         "n_indels": 0,
+        "n_implausible": 0,
     }
     assert r["nerr1_n_sentences"] == 4 and r["nerr2_n_sentences"] == 0 and r["nerr3plus_n_sentences"] == 0
     assert {k: r[f"nerr1_{k}"] for k in ("sent_det_r", "sent_cor_r", "char_det_r", "char_cor_r")} == pytest.approx(
@@ -184,16 +188,6 @@ def test_align_examples():
     assert align("", "ab") == ([], 2)
     assert align([1, 2, 3], [1, 9, 3, 4]) == ([(1, 9)], 1)
     assert align("", "") == ([], 0)
-
-
-def levenshtein(a, b):
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        current = [i]
-        for j, y in enumerate(b, 1):
-            current.append(min(previous[j - 1] + (x != y), previous[j] + 1, current[j - 1] + 1))
-        previous = current
-    return previous[-1]
 
 
 @settings(max_examples=300, deadline=None)
@@ -584,3 +578,214 @@ def test_randomized_large_batch_matches_oracle():
         result = run(sources, predictions, references, convention=convention)
         expected = oracle(sources, predictions, references, convention)
         assert {k: result[k] for k in expected} == pytest.approx(expected)
+
+
+# ------------------------------------------------------------------ alignment: missing and redundant characters
+
+KIND_KEYS = tuple(
+    f"{kind}_{name}"
+    for kind in scoring.EDIT_KINDS
+    for name in (*(key for key in MAIN_SCORES if key.startswith("char_")), "n_errors", "n_changes")
+)
+
+
+def test_alignment_hand_computed():
+    sources = ["我们去学", "我们们去学校", "我们去学效", "我们去学校", "他来了"]
+    references = ["我们去学校", "我们去学校", "我们去学校", "我们去学校", "他来了"]
+    predictions = [
+        "我们去学校",  # missing 校 inserted: detected and corrected
+        "我们们去学校",  # redundant 们 kept: missed
+        "我们去学",  # 效 deleted instead of replaced: a wrong change (redundant), the substitution missed
+        "我们去学校了",  # error-free, 了 inserted: a false positive
+        "他来了",
+    ]
+    r = run(sources, predictions, references, alignment=True)
+    # gold: missing 校 (0), redundant 们 (1), substitution 效 -> 校 (2); changes: 0 (1), 2 (1), 3 (1)
+    assert (r["n_errors"], r["n_changes"], r["n_det_hits"], r["n_cor_hits"]) == (3, 3, 1, 1)
+    assert (r["char_det_p"], r["char_det_r"], r["fpr"]) == (1 / 3, 1 / 3, 0.5)
+    assert (r["sent_cor_p"], r["sent_cor_r"], r["sent_acc"]) == (1 / 3, 1 / 3, 2 / 5)
+    assert run(sources, predictions, references, alignment=True, convention="lenient")["sent_cor_p"] == 0.5
+    assert {k: r[k] for k in KIND_KEYS if k.endswith(("n_errors", "n_changes"))} == {
+        "substitution_n_errors": 1,
+        "substitution_n_changes": 0,
+        "missing_n_errors": 1,
+        "missing_n_changes": 2,
+        "redundant_n_errors": 1,
+        "redundant_n_changes": 1,
+    }
+    assert (r["missing_char_det_p"], r["missing_char_det_r"], r["missing_char_cor_r"]) == (0.5, 1.0, 1.0)
+    assert (r["redundant_char_det_r"], r["redundant_char_det_p"], r["substitution_char_det_r"]) == (0.0, 0.0, 0.0)
+    assert (r["n_indels"], r["n_length_mismatch"], r["n_implausible"]) == (3, 3, 0)
+
+
+def test_a_missing_character_is_matched_by_its_order_at_a_position():
+    r = run(["去学"], ["我们去学"], ["我门去学"], alignment=True)  # 我 right, 门 wrong in the second slot
+    assert (r["n_det_hits"], r["n_cor_hits"], r["missing_char_cor_r"]) == (2, 1, 0.5)
+    r = run(["去学"], ["们去学"], ["我们去学"], alignment=True)  # one of two inserted, in the first slot
+    assert (r["n_det_hits"], r["n_cor_hits"]) == (1, 0)
+
+
+def test_the_prediction_is_read_closest_to_the_gold():
+    # "ABBC" -> "ABC" removes a B; "ABD" removes a B and replaces C: read so, not as B -> D plus C removed
+    r = run(["ABBC"], ["ABD"], ["ABC"], alignment=True)
+    assert (r["n_det_hits"], r["n_cor_hits"], r["n_changes"]) == (1, 1, 2)
+
+
+def test_references_of_another_length_need_alignment():
+    with pytest.raises(ValueError, match=r"example 1: source has length 4 but reference has length 5.*alignment=True"):
+        run(["abcd", "abcd"], ["abcd", "abcd"], ["abcd", "abcde"])
+    with pytest.raises(ValueError, match=r"example 0: source has length 2 but reference has length 1"):
+        run([[5, 6]], [[5, 6]], [[5]])
+    assert run(["abcd", "abcd"], ["abcd", "abcde"], ["abcd", "abcde"], alignment=True)["sent_acc"] == 1.0
+
+
+@pytest.mark.parametrize("alignment", [False, True])
+def test_implausible_predictions_are_scored_and_counted(alignment):
+    sources, references = ["我们去学校", "他来了", "好"], ["我们去学校", "他来了", "好"]
+    predictions = ["", "他来了" * 3, "好" * 2000]
+    r = run(sources, predictions, references, alignment=alignment)
+    assert (r["n_implausible"], r["n_changes"], r["fpr"]) == (3, 5 + 6 + 1999, 1.0)
+
+
+@pytest.mark.parametrize("alignment", [False, True])
+def test_empty_sources_and_references_are_named(alignment):
+    with pytest.raises(ValueError, match=r"sources\[1\] is empty"):
+        run(["ab", ""], ["ab", "a"], ["ab", "a"], alignment=alignment)
+    with pytest.raises(ValueError, match=r"references\[0\] is empty"):
+        run(["ab"], ["ab"], [""], alignment=alignment)
+
+
+def test_alignment_metadata_names_kinds_and_positions():
+    sources, references = ["去学校了了", "我们去学效"], ["我们去学校了", "我们去学校"]
+    metadata = [
+        {
+            "errors": [
+                {"position": 0, "kind": "missing", "type": "other"},
+                {"position": 0, "kind": "missing", "type": "other"},
+                {"position": 3, "kind": "redundant", "type": "other"},
+            ]
+        },
+        {"errors": [{"position": 4, "type": "graphic"}]},
+    ]
+    r = run(sources, references, references, alignment=True, metadata=metadata, train_pairs=[("校", "效")])
+    counts = (r["type_other_n_errors"], r["type_graphic_n_errors"], r["seen_n_errors"], r["unseen_n_errors"])
+    assert counts == (3, 1, 1, 0)
+    assert r["type_other_char_cor_r"] == r["seen_char_cor_r"] == 1.0
+    wrong = [{"errors": metadata[0]["errors"][:2]}, metadata[1]]
+    with pytest.raises(ValueError, match=r"metadata\[0\] lists 2 errors but the alignment .* has 3"):
+        run(sources, references, references, alignment=True, metadata=wrong)
+    moved = [metadata[0], {"errors": [{"position": 3, "type": "graphic"}]}]
+    with pytest.raises(ValueError, match=r"metadata\[1\]: substitution at position 3 is not a gold error"):
+        run(sources, references, references, alignment=True, metadata=moved)
+    with pytest.raises(ValueError, match=r"metadata\[1\]: error kind 'deleted'"):
+        run(
+            sources,
+            references,
+            references,
+            alignment=True,
+            metadata=[metadata[0], {"errors": [{"position": 4, "kind": "deleted", "type": "graphic"}]}],
+        )
+
+
+def test_alignment_with_token_ids_bootstrap_and_compare():
+    sources, references, predictions = (
+        ["我们去学", "我们们去学校"],
+        ["我们去学校", "我们去学校"],
+        ["我们去学校", "我们们去学"],
+    )
+    ids = [[[ord(c) for c in text] for text in column] for column in (sources, predictions, references)]
+    assert run(*ids, alignment=True) == run(sources, predictions, references, alignment=True)
+    # lengths differ: only the reference's and the prediction's ignore_index entries are dropped
+    padded = [[101] + ids[0][0] + [102]], [[101] + ids[1][0] + [102, -100]], [[101] + ids[2][0] + [102, -100, -100]]
+    assert (run(*padded, alignment=True)["n_errors"], run(*padded, alignment=True)["sent_acc"]) == (1, 1.0)
+    r = score(sources, predictions, references, alignment=True, bootstrap=50, seed=1)
+    assert "missing_char_cor_r_ci_low" in r and r["missing_char_cor_r"] == 1.0
+    test = compare(sources, predictions, references, references, alignment=True, n_resamples=50)
+    assert test["redundant_char_det_r"]["b"] == 1.0 and test["redundant_char_det_r"]["a"] == 0.0
+
+
+@st.composite
+def substitution_triples(draw, max_sentences=8):
+    """Substitution-only data, as any CSC data: predictions and references as long as their sources, each read
+    position by position by a minimum alignment (a copy of the source where a random draw would not be)."""
+    n = draw(st.integers(1, max_sentences))
+    columns = [], [], []
+    for _ in range(n):
+        source = draw(st.text("abcdefgh", min_size=1, max_size=10))
+        rows = [source]
+        for _ in range(2):
+            row = "".join(draw(st.sampled_from([c, c, c, "x", "y", "a"])) for c in source)
+            hamming = sum(a != b for a, b in zip(source, row))
+            rows.append(row if hamming == levenshtein(source, row) else source)
+        for column, row in zip(columns, (rows[0], rows[1], rows[2])):
+            column.append(row)
+    return columns
+
+
+@PROPERTY_SETTINGS
+@given(substitution_triples(), st.sampled_from(scoring.CONVENTIONS), st.booleans())
+def test_alignment_gives_todays_numbers_on_substitution_only_data(data, convention, as_ids):
+    sources, _, references = data
+    metadata = [
+        {
+            "errors": [
+                {"position": i, "type": ["phonetic", "graphic"][i % 2]}
+                for i, (s, r) in enumerate(zip(source, reference))
+                if s != r
+            ]
+        }
+        for source, reference in zip(sources, references)
+    ]
+    options = {"convention": convention, "metadata": metadata, "train_pairs": [("x", "a"), ("y", "b")]}
+    if as_ids:
+        data = [[[ord(c) for c in text] for text in column] for column in data]
+        options["train_pairs"] = [(ord(r), ord(w)) for r, w in options["train_pairs"]]
+    today, aligned = run(*data, **options), run(*data, alignment=True, **options)
+    assert {k: aligned[k] for k in today} == today
+    for name in ("char_det_p", "char_det_r", "char_cor_p", "char_cor_r"):
+        assert aligned[f"substitution_{name}"] == today[name]
+    assert all(aligned[f"{kind}_n_{what}"] == 0 for kind in ("missing", "redundant") for what in ("errors", "changes"))
+
+
+def edit_oracle(sources, predictions, references):
+    """Per-edit counts straight from the definitions: slots of the two alignments, compared as sets."""
+    totals = {"gold": 0, "changes": 0, "det": 0, "cor": 0, "det_exact": 0, "cor_exact": 0}
+    for source, prediction, reference in zip(sources, predictions, references):
+        gold = edit_alignment(source, reference)
+        guess = edit_alignment(source, prediction, gold)
+        gold_slots = dict(zip(slots(gold), gold))
+        hits = [(s, e) for s, e in zip(slots(guess), guess) if s in gold_slots]
+        totals["gold"] += len(gold)
+        totals["changes"] += len(guess)
+        totals["det"] += len(hits)
+        totals["cor"] += sum(gold_slots[s].right == e.right for s, e in hits)
+        totals["det_exact"] += set(slots(gold)) == set(slots(guess))
+        totals["cor_exact"] += prediction == reference
+    return totals
+
+
+@PROPERTY_SETTINGS
+@given(
+    st.lists(
+        st.tuples(
+            st.text("abcd", min_size=1, max_size=9),
+            st.text("abcd", min_size=1, max_size=9),
+            st.text("abcd", max_size=9),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_alignment_counts_match_the_edit_definitions(rows):
+    sources, references, predictions = (list(column) for column in zip(*rows))
+    r = run(sources, predictions, references, alignment=True)
+    expected = edit_oracle(sources, predictions, references)
+    assert (r["n_errors"], r["n_changes"], r["n_det_hits"], r["n_cor_hits"]) == (
+        expected["gold"],
+        expected["changes"],
+        expected["det"],
+        expected["cor"],
+    )
+    n = len(sources)
+    assert r["sent_det_acc"] == expected["det_exact"] / n and r["sent_acc"] == expected["cor_exact"] / n
+    assert sum(r[f"{kind}_n_errors"] for kind in scoring.EDIT_KINDS) == r["n_errors"]

@@ -30,7 +30,8 @@ def test_smoke_run_writes_every_result(smoke_run):
     evaluations = [name for name in timings if name.startswith("eval-")]
     augmented = [name for name in evaluations if "-augmented-" in name]
     of_sets = [name for name in evaluations if "-set-" in name]
-    assert len(of_sets) == len(preset.training_sets_study.variants) * len(preset.training_sets_study.sets)
+    sets = preset.training_sets_study
+    assert len(of_sets) == sum(len(sets.variants_of(name)) for name in sets.sets) * len(preset.seeds)
     assert len(evaluations) - len(augmented) - len(of_sets) == len(preset.variants) * len(preset.seeds)
     assert len(augmented) == len(preset.augmentation_study.variants) * len(preset.seeds)
     models = {r["model"] for r in records}
@@ -92,7 +93,10 @@ def test_smoke_run_tests_sighan_credibility(smoke_run):
             if (r["model"], r["config"], r["split"]) == ("bert", e["config"], e["split"])
         )
         assert e["b"] == pytest.approx(plain["scores"][e["metric"]])  # the grid's bert is the plain model
-    trainings = sorted((smoke_run / "stages").glob("train-bert-seed0-*"), key=lambda d: "-augmented-" in d.name)
+    trainings = sorted(
+        (d for d in (smoke_run / "stages").glob("train-bert-seed0-*") if "-set-" not in d.name),
+        key=lambda d: "-augmented-" in d.name,
+    )
     assert len(trainings) == 2  # the plain one, trained once
     plain, augmented = (yaml.safe_load((d / "train_config.yaml").read_text()) for d in trainings)
     assert augmented["bench_params"]["augmentation"] == "sighan13" and "augmentation" not in plain["bench_params"]
@@ -103,9 +107,54 @@ def test_smoke_run_tests_sighan_credibility(smoke_run):
     assert section.lstrip().startswith("**These numbers mean nothing") and "| sighan15 |" in section
 
 
+def test_smoke_run_trains_bart_with_missing_and_redundant_characters(smoke_run):
+    """The training set `edits` (bart only): bart trained once more, as many steps, on a train split with missing and
+    redundant characters, scored on every test set (keeping its insertions and deletions on the length-changing ones)
+    and compared (paired) with the grid's bart; the report says which model handles which edit kind."""
+    preset = Preset.load("smoke")
+    sets = preset.training_sets_study
+    assert sets.variants_of("edits") == ("bart",) and sets.variants_of("pe20") == ("bert",)
+    results = json.loads((smoke_run / "results.json").read_text())
+    stage = results["training_sets"]
+    assert stage["sets"]["edits"] == {"train_edit_shares": [0.5, 0.25, 0.25]}
+    assert stage["set_variants"] == {"edits": ["bart"]}
+    edits = [r for r in stage["records"] if r["training_set"] == "edits"]
+    assert {(r["model"], r["seed"]) for r in edits} == {("bart", 0)}
+    assert {r["config"] for r in edits} == set(preset.tests)
+    grid = {(r["model"], r["config"], r["split"]): r for r in results["records"]}
+    against_grid = [e for e in stage["paired"] if e["training_set"] == "edits" and e["against"] == "grid"]
+    assert {e["model"] for e in against_grid} == {"bart"} and {e["config"] for e in against_grid} >= {"mixed", "test"}
+    for e in against_grid:  # the plain model is the grid's bart
+        assert e["b"] == pytest.approx(grid["bart", e["config"], e["split"]]["scores"][e["metric"]])
+    for r in edits:
+        aligned = r["config"] in ("missing", "redundant", "mixed")
+        assert r["edit_kinds"] == (["substitution", "missing", "redundant"] if aligned else ["substitution"])
+        assert ("missing_char_cor_r" in r["scores"]) == aligned
+    assert grid["bert", "mixed", "test"]["edit_kinds"] == ["substitution"]  # a tagging model
+    assert grid["bart", "mixed", "test"]["edit_kinds"] == ["substitution", "missing", "redundant"]
+    plain, trained = (
+        next((smoke_run / "stages").glob(f"train-bart-seed0-{suffix}"))
+        for suffix in ("[0-9a-f]" * 12, "set-edits-*")  # the key alone: the plain stage
+    )
+    plain, trained = (yaml.safe_load((d / "train_config.yaml").read_text()) for d in (plain, trained))
+    assert trained["bench_params"]["train_edit_shares"] == [0.5, 0.25, 0.25]
+    assert "train_edit_shares" not in plain["bench_params"] and trained["max_steps"] == plain["max_steps"]
+    evaluation = next((smoke_run / "stages").glob("eval-train-bart-seed0-set-edits-*"))
+    from csc_hf import load_dataset
+
+    mixed = load_dataset("csc_bench", "mixed", split="test", **preset.bench_params)
+    predictions = read_predictions(evaluation / "predictions" / "mixed.test.txt", mixed["source"])
+    assert len(predictions) == len(mixed)  # insertions and deletions read back
+    report = (smoke_run / "report.md").read_text()
+    section = report.split("## Missing and redundant characters")[1].split("\n## ")[0]
+    assert "| bert | no (tagging) |" in section and "| bart | yes |" in section
+    assert "| bart (set edits) | yes |" in section and "mixed: redundant recall" in section
+    assert "`edits` (bart only): train_edit_shares = [0.5, 0.25, 0.25]" in report
+
+
 def test_rerun_skips_finished_stages(smoke_run, caplog):
     before = (smoke_run / "results.json").read_bytes()
-    decoding = next((smoke_run / "stages").glob("train-bert-seed0-*")) / "csc_decoding.json"
+    decoding = Study(Preset.load("smoke"), smoke_run).folders("bert", 0)[0] / "csc_decoding.json"
     scored = decoding.read_text(encoding="utf-8")
     decoding.write_text('{"keep_bias": 7.0}', encoding="utf-8")  # as another evaluation of the model would leave it
     assert main(["run", "--preset", "smoke", "--output", str(smoke_run)]) == 0
@@ -127,7 +176,7 @@ def test_a_moved_run_folder_keeps_its_stages(smoke_run, tmp_path, caplog):
 
 
 def test_saved_models_load_and_correct(smoke_run, capsys):
-    model_dir = next((smoke_run / "stages").glob("train-bert-seed0-*"))
+    model_dir = Study(Preset.load("smoke"), smoke_run).folders("bert", 0)[0]
     assert main(["correct", str(model_dir), "我们今天去学校。", "abc 123"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines[-2]) == len("我们今天去学校。") and lines[-1] == "abc 123"
@@ -189,7 +238,7 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
     assert models == [(v, 0) for v in Preset.load("smoke").variants] + [("bert", 1), ("bart", 1)]
     assert {(e["model"], e["seed"]) for e in results["paired"]} >= {("bart", 0), ("bart", 1)}
     evaluations = [name for name in results["stage_seconds"] if name.startswith("eval-")]
-    assert len([name for name in evaluations if "-augmented-" not in name]) == 6
+    assert len([name for name in evaluations if "-augmented-" not in name and "-set-" not in name]) == 6
     assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
 
@@ -209,15 +258,36 @@ def test_predictions_round_trip_as_edits(tmp_path):
     path.write_text("9:们\n\n\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"test.test.txt, line 1: bad edit '9:们'"):
         read_predictions(path, sources)
-    with pytest.raises(ValueError, match="prediction 0 has 4 characters, its source 5"):
-        write_predictions(path, sources[:1], ["我们去学"])
+    indels = ["我们们去学校", "我们去学校了", "的的确确", "我们去学校"]
+    changed = ["我们去学校", "我们去学", "的确", "我们去学校"]
+    write_predictions(path, indels, changed)  # missing and redundant characters: insertions and deletions
+    assert path.read_text(encoding="utf-8") == "2-们\n4-校 5-了\n1-的 2-确\n\n"
+    assert read_predictions(path, indels) == changed
+    write_predictions(path, ["我去学", "学"], ["我们去学校", "学校了"])
+    assert path.read_text(encoding="utf-8") == "1+们 3+校\n1+校 1+了\n"
+    assert read_predictions(path, ["我去学", "学"]) == ["我们去学校", "学校了"]
+    for line, message in (
+        ("2+们 1:们", "edit '1:们' is out of source order"),
+        ("1:们 1+们", "edit '1\\+们' is out of source order"),
+        ("1:们 1-去", "edit '1-去' is out of source order"),
+        ("1-们", "edit '1-们' removes '们', but the source has '去'"),
+        ("4+们", "bad edit '4\\+们': its sentence has 3 characters"),
+        ("3-们", "bad edit '3-们': its sentence has 3 characters"),
+    ):
+        path.write_text(line + "\n", encoding="utf-8")
+        with pytest.raises(ValueError, match=f"line 1: {message}"):
+            read_predictions(path, ["我去学"])
+    path.write_text("3+们\n", encoding="utf-8")
+    assert read_predictions(path, ["我去学"]) == ["我去学们"]  # an insertion at the end
     path.write_text(
         "1:们 x:们\n\n\n", encoding="utf-8"
     )  # what the writer never writes (nor score's edits format reads)
     with pytest.raises(ValueError, match=r"line 1: expected position:character edits separated by spaces, got '1:们 x"):
         read_predictions(path, sources)
-    with pytest.raises(ValueError, match="prediction 0 changes a character into whitespace"):
+    with pytest.raises(ValueError, match="prediction 0 puts in or removes whitespace"):
         write_predictions(path, ["我门"], ["我 "])
+    with pytest.raises(ValueError, match="prediction 0 puts in or removes whitespace"):
+        write_predictions(path, ["我 们"], ["我们"])
 
 
 def test_bad_presets_fail_before_training(tmp_path):
@@ -237,6 +307,15 @@ def test_bad_presets_fail_before_training(tmp_path):
     bad.write_text("tests: [test, sighan15]\naugmentation: {confusion: s.json, variants: [bert]}\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"augmentation: tests \['unseen_k', 'unseen_v', 'scontext'\] are not among"):
         Preset.load(str(bad))
+    for sets, message in (
+        ("{edits: {train_edit_shares: [0.5, 0.25, 0.25]}}", r"training_sets: edits: bench_params: train_edit_shares="),
+        ("{edits: {train_edit_shares: [0.5, 0.5]}}", r"training_sets: edits: train_edit_shares=\[0.5, 0.5\]: give 3"),
+        ("{edits: {train_edit_shares: [0.5, 0.25, 0.25], variants: [bertt]}}", r"edits: unknown variants \['bertt'\]"),
+        ("{edits: {variants: [bart]}}", "training_sets: edits: give the parameters it changes"),
+    ):
+        bad.write_text(f"training_sets: {{variants: [bert], sets: {sets}}}\n", encoding="utf-8")
+        with pytest.raises(ValueError, match=message):
+            Preset.load(str(bad))
     with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
         Preset.load("nope")
     assert not list(tmp_path.glob("runs*"))
@@ -275,6 +354,9 @@ def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
     assert cpu.launcher is None and cpu.seeds == [0, 1] and cpu.finetune["max_steps"] > 0
     for preset in (paper, cpu):  # the SIGHAN-credibility stage, for BERT and BART (the paper's model for it)
         assert preset.augmentation_study.variants == ("bert", "bart")
+        sets = preset.training_sets_study  # bart with missing and redundant characters in its training data
+        assert sets.variants_of("edits") == ("bart",) and sets.sets["edits"] == {"train_edit_shares": [0.5, 0.25, 0.25]}
+        assert {"missing", "redundant", "mixed"} <= set(preset.tests)
     (tmp_path / "aug.json").write_text('{"天": {"夭": "graphic"}}', encoding="utf-8")
     (tmp_path / "p.yaml").write_text("augmentation: {confusion: aug.json}\n", encoding="utf-8")
     assert Preset.load("p.yaml").augmentation_study.confusion == str(tmp_path / "aug.json")  # made absolute
@@ -305,9 +387,10 @@ def test_a_run_logs_its_progress_and_prints_only_results(smoke_run, tmp_path, ca
     results = run / "results.json"
     assert capsys.readouterr().out == (f"results: {results}, {run / 'results.csv'}; report: {run / 'report.md'}\n")
     assert f"{run}: {n} stages, {n - 1} finished: resuming after them" in caplog.text
-    eta = clock(sum(seconds) / len(seconds))
+    eta, tests = clock(sum(seconds) / len(seconds)), len(Preset.load("smoke").tests)
     assert re.search(
-        rf"stage {n}/{n}: evaluate plome \(seed 0\) on 10 test configs · elapsed 0:\d\d:\d\d · ETA {eta}\n", caplog.text
+        rf"stage {n}/{n}: evaluate plome \(seed 0\) on {tests} test configs · elapsed 0:\d\d:\d\d · ETA {eta}\n",
+        caplog.text,
     ), caplog.text
     assert f"all {n} stages finished" in caplog.text
     assert all(r.name.startswith("csc_hf") for r in caplog.records if "stage" in r.getMessage())
@@ -321,11 +404,12 @@ def test_smoke_run_trains_each_training_set_and_scores_the_domains(smoke_run):
     study = preset.training_sets_study
     results = json.loads((smoke_run / "results.json").read_text())
     stage = results["training_sets"]
-    assert stage["sets"] == study.sets and stage["variants"] == list(study.variants)
-    assert {(r["model"], r["training_set"]) for r in stage["records"]} == {("bert", "pe20")}
-    tested = {(r["config"], r["split"]) for r in stage["records"]}
+    assert stage["sets"] == study.sets and stage["variants"] == list(study.all_variants)  # bert, and edits' bart
+    assert {(r["model"], r["training_set"]) for r in stage["records"]} == {("bert", "pe20"), ("bart", "edits")}
+    tested = {(r["config"], r["split"]) for r in stage["records"] if r["training_set"] == "pe20"}
     assert tested == {(r["config"], r["split"]) for r in results["records"] if r["model"] == "bert"}
-    against_grid = {(e["config"], e["split"]) for e in stage["paired"] if e["against"] == "grid"}
+    pe20 = [e for e in stage["paired"] if e["training_set"] == "pe20"]
+    against_grid = {(e["config"], e["split"]) for e in pe20 if e["against"] == "grid"}
     assert against_grid and not {c for c, _ in against_grid} & {"seen", "scontext"}  # not the same sentences
     assert against_grid == tested - {("seen", "test"), ("scontext", "test")}
     assert all(e["ci_low"] <= e["delta"] <= e["ci_high"] for e in stage["paired"])

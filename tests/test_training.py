@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import BART_TINY
 
 from csc_hf.training import load_config, read_config, train
 from csc_hf.training import run as training_run
@@ -460,6 +461,35 @@ def test_mlm_logs_top1_accuracy_and_passes_the_replacement_shares(tmp_path, smal
     history = json.loads((out / "csc_training.json").read_text())["log_history"]
     accuracies = [h["eval_accuracy"] for h in history if "eval_accuracy" in h]
     assert len(accuracies) == 2 and all(0.0 <= a <= 1.0 for a in accuracies)
+
+
+def test_missing_and_redundant_characters_train_bart_only(tmp_path, small_params):
+    """``train_edit_shares`` gives training pairs of other lengths: bart trains on them (its collator pads sources and
+    targets to the longest of both); a tagging variant is refused before any work."""
+    params = {**small_params, "train_edit_shares": [0.5, 0.25, 0.25]}
+    tagging = write_config(tmp_path / "tag.yaml", **base_config(params, tmp_path / "t", task="correction"))
+    with pytest.raises(ValueError, match=r"tag.yaml: bench_params: train_edit_shares=\[0.5, 0.25, 0.25\] puts missing"):
+        load_config(tagging)
+    bart_tiny = {**BART_TINY, "max_position_embeddings": 256}
+    config = base_config(
+        params,
+        tmp_path / "bart",
+        task="correction",
+        variant="bart",
+        model_overrides=bart_tiny,
+        max_steps=3,
+        logging_steps=1,
+    )
+    out = train(*load_config(write_config(tmp_path / "bart.yaml", **config)))
+    record = json.loads((out / "csc_training.json").read_text())
+    assert record["bench_params"]["train_edit_shares"] == [0.5, 0.25, 0.25] and final_loss(out) > 0
+    from csc_hf.modeling import CSCTokenizer
+
+    tok = CSCTokenizer.from_texts(["我们去学校了"])
+    pair = encode_sentences(tok, ["我去学校"], ["我们去学校了"], max_length=64, seq2seq=True)
+    batch = CorrectionCollator(tok)([{"input_ids": pair["input_ids"][0], "labels": pair["labels"][0]}])
+    assert batch["input_ids"].shape == batch["labels"].shape == (1, 8)  # the target is two characters longer
+    assert batch["attention_mask"][0].tolist() == [1] * 6 + [0] * 2 and batch["labels"][0, -1] == tok.sep_token_id
 
 
 def test_model_files_follow_the_umask(tmp_path, small_params):

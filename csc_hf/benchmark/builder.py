@@ -41,6 +41,7 @@ class CSCBenchConfig(datasets.BuilderConfig, BenchParams):
         check_configs([self.name])
         self.validate()
         self.probs = tuple(float(p) for p in self.probs)
+        self.train_edit_shares = tuple(float(p) for p in self.train_edit_shares)
 
 
 def code_files() -> list[Path]:
@@ -92,8 +93,9 @@ class CSCBench(datasets.ArrowBasedBuilder):
         # The cache key: the parameters (datasets hashes the config) + the code + the content of the input files.
         params = BenchParams(**{f.name: kwargs[f.name] for f in fields(BenchParams) if f.name in kwargs})
         params.validate()
-        if "probs" in kwargs:  # datasets sets the kwargs on a copy of a predefined config: __post_init__ does not run
-            kwargs["probs"] = tuple(float(p) for p in kwargs["probs"])
+        for name in ("probs", "train_edit_shares"):  # datasets sets the kwargs on a copy of a predefined config:
+            if name in kwargs:  # __post_init__ does not run
+                kwargs[name] = tuple(float(p) for p in kwargs[name])
         self.input_fingerprint = input_fingerprint(params)
         kwargs.setdefault("dataset_name", CACHE_NAME)
         kwargs.setdefault("hash", code_hash() + self.input_fingerprint)
@@ -106,13 +108,14 @@ class CSCBench(datasets.ArrowBasedBuilder):
         plan = plan_for(params_of(self.config), self.input_fingerprint)
         generators = []
         for spec in splits_of(self.config.name, self.config.probs):
-            n = len(plan.examples(spec, self.config.augmentation).target)
+            n = len(plan.examples(spec, self.config.augmentation, self.config.train_edit_shares).target)
             batches = [(lo, min(lo + BATCH_ROWS, n)) for lo in range(0, n, BATCH_ROWS)]  # shards for num_proc
             generators.append(datasets.SplitGenerator(name=spec.split, gen_kwargs={"spec": spec, "batches": batches}))
         return generators
 
     def _generate_tables(self, spec, batches):
-        examples = plan_for(params_of(self.config), self.input_fingerprint).examples(spec, self.config.augmentation)
+        plan = plan_for(params_of(self.config), self.input_fingerprint)
+        examples = plan.examples(spec, self.config.augmentation, self.config.train_edit_shares)
         for lo, hi in batches:
             yield lo, examples_table(examples, lo, hi)
 

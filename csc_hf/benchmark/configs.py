@@ -7,13 +7,19 @@ Adding a test set is one new row of ``CONFIGS``. Each :class:`SplitSpec` names
 - ``confusion``: the part of S used: ``S_train``, ``S_unseen_k``, ``S_unseen_v``, ``S_seen``, ``S_train_phonetic``,
   ``S_train_graphic``, the name of the :class:`~csc_hf.benchmark.plan.BenchParams` field that holds one
   (``train_confusion``), or ``None`` for no substitution;
-- ``error_prob``: a number, or the name of the :class:`~csc_hf.benchmark.plan.BenchParams` field that holds it.
+- ``error_prob``: a number, or the name of the :class:`~csc_hf.benchmark.plan.BenchParams` field that holds it;
+- ``kinds``: the share of ``P_e`` of each error kind (``substitution``, ``missing``, ``redundant``: see
+  :func:`csc_hf.corruption.mixed`); substitution only keeps every sentence's length, the other kinds change it;
+- ``stream``: the random stream of the errors (a key of ``csc_hf.benchmark.plan.STREAMS``; None: the pool's), so that
+  configs drawn from one pool do not share their random numbers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ..corruption import REDUNDANT_SOURCES
 
 SIGHAN15 = "sighan15"  # the config (and sentence pool) of the real SIGHAN-2015 test set
 CONFUSION_SUBSETS = ("S", "S_train", "S_unseen_k", "S_unseen_v", "S_seen", "S_train_phonetic", "S_train_graphic")
@@ -26,6 +32,13 @@ class SplitSpec:
     pool: str
     confusion: str | None  # a part of S, the BenchParams field that names one, or None: no substitution
     error_prob: float | str | None  # a P_e, the BenchParams field that holds it, or None: real or re-substituted errors
+    kinds: tuple[tuple[str, float], ...] = (("substitution", 1.0),)
+    stream: str | None = None
+
+    @property
+    def changes_length(self) -> bool:
+        """Whether its errors can change a sentence's length (any missing or redundant share)."""
+        return any(kind != "substitution" and share > 0 for kind, share in self.kinds)
 
 
 @dataclass(frozen=True)
@@ -33,9 +46,15 @@ class ConfigSpec:
     description: str
     splits: tuple[SplitSpec, ...]
 
+    @property
+    def changes_length(self) -> bool:
+        """Whether a split of it can hold sources whose length differs from their target's: such references need the
+        alignment scorer (``csc_hf.scoring.score(..., alignment=True)``)."""
+        return any(spec.changes_length for spec in self.splits)
 
-def _test(confusion: str | None, error_prob: float | str = "error_prob") -> tuple[SplitSpec, ...]:
-    return (SplitSpec("test", "test", confusion, error_prob),)
+
+def _test(confusion: str | None, error_prob: float | str = "error_prob", **edits) -> tuple[SplitSpec, ...]:
+    return (SplitSpec("test", "test", confusion, error_prob, **edits),)
 
 
 DOMAINS: dict[str, tuple[str, str]] = {
@@ -99,6 +118,21 @@ CONFIGS: dict[str, ConfigSpec] = {
     SIGHAN15: ConfigSpec(
         "The real SIGHAN-2015 test set (simplified, 1,100 sentences) from `sighan15_path` or pycorrector 0.4.9.",
         (SplitSpec("test", SIGHAN15, None, None),),
+    ),
+    "missing": ConfigSpec(
+        "Missing characters: each Chinese character of the test sentences dropped at P_e = `error_prob`.",
+        _test(None, kinds=(("missing", 1.0),), stream="missing"),
+    ),
+    "redundant": ConfigSpec(
+        "Redundant characters: after each Chinese character, at P_e = `error_prob`, one more: the same character "
+        "(repeat), a frequent function character such as 的, 了, 是 (function) or one of its values in S_train "
+        f"(confusion); shares: {', '.join(f'{name} {share:.0%}' for name, share in REDUNDANT_SOURCES.items())}.",
+        _test("S_train", kinds=(("redundant", 1.0),), stream="redundant"),
+    ),
+    "mixed": ConfigSpec(
+        "Mixed errors at P_e = `error_prob`: half substitutions (S_train), a quarter missing and a quarter redundant "
+        "characters.",
+        _test("S_train", kinds=(("substitution", 0.5), ("missing", 0.25), ("redundant", 0.25)), stream="mixed"),
     ),
     **{
         config: ConfigSpec(

@@ -8,6 +8,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cache, cached_property, lru_cache
 from pathlib import Path
@@ -16,21 +17,26 @@ from typing import Any
 import numpy as np
 
 from .. import corpus as corpus_mod
-from ..chars.pinyin import is_han
+from ..chars.pinyin import HAN_RANGES, is_han
 from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
 from ..corruption import (
     ERROR_TYPES,
     NO_ERROR,
     Corruption,
+    EditCorruption,
+    Edits,
     PackedText,
+    mixed,
     pack,
     pair_counts,
     resubstitute,
     segment_positions,
     substitute,
+    substitution_edits,
     unpack,
 )
 from ..dataset_stats import split_stats
+from ..edits import EDIT_KINDS, SUBSTITUTION
 from ..fields import accepts, check_known, field_types, type_name
 from ..files import read_sentence_tsv
 from ..logging import demoted
@@ -38,13 +44,16 @@ from .configs import CONFIGS, CONFUSION_SUBSETS, DOMAINS, SIGHAN15, SplitSpec, p
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
 STREAMS.update({config: 6 + i for i, config in enumerate(DOMAINS)})  # a domain's stream: its place in DOMAINS
+STREAMS.update({"missing": 1000, "redundant": 1001, "mixed": 1002})  # the edit-kind configs: a block of their own
 DOMAIN_SIZE = 5000  # the sentences of a domain config's pool when n_test is None (all, when its corpus has fewer)
-TRAINING_FIELDS = ("train_error_prob", "train_confusion", "augmentation")
+TRAINING_FIELDS = ("train_error_prob", "train_confusion", "augmentation", "train_edit_shares")
 """The parameters that change the training data only (the train and validation splits, and ``seen`` and ``scontext``,
 which are made from the training set): models trained with other values meet the same test sentences and errors."""
 TRAIN_CONFUSIONS = ("S_train", "S_train_phonetic", "S_train_graphic")
 """The parts of S a training set can be built from (``train_confusion``): all of S_train, or its phonetic or graphic
 pairs (``both`` pairs count as each, as in the ``phonetic`` and ``graphic`` test configs)."""
+SUBSTITUTIONS_ONLY = (1.0, 0.0, 0.0)
+"""``train_edit_shares`` of a train split of substitutions only (the paper's; the default)."""
 AUGMENTED_COPIES = 2
 """How many times the augmented train split holds each train sentence (see :meth:`Plan.augmented`)."""
 SIGHAN15_PACKAGE = ("pycorrector", "0.4.9", "data/cn/sighan_2015/test.tsv")
@@ -110,6 +119,12 @@ class BenchParams:
         + ", ".join(f"{name} ({package} {version}'s)" for name, (package, version, _) in PACKAGED_CONFUSION.items())
         + ", or a file (any ConfusionSet.load format)",
     )
+    train_edit_shares: tuple[float, ...] = _param(
+        SUBSTITUTIONS_ONLY,
+        "the shares of P_e in the train and validation splits of substitution, missing and redundant characters (in "
+        "this order; default 1 0 0: substitutions only; e.g. 0.5 0.25 0.25 as in the mixed config: their targets "
+        "then differ in length from their sources, for a seq2seq model such as bart)",
+    )
 
     def validate(self) -> None:
         """Raise a TypeError or ValueError naming the first bad parameter (types follow the field annotations)."""
@@ -138,6 +153,17 @@ class BenchParams:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name}={value} must be at least 1 (or None)")
+        shares = self.train_edit_shares
+        if len(shares) != len(EDIT_KINDS) or min(shares) < 0 or abs(sum(shares) - 1) > 1e-9:
+            raise ValueError(
+                f"train_edit_shares={list(shares)}: give {len(EDIT_KINDS)} non-negative shares of P_e, of "
+                f"{', '.join(EDIT_KINDS)} in this order, that sum to 1"
+            )
+        if self.augmentation is not None and self.train_changes_length:
+            raise ValueError(
+                f"augmentation={self.augmentation!r} and train_edit_shares={list(shares)}: the augmented train split "
+                "holds substitutions only; give one of them"
+            )
         if not 1 <= self.min_len <= self.max_len:
             raise ValueError(f"min_len={self.min_len} and max_len={self.max_len}: need 1 <= min_len <= max_len")
         for name in ("seed", "n_unseen_keys", "n_unseen_v_keys", "n_chars", "max_phonetic", "max_graphic"):
@@ -177,6 +203,11 @@ class BenchParams:
     def train_p_e(self) -> float:
         """The ``P_e`` of the train and validation splits: ``train_error_prob``, else ``error_prob``."""
         return self.error_prob if self.train_error_prob is None else self.train_error_prob
+
+    @property
+    def train_changes_length(self) -> bool:
+        """Whether the train and validation splits hold missing or redundant characters (``train_edit_shares``)."""
+        return any(share > 0 for kind, share in zip(EDIT_KINDS, self.train_edit_shares) if kind != SUBSTITUTION)
 
     def error_prob_of(self, spec: SplitSpec) -> float | None:
         """The ``P_e`` of a split: the number in the config table, the parameter it names, or None (its errors are
@@ -227,11 +258,13 @@ def _plan(values: tuple, fingerprint: str) -> Plan:
 def plan_for(params: BenchParams, fingerprint: str | None = None) -> Plan:
     """The (memoised) plan of a parameter set and of the content of its input files: the memo is keyed, like the
     datasets cache, on the parameters and :func:`input_fingerprint` (computed when ``fingerprint`` is None), so an
-    input file edited in place gives a new plan. ``augmentation`` is no part of a plan (it changes only the train
-    split: :meth:`Plan.examples` takes it), so a plan with and one without share S, the division and the test sets."""
+    input file edited in place gives a new plan. ``augmentation`` and ``train_edit_shares`` are no part of a plan (they
+    change only the train config's splits: :meth:`Plan.examples` takes them), so a plan with and one without share S,
+    the division and the test sets."""
     params.validate()
     if params.augmentation is not None:
         params, fingerprint = replace(params, augmentation=None), None
+    params = replace(params, train_edit_shares=SUBSTITUTIONS_ONLY)
     return _plan(params.values(), fingerprint or input_fingerprint(params))
 
 
@@ -285,21 +318,36 @@ def without_leaks(augmentation: ConfusionSet, division: Division) -> tuple[Confu
 
 @dataclass(frozen=True)
 class Examples:
-    """The rows of one split: targets, their corruption, and each row's id (its index in the sentence pool)."""
+    """The rows of one split: targets, their corruption (same-length, or :class:`EditCorruption` when the errors
+    change lengths), and each row's id (its index in the sentence pool)."""
 
     ids: np.ndarray
     target: PackedText
-    corruption: Corruption
+    corruption: Corruption | EditCorruption
+
+    @property
+    def source(self) -> PackedText:
+        return self.corruption.source
+
+    @cached_property
+    def edits(self) -> Edits:
+        """Every row's errors as edits (a same-length corruption's are its substitutions)."""
+        if isinstance(self.corruption, EditCorruption):
+            return self.corruption.edits
+        return substitution_edits(self.target, self.corruption)
 
     def stats(self) -> dict[str, float]:
         """:func:`csc_hf.dataset_stats.split_stats` (sentences, errors, errors per sentence, sentences with errors)
-        and the share of each error type."""
-        mask = self.corruption.error_mask
-        n_errors = int(mask.sum())
-        types = np.bincount(self.corruption.error_types[mask], minlength=len(ERROR_TYPES))
+        and the share of each error type and of each edit kind."""
+        edits = self.edits
+        n_errors = len(edits)
+        counts = split_stats(self.target, np.bincount(edits.sentence, minlength=len(self.target)))
+        types = np.bincount(edits.type, minlength=len(ERROR_TYPES))
+        kinds = np.bincount(edits.kind, minlength=len(EDIT_KINDS))
         return {
-            **split_stats(self.target, mask),
+            **counts,
             **{f"{t}_share": round(int(c) / max(n_errors, 1), 4) for t, c in zip(ERROR_TYPES, types)},
+            **{f"{k}_share": round(int(c) / max(n_errors, 1), 4) for k, c in zip(EDIT_KINDS, kinds)},
         }
 
 
@@ -481,14 +529,33 @@ class Plan:
         self._check_inputs(f"sighan15_path {path}")
         return Examples(np.arange(len(target)), target, Corruption(source, types))
 
-    def examples(self, spec: SplitSpec, augmentation: str | None = None) -> Examples:
+    def examples(
+        self, spec: SplitSpec, augmentation: str | None = None, train_edit_shares: Sequence[float] = SUBSTITUTIONS_ONLY
+    ) -> Examples:
         """The rows of one split of the config table; ``augmentation`` changes the train split only (see
-        :meth:`augmented`): every other split, ``seen`` and ``scontext`` included, is the same without it."""
+        :meth:`augmented`), ``train_edit_shares`` the train and validation splits (their errors are then drawn as the
+        ``mixed`` config's, at these shares of substitution, missing and redundant characters, on their own pools and
+        streams): every other split, ``seen`` and ``scontext`` included, is the same without them."""
+        if spec.pool in ("train", "validation") and tuple(train_edit_shares) != SUBSTITUTIONS_ONLY:
+            spec = replace(spec, kinds=tuple(zip(EDIT_KINDS, train_edit_shares)))
         if spec.pool == "scontext":
             return self.scontext
         if spec.pool == SIGHAN15:
             return self.sighan15
         target = self.pool(spec.pool)
+        if spec.changes_length:
+            p = self.params
+            confusion = p.confusion_of(spec)
+            corruption = mixed(
+                target,
+                self.subset(confusion).table if confusion else None,
+                p.error_prob_of(spec),
+                p.seed,
+                STREAMS[spec.stream or spec.pool],
+                dict(spec.kinds),
+                han_mask(target.codes),
+            )
+            return Examples(np.arange(len(target)), target, corruption)
         if spec.pool == "train":
             if augmentation:
                 return self.augmented(augmentation).examples
@@ -502,6 +569,14 @@ class Plan:
                 else Corruption(target, np.full(len(target.codes), NO_ERROR, dtype=np.int8))
             )
         return Examples(np.arange(len(target)), target, corruption)
+
+
+def han_mask(codes: np.ndarray) -> np.ndarray:
+    """Which code points are Chinese characters (:data:`csc_hf.chars.pinyin.HAN_RANGES`, as ``is_han``)."""
+    mask = np.zeros(len(codes), dtype=bool)
+    for low, high in HAN_RANGES:
+        mask |= (codes >= low) & (codes <= high)
+    return mask
 
 
 def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:

@@ -6,7 +6,7 @@ import datasets
 import numpy as np
 import pyarrow as pa
 
-from ..corruption import ERROR_TYPES
+from ..corruption import EDIT_KINDS, ERROR_TYPES
 from .plan import Examples
 
 FEATURES = datasets.Features(
@@ -21,6 +21,7 @@ FEATURES = datasets.Features(
                 "wrong": datasets.Value("string"),
                 "right": datasets.Value("string"),
                 "type": datasets.ClassLabel(names=list(ERROR_TYPES)),
+                "kind": datasets.ClassLabel(names=list(EDIT_KINDS)),
             }
         ),
         "detection_labels": datasets.List(datasets.Value("int8")),
@@ -45,35 +46,44 @@ def string_array(codes: np.ndarray, offsets: np.ndarray) -> pa.Array:
 
 
 def examples_table(examples: Examples, lo: int = 0, hi: int | None = None) -> pa.Table:
-    """Rows ``lo:hi`` of a split as an Arrow table with the schema of ``FEATURES``."""
+    """Rows ``lo:hi`` of a split as an Arrow table with the schema of ``FEATURES``: each row's errors are its edits
+    (:mod:`csc_hf.edits`) at positions of its source; ``detection_labels`` marks the source characters that are wrong
+    (substituted or redundant)."""
     hi = len(examples.target) if hi is None else hi
-    target = examples.target
-    a, b = int(target.offsets[lo]), int(target.offsets[hi])
-    offsets = target.offsets[lo : hi + 1] - a
-    tgt, src = target.codes[a:b], examples.corruption.source.codes[a:b]
-    types = examples.corruption.error_types[a:b]
-    wrong_at = np.flatnonzero(tgt != src)
-    sentence = np.searchsorted(offsets, wrong_at, side="right") - 1
-    list_offsets = np.searchsorted(wrong_at, offsets).astype(np.int32)
-    position = pa.array((wrong_at - offsets[sentence]).astype(np.int32))
-    single = np.arange(len(wrong_at) + 1, dtype=np.int64)
+    target, source, edits = examples.target, examples.source, examples.edits
+    t_start, s_start = int(target.offsets[lo]), int(source.offsets[lo])
+    tgt, src = target.codes[t_start : target.offsets[hi]], source.codes[s_start : source.offsets[hi]]
+    t_offsets, s_offsets = target.offsets[lo : hi + 1] - t_start, source.offsets[lo : hi + 1] - s_start
+    e_lo, e_hi = np.searchsorted(edits.sentence, [lo, hi])
+    sentence, kind, position = edits.sentence[e_lo:e_hi], edits.kind[e_lo:e_hi], edits.position[e_lo:e_hi]
+    wrong, right = edits.wrong[e_lo:e_hi], edits.right[e_lo:e_hi]
+    list_offsets = pa.array(np.searchsorted(sentence, np.arange(lo, hi + 1)).astype(np.int32))
+    positions = pa.array(position.astype(np.int32))
     errors = pa.StructArray.from_arrays(
         [
-            position,
-            string_array(src[wrong_at], single),
-            string_array(tgt[wrong_at], single),
-            pa.array(types[wrong_at].astype(np.int64)),
+            positions,
+            _chars(wrong),
+            _chars(right),
+            pa.array(edits.type[e_lo:e_hi].astype(np.int64)),
+            pa.array(kind.astype(np.int64)),
         ],
-        names=["position", "wrong", "right", "type"],
+        names=["position", "wrong", "right", "type", "kind"],
     )
+    labels = np.zeros(len(src), dtype=np.int8)
+    wrong_char = kind != EDIT_KINDS.index("missing")
+    labels[s_offsets[sentence[wrong_char] - lo] + position[wrong_char]] = 1
     columns = {
         "id": pa.array(examples.ids[lo:hi].astype(np.int32)),
-        "source": string_array(src, offsets),
-        "target": string_array(tgt, offsets),
-        "error_positions": pa.ListArray.from_arrays(pa.array(list_offsets), position),
-        "errors": pa.ListArray.from_arrays(pa.array(list_offsets), errors),
-        "detection_labels": pa.ListArray.from_arrays(
-            pa.array(offsets.astype(np.int32)), pa.array((tgt != src).astype(np.int8))
-        ),
+        "source": string_array(src, s_offsets),
+        "target": string_array(tgt, t_offsets),
+        "error_positions": pa.ListArray.from_arrays(list_offsets, positions),
+        "errors": pa.ListArray.from_arrays(list_offsets, errors),
+        "detection_labels": pa.ListArray.from_arrays(pa.array(s_offsets.astype(np.int32)), pa.array(labels)),
     }
     return pa.Table.from_pydict(columns).cast(SCHEMA)
+
+
+def _chars(codes: np.ndarray) -> pa.Array:
+    """One string per code point: the character, or "" for 0 (the side an edit lacks)."""
+    present = codes != 0
+    return string_array(codes[present], np.concatenate([[0], np.cumsum(present)]))

@@ -7,7 +7,7 @@ recorded with every result; pure functions of strings.
     reported with the scores, so no rewrite goes unseen.
 ``substitutions``
     The answer is aligned to the source (shared characters matched first, the rest by minimum edits:
-    :func:`csc_hf.scoring.aligned_substitutions`, whitespace ignored) and only the substitutions at a source position
+    :func:`csc_hf.edits.aligned_substitutions`, whitespace ignored) and only the substitutions at a source position
     are kept, as C-LLM does (and as csc_hf keeps a seq2seq model's output): insertions and deletions are dropped.
 ``edits`` (the default)
     The answer is scored as written: insertions and deletions count as edits at source positions (as C2EC does).
@@ -23,9 +23,8 @@ predictions file under a policy calls); :func:`source_edits` lists a prediction'
 from __future__ import annotations
 
 from collections.abc import Sequence
-from difflib import SequenceMatcher
 
-from csc_hf.scoring import aligned_substitutions
+from csc_hf.edits import MISSING, aligned_edits, aligned_substitutions
 
 LENGTH_POLICIES = {  # each policy, and what it makes of a prediction of another length than its source ("it is ...")
     "strict": "rejected, its sentence counted as left unchanged",
@@ -65,51 +64,19 @@ def apply_length_policy(sources: Sequence[str], answers: Sequence[str], policy: 
     return [policy_prediction(source, answer, policy) for source, answer in zip(sources, answers)]
 
 
-# Temporary: csc_hf.edits (issue 27, branch `scoring`) is not on main yet. When it lands, source_edits and
-# _region_edits give way to csc_hf.edits.alignment (one home for the minimum-edit alignment), and answers under the
-# `edits` policy are scored with the scorer's alignment=True (edits at source positions) instead of the default mode.
 def source_edits(source: str, prediction: str) -> list[dict[str, object]]:
     """The edits that turn ``source`` into ``prediction``, at source positions, in order: ``{"position", "wrong",
     "right"}`` with a substitution's characters, ``right`` "" for a deletion, ``wrong`` "" for an insertion (of the
     characters in ``right``, before ``position``; ``len(source)`` appends). A prediction of the source's length is
-    read position by position; another one is aligned: shared characters matched first (``difflib``), the rest by
-    minimum edits."""
+    read position by position; another one is aligned by :func:`csc_hf.edits.aligned_edits` (shared characters
+    matched first, the rest by minimum edits; whitespace counts), consecutive insertions at one position joined."""
     if len(prediction) == len(source):
         return [{"position": i, "wrong": a, "right": b} for i, (a, b) in enumerate(zip(source, prediction)) if a != b]
-    edits: list[dict[str, object]] = []
-    for tag, a0, a1, b0, b1 in SequenceMatcher(None, source, prediction, autojunk=False).get_opcodes():
-        if tag != "equal":
-            edits += _region_edits(source[a0:a1], prediction[b0:b1], a0)
-    return edits
-
-
-def _region_edits(a: str, b: str, offset: int) -> list[dict[str, object]]:
-    """Minimum edits of ``a`` into ``b`` (a short unmatched stretch), substitutions preferred, with consecutive
-    insertions at one position joined."""
-    if len(a) == len(b):
-        return [{"position": offset + i, "wrong": x, "right": y} for i, (x, y) in enumerate(zip(a, b)) if x != y]
-    dist = [[i + j if not i or not j else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
-    for i in range(1, len(a) + 1):
-        for j in range(1, len(b) + 1):
-            dist[i][j] = min(dist[i - 1][j - 1] + (a[i - 1] != b[j - 1]), dist[i - 1][j] + 1, dist[i][j - 1] + 1)
-    ops: list[dict[str, object]] = []
-    i, j = len(a), len(b)
-    while i or j:  # traced back from the end, so reversed below
-        if i and j and dist[i][j] == dist[i - 1][j - 1] + (a[i - 1] != b[j - 1]):
-            if a[i - 1] != b[j - 1]:
-                ops.append({"position": offset + i - 1, "wrong": a[i - 1], "right": b[j - 1]})
-            i, j = i - 1, j - 1
-        elif i and dist[i][j] == dist[i - 1][j] + 1:
-            ops.append({"position": offset + i - 1, "wrong": a[i - 1], "right": ""})
-            i -= 1
-        else:
-            ops.append({"position": offset + i, "wrong": "", "right": b[j - 1]})
-            j -= 1
     joined: list[dict[str, object]] = []
-    for op in reversed(ops):
+    for edit in aligned_edits(source, prediction, skip_whitespace=False):
         last = joined[-1] if joined else None
-        if last and not op["wrong"] and not last["wrong"] and last["position"] == op["position"]:
-            last["right"] += op["right"]
+        if edit.kind == MISSING and last and not last["wrong"] and last["position"] == edit.position:
+            last["right"] += edit.right
         else:
-            joined.append(op)
+            joined.append({"position": edit.position, "wrong": edit.wrong or "", "right": edit.right or ""})
     return joined

@@ -15,7 +15,7 @@ from typing import Any
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, BartForConditionalGeneration
 
 from ..logging import expected_load_report
-from .bart import bart_config, bart_correct, build_bart
+from .bart import bart_config, bart_correct, bart_generate, build_bart
 from .configuration_csc import VARIANTS, CSCConfig, is_seq2seq, variant_family
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
 from .modeling_csc import CSCForCorrection, CSCModel, CSCPreTrainedModel
@@ -73,6 +73,7 @@ __all__ = [
     "CSCTokenizer",
     "bart_config",
     "bart_correct",
+    "bart_generate",
     "build_bart",
     "build_char_knowledge",
     "build_model",

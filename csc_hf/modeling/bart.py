@@ -128,6 +128,38 @@ def build_bart(tokenizer: CSCTokenizer, init_from: str | None = None, **override
 
 
 @torch.no_grad()
+def bart_generate(
+    model: BartForConditionalGeneration,
+    tokenizer: CSCTokenizer,
+    texts: Sequence[str],
+    batch_size: int = 32,
+    free: bool = False,
+    **generate_kwargs,
+) -> list[list[int]]:
+    """The token ids BART generates for each text, from `[SEP] [CLS]` (the start of its training labels) up to the
+    first `[SEP]`: as many tokens as the text's (`free=False`: read position by position), or up to twice as many
+    plus 8, within the model's positions (`free=True`: the output may insert or drop characters)."""
+    model.eval()
+    start = [model.config.decoder_start_token_id, tokenizer.cls_token_id]
+    positions = model.config.max_position_embeddings - len(start)
+    generated = []
+    for i in range(0, len(texts), batch_size):
+        batch = list(texts[i : i + batch_size])
+        inputs = tokenizer(batch, padding=True, return_tensors="pt").to(model.device)
+        prompt = torch.tensor([start], device=model.device).expand(len(batch), -1)
+        width = inputs["input_ids"].shape[1]
+        outputs = model.generate(
+            **inputs,
+            decoder_input_ids=prompt,
+            max_new_tokens=min(2 * width + 8, positions) if free else width - 1,
+            **generate_kwargs,
+        )
+        for ids in outputs[:, len(start) :].tolist():
+            ends = [k for k, token in enumerate(ids) if token in (tokenizer.sep_token_id, tokenizer.pad_token_id)]
+            generated.append(ids[: ends[0]] if ends else ids)
+    return generated
+
+
 def bart_correct(
     model: BartForConditionalGeneration,
     tokenizer: CSCTokenizer,
@@ -135,21 +167,10 @@ def bart_correct(
     batch_size: int = 32,
     **generate_kwargs,
 ) -> list[str]:
-    """One corrected text per input, of the input's length: generation starts from `[SEP] [CLS]` and is read
-    position by position (`CSCTokenizer.decode_correction`); unknown, special or missing outputs keep the source
-    character."""
-    model.eval()
-    start = [model.config.decoder_start_token_id, tokenizer.cls_token_id]
-    corrected = []
-    for i in range(0, len(texts), batch_size):
-        batch = list(texts[i : i + batch_size])
-        inputs = tokenizer(batch, padding=True, return_tensors="pt").to(model.device)
-        prompt = torch.tensor([start], device=model.device).expand(len(batch), -1)
-        outputs = model.generate(
-            **inputs, decoder_input_ids=prompt, max_new_tokens=inputs["input_ids"].shape[1] - 1, **generate_kwargs
-        )
-        corrected += [tokenizer.decode_correction(text, ids[1:].tolist()) for text, ids in zip(batch, outputs)]
-    return corrected
+    """One corrected text per input, of the input's length: generation (`bart_generate`) read position by position
+    (`CSCTokenizer.decode_correction`); unknown, special or missing outputs keep the source character."""
+    generated = bart_generate(model, tokenizer, texts, batch_size, **generate_kwargs)
+    return [tokenizer.decode_correction(text, [tokenizer.cls_token_id, *ids]) for text, ids in zip(texts, generated)]
 
 
-__all__ = ["bart_config", "bart_correct", "bart_from_bert", "build_bart"]
+__all__ = ["bart_config", "bart_correct", "bart_from_bert", "bart_generate", "build_bart"]

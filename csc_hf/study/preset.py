@@ -20,6 +20,8 @@ from ..model_folder import check_decoding_grid
 from ..modeling import VARIANTS, is_seq2seq
 from ..results import CONTROLLED
 from ..stats import RESAMPLES, check_resamples
+from ..training.arguments import DataArguments, ModelArguments
+from ..training.config import check_train_edit_shares
 
 
 @dataclass(frozen=True)
@@ -43,12 +45,13 @@ class AugmentationStudy:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
-def _check_block(data: Any, cls: type, where: str, example: str) -> None:
+def _check_block(data: Any, cls: type, where: str, example: str, derived: tuple[str, ...] = ()) -> None:
     """A preset's block of a stage (``augmentation``, ``training_sets``) is a mapping (like ``example``) of fields of
-    ``cls``, each of its type (:func:`csc_hf.fields.check_fields`)."""
+    ``cls`` but the ``derived`` ones (which the block's other keys give), each of its type
+    (:func:`csc_hf.fields.check_fields`)."""
     if not isinstance(data, dict):
         raise ValueError(f"{where} must be a mapping such as {example}, not {data!r}")
-    check_fields(data, field_types(cls), where)
+    check_fields(data, {k: v for k, v in field_types(cls).items() if k not in derived}, where)
 
 
 SET_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")  # a training set's name: part of its stages' folder names
@@ -59,25 +62,36 @@ class TrainingSetsStudy:
     """The training-distribution stage (a preset's ``training_sets``; empty: off): each of ``variants`` is trained,
     with every seed and from the same pretrained encoder, once more on each training set of ``sets`` (``{name:
     {parameter: value}}``, each a change of the parameters in ``csc_hf.benchmark.plan.TRAINING_FIELDS``: the train
-    split's ``P_e`` or confusion set), evaluated on the preset's tests, and compared (paired, on the same sentences)
-    with the grid's model of the same variant and seed, trained on the preset's own training set."""
+    split's ``P_e`` or confusion set, or its missing and redundant characters), evaluated on the preset's tests, and
+    compared (paired, on the same sentences) with the grid's model of the same variant and seed, trained on the
+    preset's own training set. A set may name its own ``variants`` (``{edits: {train_edit_shares: [0.5, 0.25, 0.25],
+    variants: [bart]}}``: a tagging model cannot learn missing or redundant characters); ``set_variants`` holds them."""
 
     variants: tuple[str, ...] = ("bert", "plome")
     sets: dict = field(default_factory=dict)
+    set_variants: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> TrainingSetsStudy:
         """The stage a preset's ``training_sets`` mapping describes; every key, name and parameter is checked."""
         example = "{variants: [bert, plome], sets: {pe10: {train_error_prob: 0.1}}}"
-        _check_block(data, cls, f"{origin}: training_sets", example)
+        _check_block(data, cls, f"{origin}: training_sets", example, derived=("set_variants",))
         variants, sets = data.get("variants", cls.variants), data.get("sets", {})
         check_variants(variants, f"{origin}: training_sets")
         if not isinstance(sets, dict) or not sets:
             raise ValueError(f"{origin}: training_sets: sets={sets!r} must map names to parameter changes")
+        checked, set_variants = {}, {}
         for name, changes in sets.items():
             where = f"{origin}: training_sets: {name}"
             if not isinstance(name, str) or not SET_NAME.fullmatch(name):
                 raise ValueError(f"{where}: a set's name is lower-case letters, digits and _ (it names folders)")
+            if isinstance(changes, dict) and "variants" in changes:
+                own = changes["variants"]
+                if not isinstance(own, (list, tuple)) or not own:
+                    raise ValueError(f"{where}: variants={own!r} must be a non-empty list of variant names")
+                check_variants(own, where)
+                set_variants[name] = tuple(own)
+                changes = {k: v for k, v in changes.items() if k != "variants"}
             if not isinstance(changes, dict) or not changes:
                 raise ValueError(f"{where}: give the parameters it changes, e.g. {{train_error_prob: 0.1}}")
             if bad := sorted(set(changes) - set(TRAINING_FIELDS)):
@@ -85,11 +99,21 @@ class TrainingSetsStudy:
                     f"{where}: {bad} would change the test sets too; a training set changes only "
                     f"{', '.join(TRAINING_FIELDS)}"
                 )
-        return cls(tuple(variants), dict(sets))
+            checked[name] = changes
+        return cls(tuple(variants), checked, set_variants)
 
     def params(self, bench_params: dict, name: str) -> dict:
         """The benchmark parameters of the training set ``name`` over a preset's ``bench_params``."""
         return {**bench_params, **self.sets[name]}
+
+    def variants_of(self, name: str) -> tuple[str, ...]:
+        """The variants trained on the set ``name``: its own, else the stage's."""
+        return self.set_variants.get(name, self.variants)
+
+    @property
+    def all_variants(self) -> tuple[str, ...]:
+        """Every variant some set trains, in order."""
+        return tuple(dict.fromkeys(v for name in self.sets for v in self.variants_of(name)))
 
 
 @dataclass
@@ -169,10 +193,17 @@ class Preset:
         """Check the training-distribution stage: its keys and variants, and each set's parameters over the preset's."""
         study = TrainingSetsStudy.of(self.training_sets, origin)
         for name in study.sets:
+            params = study.params(self.bench_params, name)
             try:
-                BenchParams(**study.params(self.bench_params, name)).validate()
+                BenchParams(**params).validate()
             except (TypeError, ValueError) as err:
                 raise ValueError(f"{origin}: training_sets: {name}: {err}") from None
+            for variant in study.variants_of(name):  # a tagging variant cannot train on missing or redundant characters
+                check_train_edit_shares(
+                    ModelArguments(variant=variant),
+                    DataArguments(bench_params=params),
+                    f"{origin}: training_sets: {name}",
+                )
 
     def _validate_augmentation(self, origin: Path | str) -> None:
         """Check the augmentation stage, and read its confusion set (a bad file fails here, before any training,

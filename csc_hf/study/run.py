@@ -357,7 +357,9 @@ class Study:
         if p.augmentation_study:
             trainings += [(v, augmented, None) for v, _ in self._augmentation_grid(grid) for augmented in (0, 1)]
         if study := p.training_sets_study:
-            trainings += [(v, False, name) for v, _ in self._stage_grid(study.variants, grid) for name in study.sets]
+            trainings += [
+                (v, False, name) for name in study.sets for v, _ in self._stage_grid(study.variants_of(name), grid)
+            ]
         seed = grid[0][1]  # the configs of other seeds differ only in their seed
         for variant, augmented, training_set in dict.fromkeys(trainings):
             name, config, _ = self._finetune_inputs(variant, seed, pretrained, bool(augmented), training_set)
@@ -475,20 +477,21 @@ class Study:
         p, study = self.preset, self.preset.training_sets_study
         if study is None:
             return None
-        for variant, seed in self._stage_grid(study.variants, grid):
-            for name in study.sets:
+        for name in study.sets:
+            for variant, seed in self._stage_grid(study.variants_of(name), grid):
                 try:
                     self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
                     model = self.finetune(variant, seed, pretrained, training_set=name)
                     self.evaluate(model, variant, seed, build, training_set=name)
                 except Unfinished as missing:
                     logger.info("skipping %s (seed %s, training set %s): %s", variant, seed, name, missing)
-        models = sorted({*((v, s) for v in study.variants for s in p.seeds), *grid}, key=self._order)
+        models = sorted({*((v, s) for v in study.all_variants for s in p.seeds), *grid}, key=self._order)
         evaluations = {
             (variant, seed, name): self.folders(variant, seed, training_set=name)[1]
             for variant, seed in models
             for name in (None, *study.sets)
-            if variant in study.variants and Stage(self.folders(variant, seed, training_set=name)[1]).done
+            if variant in (study.all_variants if name is None else study.variants_of(name))
+            and Stage(self.folders(variant, seed, training_set=name)[1]).done
         }
         if not any(name for _, _, name in evaluations):
             return None
@@ -503,7 +506,8 @@ class Study:
         stages = [f for (v, s, name) in evaluations if name for f in self.folders(v, s, training_set=name)]
         return {
             "sets": study.sets,
-            "variants": list(study.variants),
+            "variants": list(study.all_variants),
+            **({"set_variants": {k: list(v) for k, v in study.set_variants.items()}} if study.set_variants else {}),
             "records": records,
             "paired": paired,
             "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
@@ -554,8 +558,8 @@ class Study:
         if (sets := self.preset.training_sets_study) is not None:
             steps += [
                 step
-                for v, s in self._stage_grid(sets.variants, grid)
                 for name in sets.sets
+                for v, s in self._stage_grid(sets.variants_of(name), grid)
                 for step in model(v, s) + model(v, s, training_set=name)
             ]
         return list(dict.fromkeys(steps))

@@ -16,6 +16,7 @@ import yaml
 from transformers import HfArgumentParser, TrainingArguments
 
 from .. import resources
+from ..benchmark.plan import BenchParams
 from ..corpus import CORPORA, MIXES, TEXT_SOURCES, check_installed, check_not_sentence_pairs
 from ..fields import accepts, check_fields, check_known, check_range, field_types
 from ..files import check_output_folder, read_yaml, write_atomic
@@ -306,6 +307,7 @@ def check_data(
     lengths unless the model is seq2seq (an error names the file and line and which variants take other pairs); and a
     run that evaluates must have validation data."""
     equal = equal_length_targets(model_args)
+    check_train_edit_shares(model_args, data_args, origins.get("bench_params", "config"))
     for key, split in (("train_files", "train"), ("validation_files", "validation")):
         for spec in getattr(data_args, key):
             try:
@@ -325,6 +327,22 @@ def check_data(
             f"{origins.get('use_benchmark', 'config')}: eval_strategy={training_args.eval_strategy.value} "
             "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
             "eval_strategy: 'no'"
+        )
+
+
+def check_train_edit_shares(model_args: ModelArguments, data_args: DataArguments, origin: str = "config") -> None:
+    """The benchmark's train and validation splits with missing or redundant characters (``bench_params``'
+    ``train_edit_shares``) have targets of other lengths than their sources: only a seq2seq variant (bart) trains on
+    them; a tagging variant, which predicts one character per source character, is refused before any work."""
+    if not (data_args.use_benchmark and equal_length_targets(model_args)):
+        return
+    shares = BenchParams(**data_args.bench_params).train_edit_shares
+    if BenchParams(train_edit_shares=shares).train_changes_length:
+        raise ValueError(
+            f"{origin}: bench_params: train_edit_shares={list(shares)} puts missing and redundant characters in the "
+            f"training pairs, whose targets then differ in length from their sources; the {model_args.variant} "
+            "variant corrects character by character and cannot learn to insert or delete: only bart (seq2seq) "
+            "trains on them (or give train_edit_shares: [1, 0, 0])"
         )
 
 

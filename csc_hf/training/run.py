@@ -29,7 +29,7 @@ from ..precision import cpu_has_bf16
 from ..run_layout import CHECKPOINT, TRAINER_STATE, TRAINING_RECORD
 from ..scoring import make_compute_metrics, preprocess_logits_for_metrics
 from .arguments import DataArguments, ModelArguments
-from .config import check_pretrain_corpus, equal_length_targets, trains_on_cpu
+from .config import check_pretrain_corpus, check_train_edit_shares, equal_length_targets, trains_on_cpu
 from .data import CorrectionCollator, MaskedLMCollator, encode_sentences, training_data, training_tokenizer
 
 logger = get_logger(__name__)
@@ -41,6 +41,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     holds a checkpoint resumes from the last one."""
     out = Path(training_args.output_dir)
     check_pretrain_corpus(model_args, data_args)
+    check_train_edit_shares(model_args, data_args)
     set_seed(training_args.seed)  # before the model is built: its initialisation is part of the run
     train_set, eval_set, pair_chars = training_data(data_args, equal_length_targets(model_args))
     tokenizer = training_tokenizer(model_args, data_args, train_set, pair_chars)
