@@ -310,7 +310,7 @@ def evaluate_model(
     seconds its correction took and the sentences per second; an LLM's also its settings (prompt, decoding, length
     policy), the answers whose length changed, the failures by kind and the contamination flags of the split's
     sources. Each split logs its size, score and time, and a progress bar runs over the splits."""
-    from .pipeline import Corrector, loads_as_llm  # torch: loaded only to correct (csc-bench score reads this module)
+    from .pipeline import Corrector, loads_as_llm, loads_as_seq2seq  # torch: only here (csc-bench score reads us)
 
     o = options
     llm = loads_as_llm(model_dir, o.llm, o.trust_remote_code)
@@ -319,6 +319,9 @@ def evaluate_model(
             f"{model_dir} is an LLM corrector: it has no keep_bias or similarity_prior to tune (no --keep-bias or "
             "--similarity-prior grid)"
         )
+    grids = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
+    if any(set(grid or ()) - {0.0} for grid in grids.values()) and loads_as_seq2seq(model_dir, o.trust_remote_code):
+        check_seq2seq_grids(grids, f"{model_dir} (a seq2seq model)")  # a grid it cannot decode: before any test set
     validation = None if llm else _validation(o)
     splits = scored_splits(tests, o.bench_params)
     trained = trained_sentences(model_dir, o.training_params or o.bench_params, o.max_train_samples)

@@ -47,7 +47,13 @@ def read_lines(path: str | Path, what: str = "") -> list[str]:
 
 def read_yaml(path: str | Path, what: str = "") -> Any:
     """A UTF-8 YAML file read safely (no Python objects); invalid YAML and a key given twice in one mapping (which
-    YAML would let the last one win silently) are errors naming the file and the line."""
+    YAML would let the last one win silently) are errors naming the file and the line (:func:`parse_yaml`)."""
+    return parse_yaml(read_text(path, what), f"{what} {path}" if what else str(path))
+
+
+def parse_yaml(text: str, label: str) -> Any:
+    """YAML text read safely (plain data only); invalid YAML and a key given twice in one mapping are ValueErrors
+    naming ``label`` (where the text comes from) and the line."""
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):
@@ -66,8 +72,6 @@ def read_yaml(path: str | Path, what: str = "") -> Any:
         return loader.construct_mapping(node)
 
     UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    label = f"{what} {path}" if what else str(path)
-    text = read_text(path, what)
     try:
         return yaml.load(text, Loader=UniqueKeys)  # a SafeLoader: plain data only
     except yaml.YAMLError as err:

@@ -209,6 +209,12 @@ def loads_as_llm(path: str | os.PathLike, options: Iterable[str] = (), trust_rem
     return _is_llm(_model_config(path, trust_remote_code)[1], options)
 
 
+def loads_as_seq2seq(path: str | os.PathLike, trust_remote_code: bool = False) -> bool:
+    """Whether ``Corrector.from_pretrained(path)`` gives a seq2seq corrector (no logits per character to bias), from
+    the model's config alone: no weights load."""
+    return bool(_model_config(path, trust_remote_code)[1].is_encoder_decoder)
+
+
 class Corrector:
     """Corrects raw strings with a CSC model, a masked LM or a seq2seq model (see the module docstring).
 

@@ -541,6 +541,7 @@ CLI_TRAINING: list[BadCli] = [  # every key, type, range and path before any wor
     BadCli("train: learning rate nan", _train("learning_rate=.nan"), "learning_rate=nan must be at least 0", TRAIN),
     BadCli("train: max_steps 0", _train("max_steps=0"), "max_steps=0 must be -1 or at least 1", TRAIN),
     BadCli("train: max_length 1", _train("max_length=1"), "max_length=1 must be at least 3", TRAIN),
+    BadCli("train: max_length 0", _train("max_length=0"), "max_length=0 must be at least 3", TRAIN),
     BadCli("train: a negative seed", _train("seed=-3"), "seed=-3 must be at least 0", TRAIN),
     BadCli("train: adam_beta2 1", _train("adam_beta2=1"), "adam_beta2=1 must be in [0, 1)", TRAIN),
     BadCli("train: output_dir empty", _train("output_dir="), "output_dir=None: give the folder", TRAIN),
@@ -574,6 +575,12 @@ CLI_TRAINING: list[BadCli] = [  # every key, type, range and path before any wor
         ("train", "{tmp}/c.yaml"),
         "c.yaml, line 6: the key 'max_steps' is given twice (also on line 2)",
         {"c.yaml": TRAIN_YAML + "max_steps: 50\n"},
+    ),
+    BadCli(
+        "train: a key given twice in an override",
+        _train("model_overrides={hidden_dropout_prob: 0.1, hidden_dropout_prob: 0.2}"),
+        "line 1: the key 'hidden_dropout_prob' is given twice",
+        TRAIN,
     ),
     BadCli(
         "run: a misspelt finetune key",
@@ -934,7 +941,10 @@ def _tokenizer_without(token: str):
 
 
 def _seq2seq_with_keep_bias(tmp: Path):
-    """``csc-bench evaluate``'s scoring of a tiny BART with ``--keep-bias 2`` (the model has no logits to bias)."""
+    """``csc-bench evaluate``'s scoring of a tiny BART with ``--keep-bias 2`` (the model has no logits to bias): an
+    error before any test set is built."""
+    from unittest import mock
+
     from csc_hf.evaluation import EvaluationOptions, evaluate_model
     from csc_hf.modeling import CSCTokenizer, build_bart
 
@@ -942,7 +952,8 @@ def _seq2seq_with_keep_bias(tmp: Path):
     sizes = dict(d_model=8, encoder_layers=1, decoder_layers=1, encoder_attention_heads=1, decoder_attention_heads=1)
     build_bart(tokenizer, None, encoder_ffn_dim=8, decoder_ffn_dim=8, **sizes).save_pretrained(tmp / "bart")
     tokenizer.save_pretrained(tmp / "bart")
-    return evaluate_model(tmp / "bart", ["test"], EvaluationOptions(keep_bias_grid=[2.0]))
+    with mock.patch("csc_hf.evaluation.scored_splits", side_effect=AssertionError("test sets built before the check")):
+        return evaluate_model(tmp / "bart", ["test"], EvaluationOptions(keep_bias_grid=[2.0]))
 
 
 def _full_disk(tmp: Path):
@@ -975,6 +986,7 @@ LIBRARY_TRAINING: list[Bad] = [
     Bad("export: --overwrite the current folder", _export_over_the_current_folder, "holds the current folder"),
     Bad("init_from: a tokenizer without [MASK]", _tokenizer_without("[MASK]"), "lacks the special tokens ['[MASK]']"),
     Bad("init_from: a tokenizer without [PAD]", _tokenizer_without("[PAD]"), "lacks the special tokens ['[PAD]']"),
+    Bad("init_from: a tokenizer without [UNK]", _tokenizer_without("[UNK]"), "lacks the special tokens ['[UNK]']"),
     Bad("evaluate: a seq2seq model with keep_bias 2", _seq2seq_with_keep_bias, "keep_bias 2: a seq2seq model has no"),
     Bad(
         "preset: seeds a list of words",

@@ -170,21 +170,24 @@ def test_card_without_results_says_there_are_no_scores(trained, tmp_path, capsys
 
 def test_push_replaces_only_its_own_folder_and_never_leaves_half_of_one(trained, tmp_path, capsys):
     """Issue 29, item 3: a second push to the same --folder replaces the first one's output (it holds the marker);
-    a push that fails (a bad csc_decoding.json) leaves the earlier folder as it was, and makes no new one."""
+    a push that fails (a bad csc_decoding.json or tokenizer_config.json) leaves the earlier folder as it was, and
+    makes no new one."""
     hub = tmp_path / "hub"
     assert main(["push", str(trained), "user/csc-tiny", "--folder", str(hub)]) == 0
     (hub / "stale.json").write_text("{}")  # what the earlier output held, and the new one does not
     assert main(["push", str(trained), "user/csc-tiny", "--folder", str(hub), "--license", "mit"]) == 0
     assert not (hub / "stale.json").exists() and "license: mit" in (hub / "README.md").read_text(encoding="utf-8")
-    model = tmp_path / "m"
-    shutil.copytree(trained, model)
-    (model / "csc_decoding.json").write_text("keep_bias: 2")
     before = {p.name: p.read_bytes() for p in hub.iterdir()}
-    for folder in (hub, tmp_path / "new"):
-        assert main(["push", str(model), "user/csc-tiny", "--folder", str(folder)]) == 2
-        assert "csc_decoding.json: not JSON" in capsys.readouterr().err
-    assert {p.name: p.read_bytes() for p in hub.iterdir()} == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["hub", "m"]  # no new folder, no staging left
+    for bad, text in (("csc_decoding.json", "keep_bias: 2"), ("tokenizer_config.json", '{"tokenizer_class": ')):
+        model = tmp_path / "m"
+        shutil.rmtree(model, ignore_errors=True)
+        shutil.copytree(trained, model)
+        (model / bad).write_text(text)
+        for folder in (hub, tmp_path / "new"):
+            assert main(["push", str(model), "user/csc-tiny", "--folder", str(folder)]) == 2
+            assert f"{bad}: not JSON" in capsys.readouterr().err
+        assert {p.name: p.read_bytes() for p in hub.iterdir()} == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["hub", "m"]  # no new folder, no staging left
 
 
 def test_upload_takes_the_token_from_the_environment_or_the_login(trained, tmp_path, monkeypatch, capsys):

@@ -79,6 +79,16 @@ def test_a_waiting_study_takes_the_stage_when_it_is_free(tmp_path, monkeypatch, 
     stage.finish({})
 
 
+def test_a_stage_finished_while_waiting_is_not_run_again(tmp_path, monkeypatch):
+    """Two identical runs started together: the one that waited uses the other's finished stage, never redoes it."""
+    study = Study(Preset(name="x"), tmp_path / "run")
+    stage, other = study.stage("build", {}), study.stage("build", {})  # the same folder; `other` stands for a process
+    assert other.lock.acquire()
+    monkeypatch.setattr(study_run.time, "sleep", lambda seconds: other.finish({}))  # it finishes while we wait
+    assert not study.pending(stage, "build")
+    assert stage.done and not stage.lock.held and not (stage.directory / "stage.lock").exists()
+
+
 def test_a_study_moves_on_from_a_busy_model_and_comes_back(tmp_path):
     study, calls = Study(Preset(name="x"), tmp_path / "run"), []
 

@@ -19,7 +19,7 @@ from .. import resources
 from ..benchmark.plan import BenchParams
 from ..corpus import CORPORA, MIXES, TEXT_SOURCES, check_installed, check_not_sentence_pairs
 from ..fields import accepts, check_fields, check_known, check_range, field_types
-from ..files import check_output_folder, read_yaml, write_atomic
+from ..files import check_output_folder, parse_yaml, read_yaml, write_atomic
 from ..model_folder import NO_TOKENIZER, check_model_folder, is_local, read_json_object, start_tokenizer_file
 from ..modeling import is_seq2seq
 from ..precision import PRECISIONS, cpu_has_bf16
@@ -75,11 +75,11 @@ def parse_override(item: str, kinds: dict[str, Any]) -> tuple[str, Any]:
         raise ValueError(f"override {item!r}: expected key=value")
     hint = kinds.get(key, Any)
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as err:
+        value = parse_yaml(text, f"override {item}")  # no key given twice in a mapping
+    except ValueError:
         if hint is not Any and accepts(hint, text):
             return key, text
-        raise ValueError(f"override {item!r}: invalid YAML ({err})") from None
+        raise
     if not accepts(hint, value) and accepts(hint, text):
         return key, text
     return key, value
