@@ -544,6 +544,7 @@ CLI_TRAINING: list[BadCli] = [  # every key, type, range and path before any wor
     BadCli("train: max_length 0", _train("max_length=0"), "max_length=0 must be at least 3", TRAIN),
     BadCli("train: a negative seed", _train("seed=-3"), "seed=-3 must be at least 0", TRAIN),
     BadCli("train: adam_beta2 1", _train("adam_beta2=1"), "adam_beta2=1 must be in [0, 1)", TRAIN),
+    BadCli("train: neftune noise nan", _train("neftune_noise_alpha=.nan"), "neftune_noise_alpha=nan must be", TRAIN),
     BadCli("train: output_dir empty", _train("output_dir="), "output_dir=None: give the folder", TRAIN),
     BadCli(
         "train: output_dir a file",

@@ -172,6 +172,9 @@ RANGES: dict[str, Range] = {
     "save_total_limit": Range(1, also=(None,)),
     "dataloader_num_workers": NOT_NEGATIVE,
     "eval_delay": NOT_NEGATIVE,
+    "neftune_noise_alpha": Range(0, low_open=True, also=(None,)),
+    "ddp_timeout": POSITIVE,
+    "ddp_bucket_cap_mb": Range(1, also=(None,)),
 }
 """The values each number of a training config may take; every value is checked before any work."""
 
