@@ -44,6 +44,7 @@ def test_killed_study_resumes_to_the_same_weights_and_scores(tmp_path):
     preset = yaml.safe_load((ROOT / "trainer_configs" / "presets" / "smoke.yaml").read_text(encoding="utf-8"))
     preset.update(variants=["bert"], tests=["test"], bootstrap=20)  # bert only: deterministic on CPU
     preset.pop("augmentation", None)
+    preset.pop("training_sets", None)  # the grid's bert alone: one train-bert-seed0 stage
     preset["pretrain"].update(max_steps=20, save_strategy="steps", save_steps=7)  # checkpoints 7, 14, 20
     preset["finetune"].update(save_strategy="steps", save_steps=10)  # checkpoints 10, 20, 30
     path = tmp_path / "resume.yaml"
