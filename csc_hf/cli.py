@@ -23,13 +23,13 @@ from . import hardware, resources
 from .benchmark.configs import CONFIGS, CONFUSION_SUBSETS, TEST_CONFIGS, check_configs, splits_of
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
-from .data import DATA_KINDS, is_data_spec
+from .data import DATA_KINDS, is_data_spec, spec_paths
 from .edits import EDIT_KINDS
 from .fields import field_types, from_text
-from .files import check_output, write_atomic
+from .files import check_output, check_output_folder, write_atomic
 from .llm.policy import DEFAULT_LENGTH_POLICY, LENGTH_POLICIES
 from .logging import ENV as VERBOSITY_ENV
-from .logging import env_verbosity, verbosity
+from .logging import env_verbosity, get_logger, verbosity
 from .markdown import score_text
 from .model_folder import (
     DECODING_KEYS,
@@ -44,6 +44,8 @@ from .run_layout import REPORT_FILE, RESULTS_CSV, RUNS_DIR
 from .scoring import HEADLINE
 from .stats import RESAMPLES, check_resamples
 from .system_scores import ALIGNMENT_MODES, PREDICTION_FORMATS
+
+logger = get_logger(__name__)
 
 
 class _BenchOption(argparse.Action):
@@ -142,6 +144,8 @@ def cmd_build(args: argparse.Namespace) -> None:
 
     params = bench_params(args)
     bench = BenchParams(**params)
+    if args.output:
+        check_output_folder(args.output, "--output", inputs=[p for p in bench.local_inputs() if p.is_dir()])
     plan, augmentation = plan_for(bench), bench.augmentation  # plan.params lacks it: no part of a plan
     configs = args.configs or plan.params.available_configs()
     for name in configs:
@@ -162,8 +166,7 @@ def cmd_build(args: argparse.Namespace) -> None:
     _print_table("Configs", rows)
     if args.output:
         out = Path(args.output)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "stats.json").write_text(json.dumps(summary, indent=1) + "\n")
+        write_atomic(out / "stats.json", json.dumps(summary, indent=1) + "\n", make_parents=True)
         for name in (n for n in CONFUSION_SUBSETS if not n.startswith("S_train_")):  # S and its division
             plan.subset(name).save(out / f"{name}.json")
         if augmentation:
@@ -201,6 +204,10 @@ def cmd_confusion(args: argparse.Namespace) -> None:
     from .benchmark import plan_for
     from .confusion import ConfusionSet
 
+    if args.output and args.action == "divide":
+        check_output_folder(args.output, "--output", inputs=[args.input])
+    elif args.output:
+        check_output(args.output, inputs=[args.input])
     plan = plan_for(BenchParams(**bench_params(args)))
     if args.action == "build" or (args.action == "divide" and not args.input):
         cs = plan.confusion
@@ -267,9 +274,15 @@ def cmd_train(args: argparse.Namespace) -> None:
     train(*arguments)
 
 
-def _check_model(model: str) -> None:
+def _check_model(model: str, trust_remote_code: bool = False) -> None:
     if is_local(model):
-        check_model_folder(model, tokenizer=False)  # its tokenizer files: once its kind is known (an LLM's differ)
+        # its weights and tokenizer files are checked once its kind is known (an LLM's tokenizer files differ)
+        check_model_folder(model, tokenizer=False, trust_remote_code=trust_remote_code, weights=False)
+
+
+def _local(model: str) -> list[str]:
+    """The model's folder when it is local (an input the outputs must not destroy), else nothing."""
+    return [model] if is_local(model) else []
 
 
 def _option(name: str) -> str:
@@ -301,10 +314,11 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     tuned = any(grid is not None and len(set(grid)) > 1 for grid in (args.keep_bias, args.similarity_prior))
     if args.validation is not None and not tuned:
         raise ValueError("--validation tunes the decoding: give several --keep-bias or --similarity-prior values")
-    check_output(args.output)
-    if args.predictions_dir is not None and Path(args.predictions_dir).is_file():
-        raise FileExistsError(f"--predictions-dir {args.predictions_dir} is a file; give a folder")
-    _check_model(args.model)
+    read = [*_local(args.model), *(p for spec in [*data, args.validation] if spec for p in spec_paths(spec))]
+    check_output(args.output, inputs=read)
+    if args.predictions_dir is not None:
+        check_output_folder(args.predictions_dir, "--predictions-dir", inputs=read)
+    _check_model(args.model, args.trust_remote_code)
     llm = _llm_options(args)
     from .evaluation import EvaluationOptions, evaluate_model, scoring_params
 
@@ -431,12 +445,19 @@ def cmd_correct(args: argparse.Namespace) -> None:
 
     if bool(args.texts) == bool(args.file):
         raise ValueError("give TEXT arguments or --file, not both" if args.texts else "give TEXT arguments or --file")
+    for number, text in enumerate(args.texts, 1):
+        if "\n" in text or "\r" in text:
+            raise ValueError(
+                f"TEXT {number} holds a line break: a TEXT is one sentence, answered by one output line; give "
+                "several lines with --file"
+            )
     for name in DECODING_KEYS:
         if getattr(args, name) is not None:
             check_decoding(name, getattr(args, name), _option(name))
-    check_output(args.output)
+    size = os.path.getsize(args.file) if args.file and os.path.isfile(args.file) else None  # the output's, about
+    check_output(args.output, inputs=[args.file, *_local(args.model)], size=size)
     texts = args.texts or read_lines(args.file, "--file")  # lines end at \n only: output line i answers input line i
-    _check_model(args.model)
+    _check_model(args.model, args.trust_remote_code)
     given = {name: getattr(args, name) for name in DECODING_KEYS if getattr(args, name) is not None}
     given.update(_llm_options(args))
     if args.batch_size is not None:
@@ -447,26 +468,36 @@ def cmd_correct(args: argparse.Namespace) -> None:
         args.model, trust_remote_code=args.trust_remote_code, precision=args.precision, **given
     )
     lines = corrector.correct(texts)
+    if not lines:
+        logger.warning("--file %s holds no line: nothing to correct", args.file)
     if args.output:
         write_atomic(args.output, "".join(line + "\n" for line in lines))
-    else:
+    elif lines:
         print("\n".join(lines))
 
 
 def cmd_push(args: argparse.Namespace) -> None:
-    """prepare a Hub-ready model folder with a model card; push it with --token
+    """prepare a Hub-ready model folder with a model card; upload it with --upload
 
     Write a complete Hub model repository: the weights (safetensors, no pickles), configs and the remote code of the
     model and its tokenizer (AutoTokenizer / AutoModelForMaskedLM with trust_remote_code=True, no csc_hf needed),
-    without machine-local fields, and a card whose YAML holds the licence, base model, datasets and a model-index of the
-    scores; upload only when --token is given. With a run's results.json, the card takes the model's own records (its
-    variant and seed, as its folder records them). The benchmark options state the parameters the --results were scored
-    with where the records do not (a run's results.json and csc-bench evaluate's output state them)."""
+    without machine-local fields, and a card whose YAML holds the licence, base model, datasets and a model-index of
+    the scores; upload it only with --upload (the token of HF_TOKEN or of `hf auth login`, as huggingface_hub reads
+    it; never on the command line, where the process list shows it). With a run's results.json, the card takes the
+    model's own records (its variant and seed, as its folder records them). The benchmark options state the
+    parameters the --results were scored with where the records do not (a run's results.json and csc-bench
+    evaluate's output state them)."""
     from . import hub
 
+    if args.token is not None:
+        raise ValueError(
+            "--token is not taken: a token on the command line shows in the process list; set HF_TOKEN or log in "
+            "once with `hf auth login`, then give --upload"
+        )
     hub.check_license(args.license)
     folder = args.folder or f"{args.model.rstrip('/')}-hub"
     hub.check_repo_id(args.repo, folder)
+    token = hub.upload_token() if args.upload else None  # before any work: a missing token is named now
     chosen = {"--model-name": args.model_name, "--model-seed": args.model_seed}
     if not args.results and (named := [option for option, value in chosen.items() if value is not None]):
         raise ValueError(f"{' and '.join(named)} choose records of --results; give --results too")
@@ -484,14 +515,14 @@ def cmd_push(args: argparse.Namespace) -> None:
                     f"parameters {r['bench_params']}, the options say {given}: drop the options"
                 )
         records = [r if "data" in r else {**r, "bench_params": given} for r in records]
-    folder = hub.prepare(args.model, args.repo, folder, records, args.license)
+    folder = hub.prepare(args.model, args.repo, folder, records, args.license, inputs=[args.results])
     print(
         f"prepared {folder} ({len(records)} scored test sets in its card)"
         if records
         else f"prepared {folder} (no scores in its card yet: give --results, e.g. the output of csc-bench evaluate)"
     )
-    if args.token:
-        print(f"pushed: {hub.push(folder, args.repo, args.token)}")
+    if token:
+        print(f"pushed: {hub.push(folder, args.repo, token)}")
 
 
 def cmd_analyze(args: argparse.Namespace) -> None:
@@ -499,8 +530,10 @@ def cmd_analyze(args: argparse.Namespace) -> None:
 
     Table-9 statistics of each DATA; with --train / --confusion, how much of its errors they cover and how much context
     it shares with --train."""
-    check_output(args.output)
     from .data import analyze_data
+
+    specs = [*args.data, *(args.train or ())]
+    check_output(args.output, inputs=[*(p for spec in specs for p in spec_paths(spec)), *(args.confusion or ())])
     from .report import analysis_markdown
 
     result = analyze_data(
@@ -872,7 +905,9 @@ def parser_correct(sub) -> None:
 def parser_push(sub) -> None:
     push = _command(sub, cmd_push, bench=True)
     push.add_argument("model", help="a saved model folder")
-    push.add_argument("repo", help="Hub repository id, e.g. user/csc-all-gate (the card's name; --token uploads there)")
+    push.add_argument(
+        "repo", help="Hub repository id, e.g. user/csc-all-gate (the card's name; --upload uploads there)"
+    )
     push.add_argument("--results", help="an evaluation json or a run's results.json for the card's scores")
     push.add_argument(
         "--model-name",
@@ -886,12 +921,18 @@ def parser_push(sub) -> None:
         help="with a run's results.json: the model's training seed (default: the one the model folder records)",
     )
     push.add_argument(
-        "--folder", help="the local folder to write the Hub-ready model to (default: MODEL-hub); --token uploads it"
+        "--folder", help="the local folder to write the Hub-ready model to (default: MODEL-hub); --upload uploads it"
     )
     push.add_argument(
         "--license", default="apache-2.0", help="the card's licence, a Hub licence id (default: apache-2.0)"
     )
-    push.add_argument("--token", help="a Hub write token (without it nothing is uploaded)")
+    push.add_argument(
+        "--upload",
+        action="store_true",
+        help="upload the folder to the Hub with the write token of HF_TOKEN or of `hf auth login` "
+        "(without --upload nothing is uploaded)",
+    )
+    push.add_argument("--token", help=argparse.SUPPRESS)  # refused with a pointer to HF_TOKEN (see cmd_push)
 
 
 def parser_analyze(sub) -> None:

@@ -111,6 +111,17 @@ def _candidates(
     return candidates, chosen, None
 
 
+def spec_paths(spec: str) -> list[Path]:
+    """The local files and folders that the data spec ``spec`` reads (none for a csc_bench config), so that an output
+    can be checked against them (:func:`csc_hf.files.check_output`)."""
+    if spec.startswith("datasets:"):
+        return [Path(spec.removeprefix("datasets:"))]
+    if Path(spec).exists():
+        return [Path(spec)]
+    folder = spec.rpartition(":")[0]
+    return [Path(folder)] if folder and Path(folder).is_dir() else []
+
+
 def _split(name: str, data: Any, bench_config: str | None, equal_lengths: bool) -> DataSplit:
     """A loaded split (a Dataset or Sentences) as a :class:`DataSplit`, its pairs checked."""
     if isinstance(data, tuple):

@@ -227,6 +227,21 @@ def decoding_cell(keep_bias: float, similarity_prior: float) -> str:
     return f"{keep_bias:g}/{similarity_prior:g}"
 
 
+def check_seq2seq_grids(grids: dict[str, Sequence[float] | None], where: str) -> None:
+    """A seq2seq model gives no logits per character: it decodes with ``keep_bias`` and ``similarity_prior`` 0, so a
+    grid without 0 asks for what it cannot do (an error naming ``where``); the other values of a grid with 0 are
+    left out, with a log line."""
+    for name, grid in grids.items():
+        if grid is None or set(grid) <= {0.0}:
+            continue
+        if 0.0 not in grid:
+            raise ValueError(
+                f"{where}: {name} {', '.join(f'{v:g}' for v in grid)}: a seq2seq model has no logits per character "
+                f"and decodes with {name} 0; give 0 (or no {name} grid)"
+            )
+        logger.info("%s: %s stays 0 (a seq2seq model has no logits per character)", where, name)
+
+
 def tune_decoding(
     corrector, validation, keep_bias_grid: Sequence[float], similarity_prior_grid: Sequence[float] = (0.0,)
 ) -> tuple[dict[str, float], dict[str, float]]:
@@ -295,7 +310,7 @@ def evaluate_model(
     seconds its correction took and the sentences per second; an LLM's also its settings (prompt, decoding, length
     policy), the answers whose length changed, the failures by kind and the contamination flags of the split's
     sources. Each split logs its size, score and time, and a progress bar runs over the splits."""
-    from .pipeline import Corrector, loads_as_llm  # torch: loaded only to correct (csc-bench score reads this module)
+    from .pipeline import Corrector, loads_as_llm, loads_as_seq2seq  # torch: only here (csc-bench score reads us)
 
     o = options
     llm = loads_as_llm(model_dir, o.llm, o.trust_remote_code)
@@ -304,6 +319,9 @@ def evaluate_model(
             f"{model_dir} is an LLM corrector: it has no keep_bias or similarity_prior to tune (no --keep-bias or "
             "--similarity-prior grid)"
         )
+    grids = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
+    if any(set(grid or ()) - {0.0} for grid in grids.values()) and loads_as_seq2seq(model_dir, o.trust_remote_code):
+        check_seq2seq_grids(grids, f"{model_dir} (a seq2seq model)")  # a grid it cannot decode: before any test set
     validation = None if llm else _validation(o)
     splits = scored_splits(tests, o.bench_params)
     trained = trained_sentences(model_dir, o.training_params or o.bench_params, o.max_train_samples)
@@ -466,6 +484,8 @@ def _tuned(
     if o.keep_bias_grid is None and o.similarity_prior_grid is None:
         return corrector, None
     given = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
+    if corrector.seq2seq:
+        check_seq2seq_grids(given, f"{model_dir} (a seq2seq model)")
     grids = {
         name: [getattr(corrector, name)] if grid is None else sorted(set(grid)) or [0.0]  # none: the loaded
         for name, grid in given.items()

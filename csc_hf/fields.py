@@ -6,11 +6,15 @@ into a value of the type with :func:`from_text`."""
 
 from __future__ import annotations
 
+import difflib
 import enum
+import math
+import numbers
+import sys
 import types
 import typing
-from collections.abc import Callable
-from dataclasses import fields
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 TRUE, FALSE = ("true", "1", "yes"), ("false", "0", "no")  # the command line's words for a bool
@@ -20,9 +24,92 @@ def field_types(*dataclasses: type) -> dict[str, Any]:
     """The type of every init field of ``dataclasses``, by name (a later class's field wins)."""
     found = {}
     for dc in dataclasses:
-        hints = typing.get_type_hints(dc)
-        found.update({f.name: hints[f.name] for f in fields(dc) if f.init})
+        try:
+            hints = typing.get_type_hints(dc)
+        except NameError:  # a hint naming what its module imports only for type checkers (transformers' configs)
+            hints = _hints_each(dc)
+        found.update({f.name: hints.get(f.name, Any) for f in fields(dc) if f.init})
     return found
+
+
+def _hints_each(dc: type) -> dict[str, Any]:
+    """The type hints of ``dc`` and its bases, each resolved on its own; one that cannot be is ``Any``."""
+    hints: dict[str, Any] = {}
+    for cls in reversed(dc.__mro__):
+        namespace = vars(sys.modules[cls.__module__])
+        for name, hint in vars(cls).get("__annotations__", {}).items():
+            try:
+                hints[name] = eval(hint, namespace) if isinstance(hint, str) else hint  # a type hint of the class
+            except Exception:
+                hints[name] = Any
+    return hints
+
+
+def check_known(keys: Iterable[str], known: Iterable[str], where: str, what: str = "keys") -> None:
+    """Raise a ValueError naming ``where`` and every key of ``keys`` that is not ``known``, each with the closest
+    known one (a typo that would otherwise be ignored or fail later)."""
+    known = sorted(known)
+    unknown = sorted(k for k in keys if k not in known)
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+        hints.append(f"{key!r}: did you mean {close[0]!r}?" if close else f"{key!r}: no close name")
+    raise ValueError(f"{where}: unknown {what} {unknown} ({'; '.join(hints)})")
+
+
+def check_fields(
+    data: Mapping[str, Any], hints: Mapping[str, Any], where: str, origins: Mapping[str, str] | None = None
+) -> None:
+    """Every key of ``data`` is one of ``hints`` (:func:`check_known`: an unknown key is named with the closest known
+    one) and its value fits the key's type (:func:`accepts`); an error names where the key comes from (``origins``,
+    else ``where``)."""
+    origins = origins or {}
+    unknown = [key for key in data if key not in hints]
+    if unknown:
+        check_known(unknown, hints, ", ".join(sorted({origins.get(k, where) for k in unknown})))
+    for key, value in data.items():
+        if not accepts(hints[key], value):
+            raise ValueError(f"{origins.get(key, where)}: {key}={value!r} must be {type_name(hints[key])}")
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a number may take: at least ``low`` (above it with ``low_open``), at most ``high`` (below it with
+    ``high_open``), always finite; ``also``: other values it may be (``-1``: off, ``None``: the default)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    also: tuple = ()
+
+    def holds(self, value: Any) -> bool:
+        if any(value is a or (value == a and type(value) is type(a)) for a in self.also):
+            return True
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            return False
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def __str__(self) -> str:
+        if self.low is not None and self.high is not None:
+            text = f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        elif self.low is not None:
+            text = f"{'above' if self.low_open else 'at least'} {self.low:g}"
+        elif self.high is not None:
+            text = f"{'below' if self.high_open else 'at most'} {self.high:g}"
+        else:
+            text = "a finite number"
+        return " or ".join([*(repr(a) for a in self.also), text])
+
+
+def check_range(name: str, value: Any, allowed: Range, where: str = "") -> None:
+    """Raise a ValueError naming ``where`` and ``name`` unless ``allowed`` holds ``value``."""
+    if not allowed.holds(value):
+        raise ValueError(f"{where}: " * bool(where) + f"{name}={value!r} must be {allowed}")
 
 
 def accepts(hint: Any, value: Any) -> bool:

@@ -1,14 +1,19 @@
 """How csc_hf reads and writes files: UTF-8 text whose errors name the file, lines split at ``\\n`` only, jsonl rows
-whose errors name the line, and outputs written whole or not at all (checked before any long work); and the file
-formats of CSC data: sentence pairs as a ``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, texts
-to correct (:func:`check_texts`), and a model's predictions as edits (``position:character``, ``position+character``,
-``position-character`` per line) or, for an LLM, as jsonl records (``id``, ``prediction``, its raw output)."""
+whose errors name the line, YAML without keys given twice, and outputs written whole or not at all, checked before any
+long work (never one of the command's inputs, never a folder of other files replaced: :func:`check_output`,
+:func:`check_output_folder`, :func:`output_folder`); and the file formats of CSC data: sentence pairs as a
+``wrong<TAB>correct`` TSV or a jsonl of ``source``/``target`` objects, texts to correct (:func:`check_texts`), and a
+model's predictions as edits (``position:character``, ``position+character``, ``position-character`` per line) or, for
+an LLM, as jsonl records (``id``, ``prediction``, its raw output)."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -40,6 +45,42 @@ def read_lines(path: str | Path, what: str = "") -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def read_yaml(path: str | Path, what: str = "") -> Any:
+    """A UTF-8 YAML file read safely (no Python objects); invalid YAML and a key given twice in one mapping (which
+    YAML would let the last one win silently) are errors naming the file and the line (:func:`parse_yaml`)."""
+    return parse_yaml(read_text(path, what), f"{what} {path}" if what else str(path))
+
+
+def parse_yaml(text: str, label: str) -> Any:
+    """YAML text read safely (plain data only); invalid YAML and a key given twice in one mapping are ValueErrors
+    naming ``label`` (where the text comes from) and the line."""
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node)
+            if key in seen:
+                raise ValueError(
+                    f"{label}, line {key_node.start_mark.line + 1}: the key {key!r} is given twice (also on line "
+                    f"{seen[key]}); YAML would keep only the last"
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return loader.construct_mapping(node)
+
+    UniqueKeys.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        return yaml.load(text, Loader=UniqueKeys)  # a SafeLoader: plain data only
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ValueError(f"{label}{where}: invalid YAML ({problem})") from None
+
+
 def iter_jsonl(path: str | Path, lines: Sequence[str] | None = None) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` of each non-blank line of a jsonl file (or of its already read ``lines``);
     invalid JSON is an error naming the file and the line."""
@@ -52,8 +93,40 @@ def iter_jsonl(path: str | Path, lines: Sequence[str] | None = None) -> Iterator
             raise ValueError(f"{path}, line {number}: invalid JSON ({err.msg})") from None
 
 
-def check_output(path: str | Path | None, option: str = "--output") -> None:
-    """Fail before any work when an output file cannot be written: a folder, or a file in a missing folder."""
+Paths = Iterable[str | Path | None]
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether two paths name one file or folder (links and ``..`` resolved; also two names of one file)."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def _within(inner: Path, outer: Path) -> bool:
+    """Whether ``inner`` is ``outer`` or inside it."""
+    return _same(inner, outer) or outer.resolve() in inner.resolve().parents
+
+
+def check_writable(folder: Path, option: str) -> None:
+    """Fail unless a file can be created in ``folder`` (tried: a read-only folder or file system, or a folder of
+    another user, is named before any work)."""
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".csc_hf-write-test.")
+    except OSError as err:
+        raise PermissionError(f"{option}: cannot write in {folder} ({err.strerror or err})") from None
+    os.close(handle)
+    os.unlink(probe)
+
+
+def check_output(
+    path: str | Path | None, option: str = "--output", inputs: Paths = (), size: int | None = None
+) -> None:
+    """Fail before any work when an output file cannot be written or would destroy what the command reads: a
+    folder, a file in a missing or read-only folder, one of the command's ``inputs`` or a path inside one of them
+    (the files and folders it reads: a model folder, data), or (``size``: the bytes it will about take) a disk
+    without that much room."""
     if path is None:
         return
     target = Path(path)
@@ -61,13 +134,83 @@ def check_output(path: str | Path | None, option: str = "--output") -> None:
         raise IsADirectoryError(f"{option} {target} is a folder; give a file path")
     if not target.parent.is_dir():
         raise FileNotFoundError(f"{option} {target}: folder {target.parent} does not exist")
+    for given in (Path(p) for p in inputs if p):
+        if given.exists() and _within(target, given):
+            where = "is" if _same(target, given) else "is inside"
+            raise ValueError(f"{option} {target} {where} {given}, which the command reads; give another path")
+    check_writable(target.parent, option)
+    if size is not None and (free := shutil.disk_usage(target.parent).free) < size:
+        message = f"{option} {target}: needs about {size:,} bytes, and its disk has {free:,} free"
+        raise OSError(errno.ENOSPC, message)
+
+
+OUTPUT_MARKER = ".csc_hf_output"
+"""The file a command writes into a folder it makes whole (:func:`output_folder`): the folder may be replaced by the
+same command later; any other non-empty folder never is."""
+
+
+def check_output_folder(path: str | Path, option: str, inputs: Paths = (), replaces: str | None = None) -> Path:
+    """Fail before any work when an output folder cannot be written or would destroy what the command reads: a file,
+    a read-only place, a folder that is, holds or lies inside one of the command's ``inputs`` (the files and folders
+    it reads). With ``replaces`` (the command's name) the folder is to be replaced whole (:func:`output_folder`): an
+    existing one must be empty or hold the marker of an earlier output of that command, and must not hold the
+    current folder: a folder of the user's other data is never deleted. Returns the path."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(f"{option} {target} is a file; give a folder")
+    for given in (Path(p) for p in inputs if p):
+        if given.exists() and (_within(target, given) or _within(given, target)):
+            where = "is" if _same(target, given) else "holds" if _within(given, target) else "is inside"
+            raise ValueError(f"{option} {target} {where} {given}, which the command reads; give another folder")
+    if replaces and target.is_dir():
+        if _within(Path.cwd(), target):
+            raise ValueError(f"{option} {target} holds the current folder; give another folder")
+        if any(target.iterdir()) and not (target / OUTPUT_MARKER).is_file():
+            raise FileExistsError(
+                f"{option} {target} is a folder of other files (not an earlier output of {replaces}, which holds "
+                f"{OUTPUT_MARKER}); give a new or empty folder: csc_hf never deletes what it did not make"
+            )
+    existing = next(p for p in (target.absolute(), *target.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise NotADirectoryError(f"{option} {target}: {existing} is a file, not a folder")
+    check_writable(existing, option)
+    return target
+
+
+@contextlib.contextmanager
+def output_folder(path: str | Path, command: str) -> Iterator[Path]:
+    """Write a folder whole or not at all: yields an empty staging folder next to ``path``; when the block ends
+    without an error, the marker :data:`OUTPUT_MARKER` (naming ``command``) is written into it and it takes the
+    place of ``path`` (an earlier output that :func:`check_output_folder` allowed to replace); on an error it is
+    removed and ``path`` stays as it was."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".partial"))
+    os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes it 0700: a folder of the umask's mode, as mkdir gives
+    try:
+        yield staging
+        (staging / OUTPUT_MARKER).write_text(f"written by {command}\n", encoding="utf-8")
+        old = None
+        if target.exists():
+            old = target.with_name(f".{target.name}.{os.getpid()}.old")
+            os.replace(target, old)
+        os.replace(staging, target)
+        if old is not None:
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask sets it: set it back at once
+    os.umask(mask)
+    return mask
 
 
 def new_file_mode() -> int:
     """The permission bits a new file gets from the process's umask (``0o666`` less it), as ``open`` gives them."""
-    mask = os.umask(0o022)  # reading the umask sets it: set it back at once
-    os.umask(mask)
-    return 0o666 & ~mask
+    return 0o666 & ~_umask()
 
 
 def honour_umask(paths: Iterable[str | Path]) -> None:
@@ -82,7 +225,8 @@ def honour_umask(paths: Iterable[str | Path]) -> None:
 def write_atomic(path: str | Path, text: str, make_parents: bool = False) -> Path:
     """Write a UTF-8 file whole or not at all: a temporary file next to it, then renamed over it (a reader never sees
     a half-written file, and a killed writer leaves the old file or none). The file keeps the mode of the file it
-    replaces, and a new one gets the umask's (:func:`new_file_mode`), as a plain write gives. Returns the path."""
+    replaces, and a new one gets the umask's (:func:`new_file_mode`), as a plain write gives. A failed write (a full
+    disk) names the file. Returns the path."""
     target = Path(path)
     if make_parents:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -90,14 +234,19 @@ def write_atomic(path: str | Path, text: str, make_parents: bool = False) -> Pat
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         mode = new_file_mode()
-    handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        handle, partial = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as err:
+        raise type(err)(err.errno, f"cannot write {target}: {err.strerror or err}") from None
     try:
         os.fchmod(handle, mode)  # mkstemp makes it 0600
         with os.fdopen(handle, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(partial, target)
-    except BaseException:
+    except BaseException as err:
         Path(partial).unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise type(err)(err.errno, f"cannot write {target}: {err.strerror or err}") from None
         raise
     return target
 

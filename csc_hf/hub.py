@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
-from .files import read_text
+from .files import OUTPUT_MARKER, check_output_folder, output_folder, read_text
 from .markdown import score_text, table
 from .model_folder import (
     DECODING_DEFAULTS,
@@ -99,22 +100,23 @@ DROPPED_FILES = (DONE, RECORDS, TRAINER_STATE)  # run bookkeeping, not part of a
 COPIED_SUFFIXES = (".json", ".safetensors", ".py", ".txt", ".model")  # weights, configs, remote code, vocabularies
 VERBATIM = ("tokenizer.json",)  # serialized tokenizers: tokens, no paths; copied as they are
 LOCAL_KEYS = ("is_local", "local_files_only", "_name_or_path", "name_or_path", "cache_dir", "_commit_hash")
+PUSH = "csc-bench push"  # the command that prepares a Hub folder (and may replace one it prepared before)
 REMOTE_TOKENIZER = Path(__file__).resolve().parent / "modeling" / "tokenization_csc.py"
 
 
 def check_repo_id(repo_id: str, folder: str | Path | None = None) -> str:
     """``repo_id`` if it is a Hub repository id ``OWNER/NAME``, else a ValueError saying so, and (a path given where
     the id goes) that ``--folder`` chooses the local folder, written to ``folder`` by default, nothing uploaded
-    without a token."""
+    without --upload."""
     if not HUB_ID.fullmatch(repo_id) or "/" not in repo_id:
         path = is_local(repo_id) and not HUB_ID.fullmatch(repo_id)
         raise ValueError(
             f"repo {repo_id!r}"
             + (" is a path, not a Hub repository id" if path else "")
             + ": give a Hub repository id OWNER/NAME, e.g. user/csc-all-gate (the card names the model so, and "
-            "--token uploads there); the Hub-ready folder is written locally"
+            "--upload uploads there); the Hub-ready folder is written locally"
             + (f" to {folder}" if folder else "")
-            + " (--folder DIR chooses another), and nothing is uploaded without --token"
+            + " (--folder DIR chooses another), and nothing is uploaded without --upload"
         )
     return repo_id
 
@@ -334,13 +336,20 @@ def _training_data(training: dict) -> str:
 
 
 def prepare(
-    model_dir: str | Path, repo_id: str, folder: str | Path, records: list[dict], license: str = "apache-2.0"
+    model_dir: str | Path,
+    repo_id: str,
+    folder: str | Path,
+    records: list[dict],
+    license: str = "apache-2.0",
+    inputs: Sequence[str | Path | None] = (),
 ) -> Path:
     """Write a complete Hub model repository for the model in ``model_dir`` to ``folder``: its weights
     (safetensors), configs, remote code and tokenizer; no pickles (``training_args.bin``, optimizer, scheduler and
     random states), checkpoints or run bookkeeping; every json without machine-local fields (:func:`scrub`); the
     tokenizer's code with an ``auto_map``, so ``AutoTokenizer.from_pretrained(folder, trust_remote_code=True)`` is a
-    ``CSCTokenizer`` without csc_hf; and the card (:func:`model_card`)."""
+    ``CSCTokenizer`` without csc_hf; and the card (:func:`model_card`). The folder is written whole
+    (:func:`csc_hf.files.output_folder`): new, empty or an earlier one of ``csc-bench push`` replaced, never a folder
+    of other files nor one that holds the model or the other ``inputs``."""
     source, target = Path(model_dir), Path(folder)
     check_model_folder(source)
     check_license(license)
@@ -349,11 +358,22 @@ def prepare(
             f"model folder {source} has no safetensors weights (a pickled pytorch_model.bin is not "
             "pushed); save the model again with save_pretrained (safetensors is its default)"
         )
-    if target.resolve() == source.resolve():
-        raise ValueError(f"--folder {target} is the model folder itself; give another folder")
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
+    files = _hub_files(source, repo_id, records, license)  # every file read and checked before anything is written
+    check_output_folder(target, "--folder", inputs=[source, *inputs], replaces=PUSH)
+    with output_folder(target, PUSH) as staging:
+        for name, content in files.items():
+            if isinstance(content, Path):
+                shutil.copyfile(content, staging / name)  # a new file: the umask's mode
+            else:
+                (staging / name).write_text(content, encoding="utf-8")
+    return target
+
+
+def _hub_files(source: Path, repo_id: str, records: list[dict], license: str) -> dict[str, str | Path]:
+    """The files of the Hub folder of the model in ``source``: by name, the text to write (each json without
+    machine-local fields, the tokenizer's config with its ``auto_map``, the card) or the file to copy."""
+    files: dict[str, str | Path] = {}
+    csc_tokenizer = False
     for path in sorted(source.iterdir()):
         if not path.is_file() or path.suffix not in COPIED_SUFFIXES or path.name in DROPPED_FILES:
             continue
@@ -362,22 +382,31 @@ def prepare(
                 data = json.loads(path.read_text(encoding="utf-8"))
             except ValueError as err:
                 raise ValueError(f"{path}: not JSON ({err}); repair or remove it before pushing") from None
-            (target / path.name).write_text(
-                json.dumps(scrub(data), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-            )
+            if path.name == "tokenizer_config.json" and isinstance(data, dict):
+                if csc_tokenizer := data.get("tokenizer_class") == "CSCTokenizer":  # its code goes with it
+                    data["auto_map"] = {"AutoTokenizer": [None, f"{REMOTE_TOKENIZER.stem}.CSCTokenizer"]}
+            files[path.name] = json.dumps(scrub(data), indent=2, ensure_ascii=False) + "\n"
         else:
-            shutil.copyfile(path, target / path.name)  # a new file: the umask's mode
-    tokenizer_config = read_json_object(target / "tokenizer_config.json")
-    if tokenizer_config.get("tokenizer_class") == "CSCTokenizer":
-        shutil.copyfile(REMOTE_TOKENIZER, target / REMOTE_TOKENIZER.name)
-        tokenizer_config["auto_map"] = {"AutoTokenizer": [None, f"{REMOTE_TOKENIZER.stem}.CSCTokenizer"]}
-        (target / "tokenizer_config.json").write_text(
-            json.dumps(tokenizer_config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+            files[path.name] = path
+    if csc_tokenizer:  # csc_hf's tokenizer code, not a copy the folder may hold
+        files[REMOTE_TOKENIZER.name] = REMOTE_TOKENIZER
     seq2seq = read_json_object(source / "config.json").get("is_encoder_decoder") is True
-    card = model_card(repo_id, records, training_record(source), load_decoding(source), license, seq2seq)
-    (target / "README.md").write_text(card, encoding="utf-8")
-    return target
+    files["README.md"] = model_card(repo_id, records, training_record(source), load_decoding(source), license, seq2seq)
+    return files
+
+
+def upload_token() -> str:
+    """The Hub token an upload uses, read as huggingface_hub reads it (``HF_TOKEN``, else the login that
+    ``hf auth login`` stored), so that it never appears on a command line; none is a ValueError saying how to give
+    one."""
+    from huggingface_hub import get_token
+
+    token = get_token()
+    if not token:
+        raise ValueError(
+            "--upload needs a Hub write token: set HF_TOKEN in the environment or log in once with `hf auth login`"
+        )
+    return token
 
 
 def push(folder: str | Path, repo_id: str, token: str) -> str:
@@ -386,7 +415,7 @@ def push(folder: str | Path, repo_id: str, token: str) -> str:
 
     api = HfApi(token=token)
     api.create_repo(repo_id, exist_ok=True)
-    return str(api.upload_folder(folder_path=str(folder), repo_id=repo_id))
+    return str(api.upload_folder(folder_path=str(folder), repo_id=repo_id, ignore_patterns=[OUTPUT_MARKER]))
 
 
 def load_records(path: str | Path) -> list[dict]:

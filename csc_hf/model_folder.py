@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .files import write_atomic
+from .files import read_text, write_atomic
 from .run_layout import DECODING_FILE, RUNS_DIR, SIMILAR_FILE, TOKENIZER_FILES, TRAIN_CONFIG, TRAINING_RECORD
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
@@ -52,9 +52,18 @@ def model_file(path: str | Path, name: str) -> Path | None:
     return Path(found) if found else None
 
 
-def check_model_folder(path: str | Path, what: str = "model folder", tokenizer: bool = True) -> None:
-    """Raise a FileNotFoundError that names what a local model folder lacks: the folder, its ``config.json``, or
-    (with ``tokenizer``) its tokenizer files."""
+def check_model_folder(
+    path: str | Path,
+    what: str = "model folder",
+    tokenizer: bool = True,
+    trust_remote_code: bool = False,
+    weights: bool = True,
+) -> None:
+    """Raise an error that names what is wrong with a local model folder before anything loads from it: the folder,
+    its ``config.json`` (missing, not JSON, a ``model_type`` that transformers and csc_hf lack, or the model's own code
+    without ``trust_remote_code``), (with ``weights``) its weights (:func:`check_weights`) or (with ``tokenizer``) its
+    tokenizer files (missing, or a ``tokenizer.json`` that is not JSON). A caller that reads the config first to know
+    the kind of model checks the weights and tokenizer once it knows it."""
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(
@@ -62,11 +71,87 @@ def check_model_folder(path: str | Path, what: str = "model folder", tokenizer: 
         )
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{what} {folder} holds no saved model (config.json)")
+    check_model_type(folder / "config.json", _json_object(folder / "config.json"), trust_remote_code)
+    if weights:
+        check_weights(folder, what)
     if tokenizer and not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise FileNotFoundError(
             f"{what} {folder} holds no tokenizer files ({' or '.join(TOKENIZER_FILES)}); "
             "save the tokenizer there too (tokenizer.save_pretrained)"
         )
+    if tokenizer and (folder / "tokenizer.json").is_file():
+        _json_object(folder / "tokenizer.json")
+
+
+def _json_object(path: Path) -> dict:
+    """A JSON object file; anything else is a ValueError naming the file."""
+    try:
+        data = json.loads(read_text(path))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not JSON ({err.msg} at line {err.lineno}); save the model again") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def check_model_type(path: Path, config: dict, trust_remote_code: bool = False) -> None:
+    """The model of the ``config.json`` at ``path`` can be built: its ``model_type`` is one transformers (or csc_hf)
+    knows, or it brings its own code (``auto_map``) and ``trust_remote_code`` allows running it."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from . import modeling  # noqa: F401  (registers csc_hf's model type)
+
+    model_type, own_code = config.get("model_type"), "AutoConfig" in (config.get("auto_map") or {})
+    if model_type is None or model_type in CONFIG_MAPPING:
+        return
+    if not own_code:
+        import transformers
+
+        raise ValueError(
+            f"{path}: model_type {model_type!r} is not a model type of transformers {transformers.__version__} or "
+            "csc_hf (a model of a newer transformers? a typo?), and the folder brings no code of its own (auto_map)"
+        )
+    if not trust_remote_code:
+        raise ValueError(
+            f"{path}: model_type {model_type!r} comes with the folder's own code (auto_map); pass "
+            "--trust-remote-code (trust_remote_code=True) to run it, for a folder you trust"
+        )
+
+
+def check_weights(path: str | Path, what: str = "model folder") -> None:
+    """Raise a ValueError naming the folder when its weights cannot be what its config.json describes
+    (:func:`weights_problem`)."""
+    folder = Path(path)
+    if problem := weights_problem(folder, read_json_object(folder / "config.json")):
+        raise ValueError(f"{what} {folder}: {problem}")
+
+
+EMBEDDINGS = re.compile(r"(^|\.)(word_embeddings|shared|embed_tokens)\.weight$")  # a model's token embeddings
+
+
+def weights_problem(folder: Path, config: dict | None = None) -> str | None:
+    """What is wrong with the safetensors weights in ``folder``, or None: a file cut short (a save that was killed, a
+    partial download), or token embeddings whose shape is not the ``vocab_size`` x ``hidden_size`` (``d_model``) of
+    ``config`` (weights and config of two different models)."""
+    from safetensors import SafetensorError, safe_open
+
+    for file in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="np") as weights:
+                shapes = {key: weights.get_slice(key).get_shape() for key in weights.keys()}
+        except (SafetensorError, OSError) as err:
+            return f"{file.name} is not a complete safetensors file ({err}); save or download the model again"
+        if not config:
+            continue
+        width = config.get("embedding_size") or config.get("hidden_size") or config.get("d_model")  # ALBERT, BART
+        expected = [config.get("vocab_size"), width]
+        for key, shape in shapes.items():
+            if EMBEDDINGS.search(key) and all(isinstance(n, int) for n in expected) and list(shape) != expected:
+                return (
+                    f"{file.name} holds {key} of shape {list(shape)}, but config.json says vocab_size x hidden size "
+                    f"{expected}: the weights and config.json are of two different models; save them together again"
+                )
+    return None
 
 
 def start_tokenizer_file(path: str | Path) -> Path | None:

@@ -193,7 +193,7 @@ def _model_config(path: str | os.PathLike, trust_remote_code: bool) -> tuple[str
     path = str(path)
     if is_local(path):
         path = os.path.expanduser(path)
-        check_model_folder(path, tokenizer=False)
+        check_model_folder(path, tokenizer=False, trust_remote_code=trust_remote_code, weights=False)
     return path, AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
 
 
@@ -207,6 +207,12 @@ def loads_as_llm(path: str | os.PathLike, options: Iterable[str] = (), trust_rem
     """Whether ``Corrector.from_pretrained(path, **options)`` gives an LLM corrector (a causal LM, or an option only
     an LLM corrector takes), from the model's config alone: no weights load."""
     return _is_llm(_model_config(path, trust_remote_code)[1], options)
+
+
+def loads_as_seq2seq(path: str | os.PathLike, trust_remote_code: bool = False) -> bool:
+    """Whether ``Corrector.from_pretrained(path)`` gives a seq2seq corrector (no logits per character to bias), from
+    the model's config alone: no weights load."""
+    return bool(_model_config(path, trust_remote_code)[1].is_encoder_decoder)
 
 
 class Corrector:
@@ -369,9 +375,17 @@ class Corrector:
             kwargs.setdefault("dtype", weights_dtype(precision))
             return LLMCorrector.from_pretrained(path, trust_remote_code=trust_remote_code, **kwargs)
         if is_local(path):
-            check_model_folder(path)
+            check_model_folder(path, trust_remote_code=trust_remote_code)
         auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForMaskedLM
-        model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
+        try:
+            model = auto.from_pretrained(path, config=config, trust_remote_code=trust_remote_code)
+        except RuntimeError as err:
+            if "mismatched" not in str(err):
+                raise
+            raise ValueError(
+                f"the weights of {path} do not fit its config.json: some tensors have other shapes than the config "
+                "makes (the load report above lists them); save the model and its config together again"
+            ) from None
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
         return cls(model, tokenizer, **{**saved_options(path), **kwargs})
 

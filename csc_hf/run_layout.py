@@ -6,6 +6,7 @@ A run folder (``csc-bench run --output RUN_DIR``)::
     RUN_DIR/results.json, results.csv, report.md, report_plots/*.png
     RUN_DIR/stages/NAME-KEY/            one stage: NAME says what it is, KEY hashes its inputs (:func:`stage_dir`)
         done.json                       the marker that it finished (with its wall time)
+        stage.lock                      while a process runs the stage: its pid (one process per stage)
         train_config.yaml               a training stage's config; the stage folder is also the model folder
         records.json, predictions/CONFIG.SPLIT.txt, paired-BASE-N.json, decoding/   an evaluation stage's outputs
         augmentation.json               the augment stage's leak filter and coverage
@@ -40,6 +41,7 @@ STAGES = "stages"
 
 # ---- a stage folder
 DONE = "done.json"  # the marker that the stage finished
+LOCK = "stage.lock"  # held by the process running the stage (its pid inside), removed when it ends
 TRAIN_CONFIG = "train_config.yaml"  # a training stage's config
 RECORDS = "records.json"  # an evaluation stage's result records
 PREDICTIONS = "predictions"  # an evaluation stage's sub-folder of predictions (see `predictions_file`)

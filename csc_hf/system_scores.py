@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .corruption import ERROR_TYPES
-from .data import DataSplit, needs_alignment, read_data, read_split, training_sentences
+from .data import DataSplit, needs_alignment, read_data, read_split, spec_paths, training_sentences
 from .dataset_stats import error_pairs, judge_pair
 from .edits import EDIT_KINDS, SUBSTITUTION, alignment, positional
 from .evaluation import training_pairs
@@ -258,6 +258,12 @@ def parse_predictions(
     if len(lines) != len(references.sources):
         raise _count_error(path, len(lines), "lines", references)
     if fmt == "text":
+        for number, (line, source) in enumerate(zip(lines, references.sources), 1):
+            if "\t" in line and "\t" not in source:
+                raise ValueError(
+                    f"{path}, line {number}: a TAB in a predicted sentence whose source has none: is this a "
+                    "wrong<TAB>correct file? --predictions takes one predicted sentence a line"
+                )
         return list(lines), fmt
     return read_predictions(Path(path), references.sources), fmt
 
@@ -471,7 +477,7 @@ def score_files(
     check_alignment_mode(alignment_mode)
     _check_bootstrap(bootstrap, baseline is not None)
     check_length_policy(length_policy, "--length-policy")
-    check_output(output)
+    check_output(output, inputs=[predictions, baseline, *spec_paths(references), *(spec_paths(train) if train else [])])
     lines = read_lines(predictions, "predictions")
     baseline_lines = read_lines(baseline, "baseline") if baseline is not None else None
     refs = load_references(references, params, cache_dir, alignment_mode)

@@ -158,6 +158,28 @@ def test_correct_file_lines_end_at_newline_only(tiny_model, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt"]  # no temporary file left
 
 
+def test_correct_of_an_empty_file_prints_no_line(tiny_model, tmp_path, capsys, caplog):
+    (tmp_path / "in.txt").write_text("", encoding="utf-8")
+    assert main(["correct", str(tiny_model), "--file", str(tmp_path / "in.txt")]) == 0
+    assert capsys.readouterr().out == "" and "holds no line: nothing to correct" in caplog.text
+    assert main(["correct", str(tiny_model), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o").read_text(encoding="utf-8") == ""  # zero lines in, zero lines out
+
+
+def test_correct_checks_the_room_for_its_output_first(tmp_path, capsys, monkeypatch):
+    """A disk without room for the corrected --file fails before the model loads, naming the output (it failed after
+    the whole correction, without the path)."""
+    import shutil
+    from collections import namedtuple
+
+    (tmp_path / "in.txt").write_text("我门今天去学校。\n" * 100, encoding="utf-8")
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6 - 100, 100))
+    argv = ["correct", str(tmp_path / "no-model"), "--file", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert f"--output {tmp_path / 'o'}: needs about 2,500 bytes, and its disk has 100 free" in capsys.readouterr().err
+
+
 def test_evaluate_checks_its_arguments_before_any_work(tiny_model, tmp_path, capsys, monkeypatch):
     import csc_hf.evaluation
 

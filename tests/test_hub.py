@@ -4,6 +4,7 @@ and no machine-local fields. The folder loads in a clean interpreter without csc
 
 import ast
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from conftest import run_without_csc_hf
 
 from csc_hf import hub
 from csc_hf.cli import main
+from csc_hf.files import OUTPUT_MARKER
 from csc_hf.scoring import HEADLINE
 
 TEXTS = ["我门今天去学校上课。", "他们在家里看书"]
@@ -111,7 +113,8 @@ def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
         == 0
     )
     assert "2 scored test sets" in capsys.readouterr().out
-    names = sorted(p.name for p in folder.iterdir())
+    names = sorted(p.name for p in folder.iterdir() if p.name != OUTPUT_MARKER)  # the marker is never uploaded
+    assert (folder / OUTPUT_MARKER).is_file()
     assert names == [
         "README.md",
         "config.json",
@@ -163,6 +166,48 @@ def test_card_without_results_says_there_are_no_scores(trained, tmp_path, capsys
     meta = front_matter(card)
     assert meta["license"] == "apache-2.0" and "model-index" not in meta
     assert "No scores yet" in card and "| test set |" not in card
+
+
+def test_push_replaces_only_its_own_folder_and_never_leaves_half_of_one(trained, tmp_path, capsys):
+    """Issue 29, item 3: a second push to the same --folder replaces the first one's output (it holds the marker);
+    a push that fails (a bad csc_decoding.json or tokenizer_config.json) leaves the earlier folder as it was, and
+    makes no new one."""
+    hub = tmp_path / "hub"
+    assert main(["push", str(trained), "user/csc-tiny", "--folder", str(hub)]) == 0
+    (hub / "stale.json").write_text("{}")  # what the earlier output held, and the new one does not
+    assert main(["push", str(trained), "user/csc-tiny", "--folder", str(hub), "--license", "mit"]) == 0
+    assert not (hub / "stale.json").exists() and "license: mit" in (hub / "README.md").read_text(encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in hub.iterdir()}
+    for bad, text in (("csc_decoding.json", "keep_bias: 2"), ("tokenizer_config.json", '{"tokenizer_class": ')):
+        model = tmp_path / "m"
+        shutil.rmtree(model, ignore_errors=True)
+        shutil.copytree(trained, model)
+        (model / bad).write_text(text)
+        for folder in (hub, tmp_path / "new"):
+            assert main(["push", str(model), "user/csc-tiny", "--folder", str(folder)]) == 2
+            assert f"{bad}: not JSON" in capsys.readouterr().err
+        assert {p.name: p.read_bytes() for p in hub.iterdir()} == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["hub", "m"]  # no new folder, no staging left
+
+
+def test_upload_takes_the_token_from_the_environment_or_the_login(trained, tmp_path, monkeypatch, capsys):
+    """The token is read as huggingface_hub reads it (HF_TOKEN, else the stored login), never from the command
+    line, where the process list shows it; without one, --upload fails before any work."""
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "hf_home" / "token"))  # no stored login
+    assert main(["push", str(trained), "user/x", "--folder", str(tmp_path / "hub"), "--upload"]) == 2
+    assert "--upload needs a Hub write token: set HF_TOKEN" in capsys.readouterr().err
+    assert not (tmp_path / "hub").exists()
+    uploads = []
+    monkeypatch.setattr(hub, "push", lambda folder, repo, token: uploads.append((repo, token)) or "url")
+    (tmp_path / "hf_home").mkdir()
+    (tmp_path / "hf_home" / "token").write_text("hf_stored")  # what `hf auth login` writes
+    assert main(["push", str(trained), "user/x", "--folder", str(tmp_path / "hub"), "--upload"]) == 0
+    monkeypatch.setenv("HF_TOKEN", "hf_environment")
+    assert main(["push", str(trained), "user/x", "--folder", str(tmp_path / "hub"), "--upload"]) == 0
+    assert uploads == [("user/x", "hf_stored"), ("user/x", "hf_environment")]
 
 
 def test_card_metadata_names_a_hub_base_model_and_hub_datasets():
@@ -254,12 +299,12 @@ def test_benchmark_parameters_of_the_scores(trained, tmp_path, capsys):
 
 def test_a_path_given_as_the_repo_id_says_where_the_folder_goes(trained, tmp_path, capsys):
     """`push MODEL /path`: the error says that the second argument is the Hub id, that --folder chooses the local
-    folder, where it goes by default, and that nothing is uploaded without --token; nothing is written."""
+    folder, where it goes by default, and that nothing is uploaded without --upload; nothing is written."""
     assert main(["push", str(trained), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert f"repo '{tmp_path / 'out'}' is a path, not a Hub repository id" in err
     assert f"written locally to {trained}-hub (--folder DIR chooses another)" in err
-    assert "nothing is uploaded without --token" in err
+    assert "nothing is uploaded without --upload" in err
     assert not (tmp_path / "out").exists() and not Path(f"{trained}-hub").exists()
     assert main(["push", str(trained), "user/x/y", "--folder", str(tmp_path / "h")]) == 2
     assert f"written locally to {tmp_path / 'h'} (--folder" in capsys.readouterr().err

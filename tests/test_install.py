@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from csc_hf import resources
+from csc_hf.modeling import CSCTokenizer
 from csc_hf.study import Preset
 from csc_hf.training import load_config
 
@@ -28,7 +29,7 @@ def test_shipped_configs_are_found_from_any_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs" / "pretrain_mlm").mkdir(parents=True)  # the shipped variants start from it: a saved model
     (tmp_path / "runs" / "pretrain_mlm" / "config.json").write_text("{}", encoding="utf-8")
-    (tmp_path / "runs" / "pretrain_mlm" / "tokenizer.json").write_text("{}", encoding="utf-8")
+    CSCTokenizer.from_texts(["我们"]).save_pretrained(tmp_path / "runs" / "pretrain_mlm")
     for name in ("trainer_configs/variants/bert.yaml", "variants/bert.yaml"):
         assert load_config(name)[0].variant == "bert"
     assert resources.trainer_config("trainer_configs/pretrain_mlm.yaml") == ROOT / "trainer_configs/pretrain_mlm.yaml"
@@ -36,7 +37,7 @@ def test_shipped_configs_are_found_from_any_folder(tmp_path, monkeypatch):
         load_config("trainer_configs/variants/nope.yaml")
     local = tmp_path / "trainer_configs" / "variants" / "bert.yaml"  # a file at the given path wins
     local.parent.mkdir(parents=True)
-    local.write_text(yaml.safe_dump({"task": "correction", "variant": "plome"}), encoding="utf-8")
+    local.write_text(yaml.safe_dump({"task": "correction", "variant": "plome", "output_dir": "out"}), encoding="utf-8")
     assert load_config("trainer_configs/variants/bert.yaml")[0].variant == "plome"
     assert Preset.load("paper").launcher == str(ROOT / "trainer_configs/accelerate/multi_gpu.yaml")
     assert resources.preset_names() == sorted(p.stem for p in (ROOT / "trainer_configs/presets").glob("*.yaml"))

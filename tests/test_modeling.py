@@ -1,5 +1,7 @@
 """The CSC model family: every variant trains, round-trips, loads through the Auto classes and as remote code."""
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -149,20 +151,47 @@ def test_knowledge_must_match_the_vocabulary(tokenizer, knowledge):
         build_char_knowledge(tokenizer.get_vocab(), CSCConfig(sources=["pinyin_vectors"]))
 
 
-@pytest.mark.parametrize("suffix", [".npy", ".npz", ".pt", ".txt"])
+@pytest.mark.parametrize("suffix", [".npz", ".safetensors", ".pt", ".txt"])
 def test_load_vectors(tmp_path, suffix):
     keys, values = ["shi4", "我"], np.arange(6, dtype=np.float32).reshape(2, 3)
     path = tmp_path / f"v{suffix}"
-    if suffix == ".npy":
-        np.save(path, dict(zip(keys, values)), allow_pickle=True)
-    elif suffix == ".npz":
+    if suffix == ".npz":
         np.savez(path, keys=np.array(keys), vectors=values)
+    elif suffix == ".safetensors":
+        from safetensors.numpy import save_file
+
+        save_file(dict(zip(keys, values)), str(path))
     elif suffix == ".pt":
         torch.save({"keys": keys, "vectors": torch.from_numpy(values)}, path)
     else:
         path.write_text("2 3\n" + "".join(f"{k} {' '.join(map(str, v))}\n" for k, v in zip(keys, values)), "utf-8")
     loaded = load_vectors(path)
-    assert list(loaded) == keys and np.array_equal(np.stack(list(loaded.values())), values)
+    assert sorted(loaded) == sorted(keys) and all(np.array_equal(loaded[k], v) for k, v in zip(keys, values))
+
+
+class Payload:
+    """A pickle that makes the folder ``marker`` when it is loaded (what a config's vectors file could run)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.mkdir, (self.marker,)
+
+
+def test_vectors_files_are_never_unpickled(tmp_path):
+    """Issue 29, item 1: a vectors file named in a training config runs no code: a pickled .npy, an .npz with an
+    object array or a .pt with a pickled object is an error, and the payload never runs."""
+    marker = tmp_path / "payload-ran"
+    np.save(tmp_path / "v.npy", np.array([Payload(marker)], dtype=object), allow_pickle=True)
+    np.savez(tmp_path / "v.npz", keys=np.array(["shi4"]), vectors=np.array([Payload(marker)], dtype=object))
+    torch.save({"shi4": Payload(marker)}, tmp_path / "v.pt")
+    for name, message in (("v.npy", "save the vectors as .npz"), ("v.npz", "v.npz"), ("v.pt", "v.pt")):
+        with pytest.raises(ValueError, match=message):
+            load_vectors(tmp_path / name)
+        assert not marker.exists(), name
+    with pytest.raises(FileNotFoundError, match="vectors file .*none.npz does not exist"):
+        load_vectors(tmp_path / "none.npz")
 
 
 def test_save_load_and_auto_classes(tokenizer, knowledge, tmp_path):

@@ -43,6 +43,7 @@ def test_every_subcommand_has_help():
 def test_readme_training_commands_load(tmp_path, monkeypatch):
     """Every training command of the README reads its config (base and overrides resolved, every key checked); run
     from a fresh folder, the variant configs name the command that makes the encoder they start from."""
+    from csc_hf.modeling import CSCTokenizer
     from csc_hf.training import load_config
 
     blocks = re.findall(r"```bash\n(.+?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
@@ -67,7 +68,7 @@ def test_readme_training_commands_load(tmp_path, monkeypatch):
     encoder = tmp_path / "runs" / "pretrain_mlm"
     encoder.mkdir(parents=True)
     (encoder / "config.json").write_text("{}")
-    (encoder / "tokenizer.json").write_text("{}")
+    CSCTokenizer.from_texts(["我们"]).save_pretrained(encoder)
     for config, *overrides in runs:
         model, _, training = load_config(ROOT / config, overrides)
         for item in overrides:

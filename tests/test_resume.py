@@ -1,5 +1,7 @@
-"""A smoke study killed during a training (by its own PID, right after a checkpoint is saved: a deterministic point)
-and resumed ends with the same scores as an uninterrupted run (issue 14, item 1)."""
+"""A smoke study killed during its trainings (by its own PID, right after a checkpoint is saved: a deterministic point),
+once while it pretrains and once while it fine-tunes, and resumed each time, ends with the same weights, byte for
+byte, and the same scores as an uninterrupted run (issue 14, item 1; issue 29, item 7). The kill leaves the stage's
+lock behind, with the dead pid: the resumed run takes it over (issue 29, item 8)."""
 
 import json
 import os
@@ -32,27 +34,42 @@ def scores(run_dir: Path) -> list[tuple]:
     )
 
 
+def weights(run_dir: Path, stage: str) -> bytes:
+    [folder] = (run_dir / "stages").glob(f"{stage}-*")
+    return (folder / "model.safetensors").read_bytes()
+
+
 @pytest.mark.slow
-def test_killed_study_resumes_to_the_same_scores(tmp_path):
+def test_killed_study_resumes_to_the_same_weights_and_scores(tmp_path):
     preset = yaml.safe_load((ROOT / "trainer_configs" / "presets" / "smoke.yaml").read_text(encoding="utf-8"))
     preset.update(variants=["bert"], tests=["test"], bootstrap=20)  # bert only: deterministic on CPU
     preset.pop("augmentation", None)
-    preset["pretrain"].update(max_steps=20)
-    preset["finetune"].update(save_strategy="steps", save_steps=10)
+    preset.pop("training_sets", None)  # the grid's bert alone: one train-bert-seed0 stage
+    preset["pretrain"].update(max_steps=20, save_strategy="steps", save_steps=7)  # checkpoints 7, 14, 20
+    preset["finetune"].update(save_strategy="steps", save_steps=10)  # checkpoints 10, 20, 30
     path = tmp_path / "resume.yaml"
     path.write_text(yaml.safe_dump(preset, allow_unicode=True), encoding="utf-8")
 
     whole = study(path, tmp_path / "whole")
     assert whole.returncode == 0, whole.stderr[-2000:]
-    killed = study(path, tmp_path / "part", CSC_HF_KILL_AFTER_SAVE="20")  # SIGKILL after bert's checkpoint-20
+    part = tmp_path / "part"
+    killed = study(path, part, CSC_HF_KILL_AFTER_SAVE="7")  # SIGKILL after the pretraining's checkpoint-7
     assert killed.returncode == -9, killed.stderr[-2000:]
-    [stage] = (tmp_path / "part" / "stages").glob("train-bert-seed0-*")
-    assert (stage / "checkpoint-20").is_dir() and not (stage / "done.json").exists()
-    assert not (tmp_path / "part" / "results.json").exists()
-    [pretrained] = (tmp_path / "part" / "stages").glob("pretrain-*")
+    [pretrained] = (part / "stages").glob("pretrain-*")
+    assert (pretrained / "checkpoint-7").is_dir() and not (pretrained / "done.json").exists()
+    assert (pretrained / "stage.lock").is_file()  # left by the killed process: taken over below
+    killed = study(path, part, CSC_HF_KILL_AFTER_SAVE="10")  # resumes the pretraining; SIGKILL after bert's 10
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert f"resuming from {pretrained / 'checkpoint-7'}" in killed.stderr and (pretrained / "done.json").is_file()
+    [stage] = (part / "stages").glob("train-bert-seed0-*")
+    assert (stage / "checkpoint-10").is_dir() and not (stage / "done.json").exists()
+    assert not (part / "results.json").exists()
     finished = (pretrained / "done.json").stat().st_mtime_ns
-    resumed = study(path, tmp_path / "part")
+    resumed = study(path, part)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert (pretrained / "done.json").stat().st_mtime_ns == finished  # the finished pretraining is not redone
-    assert "resuming" in resumed.stderr
-    assert scores(tmp_path / "part") == scores(tmp_path / "whole")
+    assert f"resuming from {stage / 'checkpoint-10'}" in resumed.stderr
+    assert not list((part / "stages").glob("*/stage.lock"))  # every lock released
+    for trained in ("pretrain", "train-bert-seed0"):
+        assert weights(part, trained) == weights(tmp_path / "whole", trained), trained
+    assert scores(part) == scores(tmp_path / "whole")

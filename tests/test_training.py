@@ -173,7 +173,7 @@ def test_finetuning_config_is_the_cpu_presets_stage():
 def test_variant_configs_are_written_from_the_table(tmp_path, monkeypatch):
     """trainer_configs/variants/ holds what write_variant_configs writes from VARIANTS, nothing else: each file is its
     variant and output folder over finetune.yaml (bart: with the cpu preset's BART fields)."""
-    from csc_hf.modeling import VARIANTS
+    from csc_hf.modeling import VARIANTS, CSCTokenizer
     from csc_hf.study import Preset
     from csc_hf.training.config import write_variant_configs
 
@@ -203,7 +203,7 @@ def test_variant_configs_are_written_from_the_table(tmp_path, monkeypatch):
         FileNotFoundError, match="tokenizer_path=runs/pretrain_mlm: the folder holds no tokenizer files"
     ):
         load_config(ROOT / "trainer_configs" / "variants" / "all_gate.yaml")
-    (tmp_path / "runs" / "pretrain_mlm" / "tokenizer.json").write_text("{}")
+    CSCTokenizer.from_texts(["我们"]).save_pretrained(tmp_path / "runs" / "pretrain_mlm")
     model, _, training = load_config(
         ROOT / "trainer_configs" / "variants" / "all_gate.yaml", ["max_steps=500", "seed=1"]
     )
@@ -442,10 +442,8 @@ def test_mlm_logs_top1_accuracy_and_passes_the_replacement_shares(tmp_path, smal
         "accuracy": 2 / 3
     }
     made = []
-    collator = training_run.DataCollatorForLanguageModeling
-    monkeypatch.setattr(
-        training_run, "DataCollatorForLanguageModeling", lambda *a, **k: made.append(k) or collator(*a, **k)
-    )
+    collator = training_run.MaskedLMCollator
+    monkeypatch.setattr(training_run, "MaskedLMCollator", lambda *a, **k: made.append(k) or collator(*a, **k))
     config = write_config(
         tmp_path / "c.yaml",
         **base_config(

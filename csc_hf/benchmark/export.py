@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 import yaml
 
 from .. import __version__, resources
+from ..files import check_output_folder, output_folder
 from .builder import code_hash, load_dataset
 from .configs import CONFIGS, check_configs
 from .plan import BenchParams, input_files
@@ -64,8 +63,9 @@ def record_section(record: dict[str, Any]) -> str:
 
 def export(directory: str | Path, configs: Sequence[str] = tuple(CONFIGS), overwrite: bool = False, **params) -> Path:
     """Build ``configs`` with ``params`` (fields of :class:`BenchParams` and `load_dataset` options such as
-    ``cache_dir``) and write them to ``directory`` (written in a temporary folder, then moved), with the record of
-    how they were made (:func:`build_record`) in ``csc_bench_params.json`` and in the card."""
+    ``cache_dir``) and write them to ``directory`` whole (:func:`csc_hf.files.output_folder`), with the record of how
+    they were made (:func:`build_record`) in ``csc_bench_params.json`` and in the card. An existing ``directory`` is
+    an error, or with ``overwrite`` replaced when it is an earlier export (never a folder of other files)."""
     target = Path(directory)
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True (--overwrite) to replace it")
@@ -73,10 +73,9 @@ def export(directory: str | Path, configs: Sequence[str] = tuple(CONFIGS), overw
     names = {f.name for f in fields(BenchParams)}
     bench = BenchParams(**{k: v for k, v in params.items() if k in names})
     bench.validate()
+    check_output_folder(target, "DIRECTORY", inputs=bench.local_inputs(), replaces="csc-bench export")
     record = build_record(configs, bench)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
-        staging = Path(tmp) / "export"
+    with output_folder(target, "csc-bench export") as staging:
         entries = []
         for name in configs:
             data = load_dataset("csc_bench", name, **params)
@@ -95,9 +94,6 @@ def export(directory: str | Path, configs: Sequence[str] = tuple(CONFIGS), overw
         card = f"---\n{header}---\n{body}"
         (staging / "README.md").write_text(card.rstrip("\n") + "\n" + record_section(record), encoding="utf-8")
         (staging / RECORD).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
     return target
 
 

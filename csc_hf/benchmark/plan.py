@@ -37,7 +37,7 @@ from ..corruption import (
 )
 from ..dataset_stats import split_stats
 from ..edits import EDIT_KINDS, SUBSTITUTION
-from ..fields import accepts, field_types, type_name
+from ..fields import accepts, check_known, field_types, type_name
 from ..files import read_sentence_tsv
 from ..logging import demoted
 from .configs import CONFIGS, CONFUSION_SUBSETS, DOMAINS, SIGHAN15, SplitSpec, probs_split
@@ -171,6 +171,27 @@ class BenchParams:
                 raise ValueError(f"{name}={getattr(self, name)} must not be negative")
         if not 0.0 < self.unseen_v_share < 1.0:
             raise ValueError(f"unseen_v_share={self.unseen_v_share} must be in (0, 1)")
+
+    @classmethod
+    def of(cls, params: Any, where: str = "") -> BenchParams:
+        """The parameters of the mapping ``params`` (a preset's or a training config's ``bench_params``), checked:
+        an unknown key (with the closest known one), a type or a value is an error naming ``where``."""
+        label = f"{where}: bench_params" if where else "bench_params"
+        if not isinstance(params, dict):
+            raise ValueError(f"{label} must be a mapping of BenchParams fields, not {params!r}")
+        check_known(params, [f.name for f in fields(cls)], label)
+        bench = cls(**params)
+        try:
+            bench.validate()
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{label}: {err}") from None
+        return bench
+
+    def local_inputs(self) -> list[Path]:
+        """The local files and folders the benchmark is built from: its corpus, confusion set, SIGHAN-15 file and
+        augmentation set, where they are paths."""
+        paths = [self.corpus.removeprefix("datasets:"), self.confusion_path, self.sighan15_path, self.augmentation]
+        return [Path(p) for p in paths if p and Path(p).exists()]
 
     def values(self) -> tuple:
         """The field values in order, hashable (a ``probs`` list becomes a tuple)."""

@@ -49,7 +49,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 
 from csc_hf.files import check_texts
 from csc_hf.logging import get_logger
-from csc_hf.model_folder import check_model_folder, check_number, is_local
+from csc_hf.model_folder import check_model_folder, check_number, check_weights, is_local
 from csc_hf.precision import check_precision
 
 from .backends import LINE_END, Backend, Generation, Sampling, TransformersBackend
@@ -279,9 +279,13 @@ class LLMCorrector:
             raise ValueError(f"backend {backend!r}: choose {', '.join(BACKENDS)}")
         if is_local(path):
             path = os.path.expanduser(path)
-            check_model_folder(path, tokenizer=False)  # LLM tokenizers come in several files (tokenizer.model, ...)
+            # LLM tokenizers come in several files (tokenizer.model, ...); the weights are checked once the config
+            # says the model is a causal LM
+            check_model_folder(path, tokenizer=False, trust_remote_code=trust_remote_code, weights=False)
         config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
         check_causal_lm(config, path)
+        if is_local(path):
+            check_weights(path)
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
         model_kwargs = dict(model_kwargs or {})
         if backend == "vllm":

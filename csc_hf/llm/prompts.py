@@ -27,9 +27,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from csc_hf.files import read_text
+from csc_hf.files import read_text, read_yaml
 
 PLACEHOLDER = "{text}"
 DEFAULT_TEMPLATE = "zh_zero_shot"
@@ -115,10 +113,7 @@ def _templates_dir() -> Path:
 
 
 def _read_yaml(path: Path, what: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(read_text(path, what))
-    except yaml.YAMLError as err:
-        raise ValueError(f"{what} {path}: not valid YAML ({err})") from None
+    data = read_yaml(path, what)  # UTF-8, no key given twice: errors name the file and the line
     if not isinstance(data, dict):
         raise ValueError(f"{what} {path}: expected a mapping of {', '.join(TEMPLATE_KEYS)}")
     return data

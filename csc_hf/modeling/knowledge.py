@@ -4,6 +4,7 @@ This is where pypinyin, the stroke table and the fonts are used: before the mode
 """
 
 import os
+import pickle
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 from csc_hf.chars.glyphs import find_fonts, render_glyphs
 from csc_hf.chars.pinyin import char_readings, sentence_pinyin
 from csc_hf.chars.strokes import stroke_sequence
+from csc_hf.files import read_lines
 
 from .configuration_csc import CSCConfig
 from .modeling_csc import LETTERS, required_knowledge
@@ -74,22 +76,56 @@ def context_pinyin_ids(text: str, syllables: Sequence[str]) -> list[int]:
     return [index.get(s, 0) for s in sentence_pinyin(text)]
 
 
+VECTOR_FILES = ".npz (keys + vectors, or one array per key), .safetensors (one tensor per key), .pt or text"
+"""The files of pretrained vectors :func:`load_vectors` reads, in words."""
+
+
 def load_vectors(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Pretrained vectors keyed by syllable or character, from `.npy` (a pickled dict), `.npz` / `.pt` (a dict, or
-    `keys` + `vectors`) or text (`key v1 v2 ...` per line, an optional word2vec `count dim` header)."""
-    suffix = os.path.splitext(path)[1]
-    if suffix in (".npy", ".npz", ".pt", ".pth"):
-        data = np.load(path, allow_pickle=True) if suffix.startswith(".np") else torch.load(path, weights_only=True)
-        data = data.item() if isinstance(data, np.ndarray) else dict(data)
-        if set(data) == {"keys", "vectors"}:
-            data = dict(zip(data["keys"], data["vectors"]))
-        return {str(key): np.asarray(value, dtype=np.float32) for key, value in data.items()}
+    """Pretrained vectors keyed by syllable or character, from `.npz` (arrays `keys` + `vectors`, or one array per
+    key), `.safetensors` (one tensor per key), `.pt` (a dict, or `keys` + `vectors`; loaded `weights_only`) or text
+    (`key v1 v2 ...` per line, an optional word2vec `count dim` header). Nothing is unpickled (a pickle can run code):
+    a `.npy` file, which holds one array and no keys (or a pickled dict), is an error that says how to save it."""
+    suffix, label = os.path.splitext(path)[1], f"vectors file {path}"
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{label} does not exist" if not os.path.exists(path) else f"{label} is not a file")
+    try:
+        if suffix == ".npy":
+            raise ValueError(
+                "a .npy file holds one array without its keys (or a pickled dict, which is not loaded: a pickle can "
+                "run code); save the vectors as .npz: np.savez(path, keys=np.array(keys), vectors=matrix)"
+            )
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                data = {name: archive[name] for name in archive.files}
+        elif suffix == ".safetensors":
+            from safetensors.numpy import load_file
+
+            data = load_file(path)
+        elif suffix in (".pt", ".pth"):
+            data = dict(torch.load(path, weights_only=True))
+        else:
+            data = _text_vectors(read_lines(path, "vectors file"))
+    except (OSError, ValueError, TypeError, RuntimeError, pickle.UnpicklingError) as err:
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(f"{label}: {message}" if not message.startswith(label) else message) from None
+    if set(data) == {"keys", "vectors"}:
+        data = dict(zip((str(k) for k in data["keys"]), data["vectors"]))
+    vectors = {str(key): np.asarray(value, dtype=np.float32) for key, value in data.items()}
+    if not vectors or any(v.ndim != 1 for v in vectors.values()) or len({v.size for v in vectors.values()}) > 1:
+        raise ValueError(f"{label}: expected one vector of the same size per key ({VECTOR_FILES})")
+    return vectors
+
+
+def _text_vectors(lines: list[str]) -> dict[str, np.ndarray]:
+    """``key v1 v2 ...`` lines (a word2vec ``count dim`` header has fewer than two values and is skipped)."""
     vectors = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            key, *values = line.rstrip("\n").split(" ")
-            if len(values) > 1:
+    for number, line in enumerate(lines, 1):
+        key, *values = line.split(" ")
+        if len(values) > 1:
+            try:
                 vectors[key] = np.asarray(values, dtype=np.float32)
+            except ValueError:
+                raise ValueError(f"line {number}: expected a key and numbers separated by spaces") from None
     return vectors
 
 
@@ -132,4 +168,4 @@ def _syllable_vectors(
     return _table(rows)
 
 
-__all__ = ["build_char_knowledge", "context_pinyin_ids", "load_vectors"]
+__all__ = ["VECTOR_FILES", "build_char_knowledge", "context_pinyin_ids", "load_vectors"]

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from .. import resources
 from ..benchmark.configs import SIGHAN15, TEST_CONFIGS, check_configs
 from ..benchmark.plan import PACKAGED_CONFUSION, TRAINING_FIELDS, BenchParams, load_augmentation
+from ..fields import Range, check_fields, check_range, field_types
+from ..files import read_yaml
 from ..model_folder import check_decoding_grid
-from ..modeling import VARIANTS
+from ..modeling import VARIANTS, is_seq2seq
 from ..results import CONTROLLED
 from ..stats import RESAMPLES, check_resamples
 from ..training.arguments import DataArguments, ModelArguments
@@ -41,15 +41,17 @@ class AugmentationStudy:
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> AugmentationStudy:
         """The stage a preset's ``augmentation`` mapping describes (unknown keys are errors)."""
-        known = [f.name for f in fields(cls)]
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{origin}: augmentation must be a mapping such as {{confusion: sighan13, variants: "
-                f"[bert, bart]}}, not {data!r}"
-            )
-        if unknown := sorted(set(data) - set(known)):
-            raise ValueError(f"{origin}: augmentation: unknown keys {unknown}; it has {known}")
+        _check_block(data, cls, f"{origin}: augmentation", "{confusion: sighan13, variants: [bert, bart]}")
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def _check_block(data: Any, cls: type, where: str, example: str, derived: tuple[str, ...] = ()) -> None:
+    """A preset's block of a stage (``augmentation``, ``training_sets``) is a mapping (like ``example``) of fields of
+    ``cls`` but the ``derived`` ones (which the block's other keys give), each of its type
+    (:func:`csc_hf.fields.check_fields`)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be a mapping such as {example}, not {data!r}")
+    check_fields(data, {k: v for k, v in field_types(cls).items() if k not in derived}, where)
 
 
 SET_NAME = re.compile(r"[a-z0-9][a-z0-9_]*")  # a training set's name: part of its stages' folder names
@@ -72,17 +74,9 @@ class TrainingSetsStudy:
     @classmethod
     def of(cls, data: Any, origin: Path | str) -> TrainingSetsStudy:
         """The stage a preset's ``training_sets`` mapping describes; every key, name and parameter is checked."""
-        known = ["variants", "sets"]
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{origin}: training_sets must be a mapping such as {{variants: [bert, plome], sets: {{pe10: "
-                f"{{train_error_prob: 0.1}}}}}}, not {data!r}"
-            )
-        if unknown := sorted(set(data) - set(known)):
-            raise ValueError(f"{origin}: training_sets: unknown keys {unknown}; it has {known}")
+        example = "{variants: [bert, plome], sets: {pe10: {train_error_prob: 0.1}}}"
+        _check_block(data, cls, f"{origin}: training_sets", example, derived=("set_variants",))
         variants, sets = data.get("variants", cls.variants), data.get("sets", {})
-        if not isinstance(variants, (list, tuple)):
-            raise ValueError(f"{origin}: training_sets: variants={variants!r} must be a list of variant names")
         check_variants(variants, f"{origin}: training_sets")
         if not isinstance(sets, dict) or not sets:
             raise ValueError(f"{origin}: training_sets: sets={sets!r} must map names to parameter changes")
@@ -165,7 +159,13 @@ class Preset:
         return preset
 
     def validate(self, origin: Path | str) -> None:
-        BenchParams(**self.bench_params).validate()
+        """Check every value (the training configs it makes are checked by the study, before any work)."""
+        BenchParams.of(self.bench_params, str(origin))
+        for key in ("variants", "seeds", "tests"):
+            if not getattr(self, key):
+                raise ValueError(f"{origin}: {key} is empty; give at least one")
+        check_seeds(self.seeds, f"{origin}: seeds")
+        check_range("eval_batch_size", self.eval_batch_size, Range(1), str(origin))
         check_variants(self.variants, origin)
         check_resamples(self.bootstrap, f"{origin}: bootstrap")
         check_configs(self.tests, "test config", TEST_CONFIGS, where=f"{origin}: tests")
@@ -174,6 +174,11 @@ class Preset:
             if not isinstance(grid, list) or not grid:
                 raise ValueError(f"{origin}: {name}_grid={grid!r} must be a non-empty list of numbers")
             check_decoding_grid(name, grid, f"{origin}: {name}_grid")
+            if 0.0 not in grid and (seq2seq := [v for v in self.variants if is_seq2seq(v)]):
+                raise ValueError(
+                    f"{origin}: {name}_grid={grid} lacks 0, with which the seq2seq variants {seq2seq} decode (they "
+                    "have no logits per character); add 0 to the grid"
+                )
         if self.launcher:
             found = resources.trainer_config(self.launcher)  # as given, or a shipped accelerate config
             if not found.is_file():
@@ -222,6 +227,12 @@ class Preset:
             raise type(err)(f"{origin}: augmentation: {err}") from None
 
 
+def check_seeds(seeds: Sequence[int], origin: str) -> None:
+    """Raise a ValueError naming ``origin`` unless every seed is at least 0 (a training seed)."""
+    for seed in seeds:
+        check_range("seed", seed, Range(0), origin)
+
+
 def _preset_file(name_or_path: str | Path) -> Path:
     """The YAML file of a shipped preset's name, or the path given; a missing one names the shipped presets."""
     path = Path(name_or_path)
@@ -237,12 +248,15 @@ def _preset_data(path: Path, chain: tuple[Path, ...]) -> dict:
     """The keys of the preset file ``path`` over those of its ``base`` (followed to the end; a circle is an error)."""
     if path.resolve() in chain:
         raise ValueError(f"{path}: base: the presets take each other as base ({' -> '.join(map(str, chain))})")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_yaml(path, "preset")  # UTF-8, no key given twice
+    data = {} if data is None else data
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a preset is a mapping of keys, not {type(data).__name__}")
-    keys = {f.name for f in fields(Preset)} - {"name"}  # the name is the file's
-    if unknown := sorted(set(data) - keys - {"base"}):
-        raise ValueError(f"{path}: unknown keys {unknown}; a preset has {sorted(keys | {'base'})}")
+        raise ValueError(
+            f"{path}: a preset is a mapping of keys (variants, seeds, tests, pretrain, finetune, ...), not "
+            f"{type(data).__name__} {data!r:.60}"
+        )
+    hints = {k: v for k, v in field_types(Preset).items() if k != "name"}  # the name is the file's
+    check_fields(data, {**hints, "base": str}, str(path))  # every key known (the closest named), of its type
     base = data.pop("base", None)
     if base is None:
         return data

@@ -1,16 +1,90 @@
-"""The progress of a run: a stage folder and its ``done.json`` marker (:class:`Stage`), the stages a run goes through
-(:class:`Step`) and the progress line with elapsed time and ETA (:class:`Progress`)."""
+"""The progress of a run: a stage folder, its ``done.json`` marker and the lock of the process running it
+(:class:`Stage`, :class:`StageLock`), the stages a run goes through (:class:`Step`) and the progress line with elapsed
+time and ETA (:class:`Progress`)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..files import write_atomic
-from ..run_layout import DONE
+from ..run_layout import DONE, LOCK
+
+
+class StageLock:
+    """Ownership of a stage folder by one process at a time. The file ``stage.lock`` holds the owner's pid; owning
+    it is holding an exclusive ``flock`` on it, which the kernel grants to one process atomically and releases when
+    that process ends, however it ends (kill -9 too): a lock left behind by a dead process is taken over at once, with
+    no race between two processes that both find it stale. The owner removes the file when it releases it."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / LOCK
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> bool:
+        """Take the lock if no live process holds it (writing this process's pid into it); False when one does."""
+        if self._fd is not None:
+            return True
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            if not _try_lock(fd):
+                os.close(fd)
+                return False
+            try:  # the previous owner may have removed the file between our open and our lock: lock the new one
+                current = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return True
+
+    def owner(self) -> int | None:
+        """The pid written in the lock file (its owner, or the last one), or None."""
+        try:
+            return int(self.path.read_text(encoding="utf-8").split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def release(self) -> None:
+        """Remove the lock file and let the lock go (nothing when this process does not hold it)."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(self._fd)  # closing the file lets its flock go
+        self._fd = None
+
+
+def _try_lock(fd: int) -> bool:
+    """An exclusive lock on the open file ``fd`` without waiting: True when taken."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: a byte-range lock, also released by the system when its process ends
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
 
 
 @dataclass
@@ -19,6 +93,10 @@ class Stage:
 
     directory: Path
     started: float = field(default_factory=time.monotonic)
+    lock: StageLock = field(init=False)
+
+    def __post_init__(self):
+        self.lock = StageLock(self.directory)
 
     @property
     def done(self) -> bool:
@@ -30,8 +108,10 @@ class Stage:
         return json.loads((self.directory / DONE).read_text(encoding="utf-8")).get("seconds") if self.done else None
 
     def finish(self, summary: dict) -> None:
+        """Write the marker that the stage finished (whole) and let its lock go."""
         summary = {**summary, "seconds": round(time.monotonic() - self.started, 1)}
         write_atomic(self.directory / DONE, json.dumps(summary, indent=1, default=str) + "\n")  # the marker: whole
+        self.lock.release()
 
 
 def clock(seconds: float) -> str:

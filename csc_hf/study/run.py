@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from ..evaluation import (
     paired_comparisons,
     training_set_comparisons,
 )
+from ..files import check_output_folder
 from ..logging import get_logger, plain_transformers_output
 from ..model_folder import copy_decoding
 from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq
@@ -46,7 +47,7 @@ from ..run_layout import (
 from ..training import check_config, train
 from ..training.config import precision_keys, trains_on_cpu
 from .outputs import augmentation_coverage, domain_error_groups, write_results
-from .preset import Preset, check_variants
+from .preset import Preset, check_seeds, check_variants
 from .progress import Progress, Stage, Step, clock, model_label
 
 logger = get_logger(__name__)
@@ -68,16 +69,33 @@ class Unfinished(ValueError):
     """A stage that a ``finished_only`` study found unfinished."""
 
 
+class Busy(Exception):
+    """A stage that another process is running (it holds the stage's lock)."""
+
+    def __init__(self, stage: Stage):
+        super().__init__(f"{stage.directory} is being run by process {stage.lock.owner()}")
+
+
 class Study:
     """One run of a preset into ``run_dir``; with ``finished_only`` it runs no stage and only collects finished ones;
     with ``estimate``, a few steps of each kind of stage are timed once the configs are built, and the forecast of the
-    whole job is logged and fills the progress line's ETA until measured stages replace it (:meth:`forecast`)."""
+    whole job is logged and fills the progress line's ETA until measured stages replace it (:meth:`forecast`).
+
+    Processes may share a run folder (one per seed, or the same command twice): each stage is run by one process at a
+    time (its :class:`StageLock`). A process that finds a model's stage taken moves on to the next model and comes back
+    to it at the end, then waits for it (every ``LOCK_POLL`` seconds) and uses what the other process made; a stage
+    every later one needs (build, pretraining) is waited for at once."""
+
+    LOCK_POLL = 10.0  # seconds between two looks at a stage another process runs
 
     def __init__(self, preset: Preset, run_dir: str | Path, finished_only: bool = False, estimate: bool = False):
         self.preset, self.run_dir, self.finished_only = preset, Path(run_dir), finished_only
         self.estimate = estimate
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.wait = True  # whether a stage another process runs is waited for (else: Busy)
+        self._running: list[Stage] = []  # the stages this process holds the lock of
+        if not finished_only:
+            check_output_folder(self.run_dir, "--output")
 
     def directory(self, name: str, *inputs: Any) -> Path:
         """The folder of the stage ``name`` with these inputs (whether or not it has run)."""
@@ -97,9 +115,28 @@ class Study:
             return False
         if self.finished_only:
             raise Unfinished(f"{stage.directory} has not finished")
+        if not self._claim(stage):
+            return False  # another process finished it meanwhile
         stage.started = time.monotonic()
         logger.info(self.progress.line(stage.directory, label) if self.progress else label)
         logger.debug("%s: %s", label, stage.directory)
+        return True
+
+    def _claim(self, stage: Stage) -> bool:
+        """Take the lock of ``stage`` (waiting for another process that holds it, or raising Busy when the study does
+        not wait); False when the stage turns out finished."""
+        waited = False
+        while not stage.lock.acquire():
+            if not self.wait:
+                raise Busy(stage)
+            if not waited:
+                logger.info("waiting for %s: process %s runs it", stage.directory.name, stage.lock.owner())
+                waited = True
+            time.sleep(self.LOCK_POLL)
+        if stage.done:
+            stage.lock.release()
+            return False
+        self._running.append(stage)
         return True
 
     # ---- stages -------------------------------------------------------------------------------------------------
@@ -293,7 +330,48 @@ class Study:
         variant once before any twice."""
         variants, seeds = variants or self.preset.variants, seeds or self.preset.seeds
         check_variants(variants, "--variants")
+        check_seeds(seeds, "--seeds")
         return [(v, s) for s in seeds for v in variants]
+
+    def each(self, models: Sequence[Any], run: Callable[..., None]) -> None:
+        """``run(*model)`` for each model in order; one whose stage another process runs (:class:`Busy`) is put off
+        until the others have run, then waited for."""
+        put_off = []
+        self.wait = False
+        try:
+            for model in models:
+                try:
+                    run(*model)
+                except Busy as busy:
+                    logger.info("%s; going on with the next model", busy)
+                    put_off.append(model)
+        finally:
+            self.wait = True
+        for model in put_off:
+            run(*model)
+
+    def check(self, grid: Sequence[tuple[str, int]]) -> None:
+        """Check every training config a run of ``grid`` trains with (the pretraining's and each variant's, the
+        preset's keys over the study's), before any work: an error names the preset's block the key comes from."""
+        p, pretrained = self.preset, self.directory(*self._pretrain_inputs())
+        name, config = self._pretrain_inputs()
+        blocks = {**dict.fromkeys(p.pretrain, "pretrain"), "model_overrides": "model"}
+        configs = [(name, config, blocks)]
+        trainings = [(v, False, None) for v, _ in grid]  # (variant, augmented, training set)
+        if p.augmentation_study:
+            trainings += [(v, augmented, None) for v, _ in self._augmentation_grid(grid) for augmented in (0, 1)]
+        if study := p.training_sets_study:
+            trainings += [
+                (v, False, name) for name in study.sets for v, _ in self._stage_grid(study.variants_of(name), grid)
+            ]
+        seed = grid[0][1]  # the configs of other seeds differ only in their seed
+        for variant, augmented, training_set in dict.fromkeys(trainings):
+            name, config, _ = self._finetune_inputs(variant, seed, pretrained, bool(augmented), training_set)
+            configs.append((name, config, {**dict.fromkeys(p.finetune, "finetune"), "model_overrides": "bart"}))
+        for name, config, blocks in configs:
+            origins = {key: f"preset {p.name}: {blocks[key]}" for key in config if key in blocks}
+            config = {**config, "output_dir": str(self.run_dir / STAGES / name)}
+            check_config(_sorted(config), origins, source=f"preset {p.name} ({name})")
 
     def _order(self, model: tuple[str, int]) -> tuple:
         """Results list models seed by seed in the preset's order, then variants and seeds the preset lacks."""
@@ -503,6 +581,7 @@ class Study:
         grid = self.grid(variants, seeds)
         threads_before = None
         if not self.finished_only:
+            self.check(grid)
             threads_before = hardware.set_threads()
             self.progress = Progress(self.plan(grid))
             total, finished = len(self.progress.plan), len(self.progress.finished())
@@ -517,6 +596,9 @@ class Study:
                 path = self._run(grid)
         finally:
             progress, self.progress = self.progress, None
+            for stage in self._running:  # an interrupted stage: its lock goes, its checkpoints stay
+                stage.lock.release()
+            self._running.clear()
             if threads_before is not None:
                 import torch
 
@@ -588,11 +670,14 @@ class Study:
         if self.estimate and self.progress is not None:
             self.progress.forecast = self.forecast(self.progress.plan, build)
         pretrained = self.pretrain()
-        for variant, seed in grid:
+
+        def model(variant: str, seed: int) -> None:
             try:
                 self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
             except Unfinished as missing:
                 logger.info("skipping %s (seed %s): %s", variant, seed, missing)
+
+        self.each(grid, model)
         augmentation = self.augmentation_results(pretrained, build, grid)
         training_sets = self.training_sets_results(pretrained, build, grid)
         evaluations = self.finished(grid)

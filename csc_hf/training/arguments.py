@@ -11,7 +11,7 @@ from transformers import TrainingArguments
 from ..benchmark.plan import BenchParams
 from ..corpus import check_not_sentence_pairs
 from ..data import DATA_KINDS
-from ..fields import field_types, type_name
+from ..fields import Range, field_types, type_name
 from ..modeling import VARIANTS
 from ..precision import check_precision
 
@@ -135,13 +135,7 @@ class DataArguments:
                 f"bench_params={self.bench_params}: the benchmark is not used (use_benchmark=false); "
                 "drop bench_params or set use_benchmark: true"
             )
-        unknown = set(self.bench_params) - {f.name for f in fields(BenchParams)}
-        if unknown:
-            raise ValueError(f"bench_params: unknown keys {sorted(unknown)}")
-        try:
-            BenchParams(**self.bench_params).validate()
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"bench_params: {err}") from None
+        BenchParams.of(self.bench_params)
         for name in ("mask_rate", "mlm_probability"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name}={getattr(self, name)} must be in [0, 1)")
@@ -157,6 +151,42 @@ class DataArguments:
 
 
 ARGUMENTS = (ModelArguments, DataArguments, TrainingArguments)
+
+AT_LEAST_1, POSITIVE, NOT_NEGATIVE, SHARE = Range(1), Range(0, low_open=True), Range(0), Range(0, 1, high_open=True)
+RANGES: dict[str, Range] = {
+    # ModelArguments and DataArguments
+    "vocab_min_freq": AT_LEAST_1,
+    "max_length": Range(3),  # [CLS], a character, [SEP]
+    "max_train_samples": Range(1, also=(None,)),
+    "max_eval_samples": Range(1, also=(None,)),
+    # TrainingArguments (transformers checks none of these before training)
+    "per_device_train_batch_size": AT_LEAST_1,
+    "per_device_eval_batch_size": AT_LEAST_1,
+    "gradient_accumulation_steps": AT_LEAST_1,
+    "eval_accumulation_steps": Range(1, also=(None,)),
+    "learning_rate": NOT_NEGATIVE,  # 0: the weights stay (a check of what training keeps)
+    "num_train_epochs": POSITIVE,
+    "max_steps": Range(1, also=(-1,)),  # -1: num_train_epochs decides
+    "warmup_steps": NOT_NEGATIVE,
+    "weight_decay": NOT_NEGATIVE,
+    "max_grad_norm": NOT_NEGATIVE,
+    "adam_beta1": SHARE,
+    "adam_beta2": SHARE,
+    "adam_epsilon": POSITIVE,
+    "label_smoothing_factor": SHARE,
+    "seed": NOT_NEGATIVE,
+    "data_seed": Range(0, also=(None,)),
+    "save_steps": POSITIVE,
+    "eval_steps": Range(0, low_open=True, also=(None,)),
+    "logging_steps": POSITIVE,
+    "save_total_limit": Range(1, also=(None,)),
+    "dataloader_num_workers": NOT_NEGATIVE,
+    "eval_delay": NOT_NEGATIVE,
+    "neftune_noise_alpha": Range(0, low_open=True, also=(None,)),
+    "ddp_timeout": POSITIVE,
+    "ddp_bucket_cap_mb": Range(1, also=(None,)),
+}
+"""The values each number of a training config may take; every value is checked before any work."""
 
 
 def keys_help() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,13 @@ from transformers import HfArgumentParser, TrainingArguments
 from .. import resources
 from ..benchmark.plan import BenchParams
 from ..corpus import CORPORA, MIXES, TEXT_SOURCES, check_installed, check_not_sentence_pairs
-from ..fields import accepts, field_types, type_name
-from ..files import write_atomic
-from ..model_folder import NO_TOKENIZER, is_local, start_tokenizer_file
+from ..fields import accepts, check_fields, check_known, check_range, field_types
+from ..files import check_output_folder, parse_yaml, read_yaml, write_atomic
+from ..model_folder import NO_TOKENIZER, check_model_folder, is_local, read_json_object, start_tokenizer_file
 from ..modeling import is_seq2seq
 from ..precision import PRECISIONS, cpu_has_bf16
 from ..run_layout import RUNS_DIR, variant_file_name
-from .arguments import ARGUMENTS, DataArguments, ModelArguments
+from .arguments import ARGUMENTS, RANGES, DataArguments, ModelArguments
 from .data import read_sentences
 
 
@@ -31,13 +32,11 @@ def read_config(path: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[dict, d
     """A training YAML's keys with its ``base`` (and the base's base) resolved, and the file each key comes from."""
     path = Path(path)
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"training config {path} does not exist" + (f" (base of {_seen[-1]})" if _seen else "")
-        ) from None
-    except yaml.YAMLError as err:
-        raise ValueError(f"{path}: invalid YAML ({err})") from None
+        config = read_yaml(path)  # UTF-8, no key twice: errors name the file (and the line)
+    except (FileNotFoundError, IsADirectoryError) as err:
+        raise type(err)(f"training config {err}" + (f" (base of {_seen[-1]})" if _seen else "")) from None
+    except ValueError as err:
+        raise ValueError(f"{err}" + (f" (base of {_seen[-1]})" if _seen else "")) from None
     if not isinstance(config, dict) or not config:
         raise ValueError(f"{path}: expected a non-empty mapping of options")
     origins = dict.fromkeys(config, str(path))
@@ -76,11 +75,11 @@ def parse_override(item: str, kinds: dict[str, Any]) -> tuple[str, Any]:
         raise ValueError(f"override {item!r}: expected key=value")
     hint = kinds.get(key, Any)
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as err:
+        value = parse_yaml(text, f"override {item}")  # no key given twice in a mapping
+    except ValueError:
         if hint is not Any and accepts(hint, text):
             return key, text
-        raise ValueError(f"override {item!r}: invalid YAML ({err})") from None
+        raise
     if not accepts(hint, value) and accepts(hint, text):
         return key, text
     return key, value
@@ -108,26 +107,75 @@ def check_config(config: dict[str, Any], origins: dict[str, str] | None = None, 
     pair files can be read. ``origins`` names where each key comes from (default: ``source``), for the errors."""
     config, kinds = dict(config), field_types(*ARGUMENTS)
     origins = {key: source for key in config} | dict(origins or {})
-    unknown = sorted(set(config) - set(kinds))
-    if unknown:
-        where = sorted({origins[k] for k in unknown})
-        raise ValueError(
-            f"{', '.join(where)}: unknown keys {unknown} (not a field of ModelArguments, DataArguments or "
-            "TrainingArguments)"
-        )
-    for key, value in config.items():
-        config[key] = value = coerce(kinds[key], value)
-        if not accepts(kinds[key], value):
-            raise ValueError(f"{origins[key]}: {key}={value!r} must be {type_name(kinds[key])}")
+    config = {key: coerce(kinds.get(key, Any), value) for key, value in config.items()}
+    check_fields(config, kinds, source, origins)  # every key known, every value of its type
     config.update(precision_keys(config, origins))
     try:
         model_args, data_args, training_args = HfArgumentParser(ARGUMENTS).parse_dict(config)
     except (TypeError, ValueError) as err:  # a value the dataclasses reject: named by the file (or override) of its key
         key = re.match(r"\w*", str(err)).group()
         raise ValueError(f"{origins.get(key, source)}: {err}") from None
-    check_start_folders(model_args, origins)
+    for key, allowed in RANGES.items():
+        holder = next(args for args in (model_args, data_args, training_args) if hasattr(args, key))
+        check_range(key, getattr(holder, key), allowed, origins.get(key, source))
+    check_output_dir(config.get("output_dir"), model_args, origins.get("output_dir", source))
+    check_model_overrides(model_args, origins.get("model_overrides", source))
+    check_start_folders(model_args, origins, data_args.max_length)
     check_data(model_args, data_args, training_args, origins)
     return model_args, data_args, training_args
+
+
+def check_output_dir(output_dir: Any, model_args: ModelArguments, origin: str) -> None:
+    """``output_dir`` is given (transformers would write to ./trainer_output), can be written, and is neither
+    inside nor around a folder the run starts from (``init_from``, ``tokenizer_path``): a run never trains over its
+    own start."""
+    if not output_dir:
+        raise ValueError(f"{origin}: output_dir={output_dir!r}: give the folder the model is saved to")
+    starts = [value for value in (model_args.init_from, model_args.tokenizer_path) if value and is_local(value)]
+    check_output_folder(output_dir, f"{origin}: output_dir", inputs=starts)
+
+
+def model_config_class(model_args: ModelArguments) -> type:
+    """The transformers configuration of the model a run trains: BertConfig (mlm), BartConfig (a seq2seq variant) or
+    CSCConfig."""
+    from transformers import BartConfig, BertConfig
+
+    from ..modeling import CSCConfig
+
+    if model_args.task == "mlm":
+        return BertConfig
+    return BartConfig if is_seq2seq(model_args.variant) else CSCConfig
+
+
+SET_BY_TOKENIZER = {"vocab_size", "pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"}
+"""Configuration fields a run sets from its tokenizer: not ``model_overrides`` keys."""
+VECTOR_KEYS = ("phonetic_vectors", "graphic_vectors")  # build_model's files of pretrained vectors (CSC variants)
+
+
+def check_model_overrides(model_args: ModelArguments, origin: str) -> None:
+    """Every ``model_overrides`` key is a field of the model's configuration (:func:`model_config_class`; a CSC
+    variant also takes the vector files ``phonetic_vectors`` / ``graphic_vectors``, which are read now) with a value of
+    its type, and the configuration builds: a misspelt key is an error naming the closest field, never ignored."""
+    from ..modeling import VARIANTS
+    from ..modeling.knowledge import load_vectors
+
+    config_class, overrides = model_config_class(model_args), dict(model_args.model_overrides)
+    if fixed := sorted(SET_BY_TOKENIZER & set(overrides)):
+        raise ValueError(f"{origin}: model_overrides: {fixed} are set from the tokenizer; drop them")
+    kinds = {k: v for k, v in field_types(config_class).items() if k not in SET_BY_TOKENIZER}
+    vector_keys = VECTOR_KEYS if config_class.model_type == "csc" else ()
+    check_known(overrides, [*kinds, *vector_keys], f"{origin}: model_overrides", f"{config_class.__name__} fields")
+    for key in vector_keys:
+        if key in overrides:
+            if not isinstance(overrides[key], str):
+                raise ValueError(f"{origin}: model_overrides: {key}={overrides[key]!r} must be a file path")
+            load_vectors(overrides.pop(key))  # a bad file fails now, with its name
+    check_fields(overrides, kinds, f"{origin}: model_overrides")
+    base = VARIANTS.get(model_args.variant, {}) if config_class.model_type == "csc" else {}
+    try:
+        config_class(**{**base, **overrides})
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{origin}: model_overrides: {err}") from None
 
 
 def trains_on_cpu(use_cpu: bool) -> bool:
@@ -172,10 +220,12 @@ def maker_of(folder: str) -> str | None:
     return None
 
 
-def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> None:
-    """A local ``init_from`` (see :func:`csc_hf.model_folder.is_local`) must be a saved model folder, and the folder the
-    tokenizer comes from (``tokenizer_path``, else ``init_from``) must hold one (:func:`start_tokenizer_file`): a
-    missing one is an error that says which command makes it, and the Hub is never tried."""
+def check_start_folders(model_args: ModelArguments, origins: dict[str, str], max_length: int | None = None) -> None:
+    """A local ``init_from`` (see :func:`csc_hf.model_folder.is_local`) must be a saved model folder with positions
+    for ``max_length`` tokens, and the folder the tokenizer comes from (``tokenizer_path``, else ``init_from``) must
+    hold one (:func:`start_tokenizer_file`) with the special tokens a run needs, each its own id inside the model's
+    vocabulary (:func:`check_special_tokens`): a missing one is an error that says which command makes it, and the Hub
+    is never tried."""
     for key in ("init_from", "tokenizer_path"):
         value = getattr(model_args, key)
         if not value or not is_local(value):
@@ -189,13 +239,59 @@ def check_start_folders(model_args: ModelArguments, origins: dict[str, str]) -> 
                 else "train a model into it first, or give a saved model folder or a Hub name"
             )
             raise FileNotFoundError(f"{origin}: {key}={value}: the folder does not exist; {fix}")
-        if key == "init_from" and not (folder / "config.json").is_file():
-            raise FileNotFoundError(f"{origin}: {key}={value}: the folder holds no saved model (config.json)")
-        if (key == "tokenizer_path" or not model_args.tokenizer_path) and start_tokenizer_file(folder) is None:
-            raise FileNotFoundError(
-                f"{origin}: {key}={value}: the folder holds {NO_TOKENIZER}"
-                + ("; give tokenizer_path" if key == "init_from" else "")
+        if key == "init_from":  # its config.json and weights, read before any work
+            check_model_folder(folder, f"{origin}: {key}", tokenizer=False)
+        config = read_json_object(folder / "config.json") if key == "init_from" else {}
+        positions = config.get("max_position_embeddings")
+        if isinstance(positions, int) and max_length and max_length > positions:
+            raise ValueError(
+                f"{origin}: max_length={max_length}, but {key}={value} has {positions} positions: give "
+                f"max_length <= {positions}"
             )
+        if key == "tokenizer_path" or not model_args.tokenizer_path:
+            if start_tokenizer_file(folder) is None:
+                raise FileNotFoundError(
+                    f"{origin}: {key}={value}: the folder holds {NO_TOKENIZER}"
+                    + ("; give tokenizer_path" if key == "init_from" else "")
+                )
+            start = model_args.init_from if model_args.init_from and is_local(model_args.init_from) else None
+            vocab_size = read_json_object(Path(start) / "config.json").get("vocab_size") if start else None
+            check_special_tokens(value, vocab_size, f"{origin}: {key}")
+
+
+REQUIRED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+"""The special tokens a run uses (padding, unknown characters, the BERT template, masking), each its own id."""
+
+
+def check_special_tokens(path: str, vocab_size: int | None, where: str) -> None:
+    """The tokenizer of ``path`` holds every token of :data:`REQUIRED_TOKENS`, each with its own id below the
+    model's ``vocab_size`` (when known): a missing ``[MASK]`` would be given an id the model already uses for a
+    character, and masked training would feed that character."""
+    from .data import start_tokenizer
+
+    try:
+        tokenizer = start_tokenizer(path)
+    except Exception as err:  # a tokenizer file another program wrote fails in its own way
+        raise ValueError(f"{where}={path}: its tokenizer does not load ({type(err).__name__}: {err})") from None
+    vocab = tokenizer.backend_tokenizer.get_vocab(with_added_tokens=False)  # an added token has no row of its own
+    uses = Counter(vocab.values())
+    missing = [t for t in REQUIRED_TOKENS if t not in vocab]
+    shared = [t for t in REQUIRED_TOKENS if t in vocab and uses[vocab[t]] > 1]
+    outside = [t for t in REQUIRED_TOKENS if t in vocab and vocab_size is not None and vocab[t] >= vocab_size]
+    problem = (
+        f"lacks the special tokens {missing}"
+        if missing
+        else f"gives {shared} an id another token has"
+        if shared
+        else f"gives {outside} ids past the model's {vocab_size} embeddings"
+        if outside
+        else None
+    )
+    if problem:
+        raise ValueError(
+            f"{where}={path}: its tokenizer {problem}; a run needs {', '.join(REQUIRED_TOKENS)} in the vocabulary, "
+            "each with its own id and embedding row (add them and resize the model's embeddings)"
+        )
 
 
 def equal_length_targets(model_args: ModelArguments) -> bool:

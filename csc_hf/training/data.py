@@ -9,6 +9,7 @@ from typing import Any
 
 import datasets
 import torch
+from transformers import DataCollatorForLanguageModeling
 
 from ..benchmark.builder import load_dataset
 from ..benchmark.plan import BenchParams, plan_for
@@ -162,21 +163,39 @@ def encode_sentences(
     return {"input_ids": inputs, "labels": labels, "length": [len(x) for x in inputs]}
 
 
+def batch_generator(input_ids: torch.Tensor, seed: int) -> torch.Generator:
+    """A random generator drawn from a batch's ids and ``seed`` alone, not from the global random state: a run resumed
+    from a checkpoint draws for each batch what the uninterrupted run drew (the Trainer restores the global state only
+    after it has collated the first resumed batch)."""
+    ids = input_ids.contiguous().numpy().tobytes()
+    digest = hashlib.blake2b(ids, digest_size=8, key=str(seed).encode()).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
+
+
+class MaskedLMCollator(DataCollatorForLanguageModeling):
+    """BERT's masking for the mlm task (``mlm_probability``, ``mask_replace_prob``, ``random_replace_prob``) with
+    each batch's draws from :func:`batch_generator` and the run's ``mask_seed``, so that a resumed pretraining masks as
+    the uninterrupted one did, byte for byte."""
+
+    def __init__(self, tokenizer: CSCTokenizer, mask_seed: int = 0, **kwargs: Any):
+        super().__init__(tokenizer, **kwargs)
+        self.mask_seed = mask_seed
+
+    def torch_mask_tokens(self, inputs: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        self.generator = batch_generator(inputs, self.mask_seed)
+        return super().torch_mask_tokens(inputs, *args, **kwargs)
+
+
 @dataclass
 class CorrectionCollator:
     """Pads a batch; with ``mask_rate`` > 0 replaces that share of the correct characters of the input by
     ``[MASK]`` (masked fine-tuning: the model must predict them from context, which helps unseen errors). Which
-    characters are masked is drawn from the batch and ``seed`` alone, not from the global random state, so a run
-    resumed from a checkpoint masks its batches as the uninterrupted run did (the Trainer restores the global state
-    only after it has collated the first batch)."""
+    characters are masked is drawn by :func:`batch_generator` from the batch and ``seed``: a resumed run masks as the
+    uninterrupted one did."""
 
     tokenizer: CSCTokenizer
     mask_rate: float = 0.0
     seed: int = 0
-
-    def _generator(self, input_ids: torch.Tensor) -> torch.Generator:
-        digest = hashlib.blake2b(input_ids.numpy().tobytes(), digest_size=8, key=str(self.seed).encode()).digest()
-        return torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         width = max(len(e[key]) for e in examples for key in ("input_ids", "labels"))  # a seq2seq target may be longer
@@ -189,6 +208,7 @@ class CorrectionCollator:
         attention_mask = (input_ids != pad).long()
         if self.mask_rate > 0:
             correct = (labels != -100) & (labels == input_ids)
-            chosen = correct & (torch.rand(input_ids.shape, generator=self._generator(input_ids)) < self.mask_rate)
+            draws = torch.rand(input_ids.shape, generator=batch_generator(input_ids, self.seed))
+            chosen = correct & (draws < self.mask_rate)
             input_ids = input_ids.masked_fill(chosen, self.tokenizer.mask_token_id)
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}

@@ -16,7 +16,6 @@ import torch
 from transformers import (
     BertConfig,
     BertForMaskedLM,
-    DataCollatorForLanguageModeling,
     Trainer,
     TrainerCallback,
     TrainingArguments,
@@ -26,13 +25,14 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from ..files import honour_umask
 from ..logging import get_logger
+from ..model_folder import weights_problem
 from ..modeling import CSCTokenizer, SparseBertForMaskedLM, build_model, is_seq2seq
 from ..precision import cpu_has_bf16
 from ..run_layout import CHECKPOINT, TRAINER_STATE, TRAINING_RECORD
 from ..scoring import make_compute_metrics, preprocess_logits_for_metrics
 from .arguments import DataArguments, ModelArguments
 from .config import check_pretrain_corpus, check_train_edit_shares, equal_length_targets, trains_on_cpu
-from .data import CorrectionCollator, encode_sentences, training_data, training_tokenizer
+from .data import CorrectionCollator, MaskedLMCollator, encode_sentences, training_data, training_tokenizer
 
 logger = get_logger(__name__)
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
@@ -73,7 +73,9 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     )
     _log_to_logger(trainer)
     last = last_complete_checkpoint(out, remove_incomplete=trainer.is_world_process_zero()) if out.is_dir() else None
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint or last)
+    if start := training_args.resume_from_checkpoint or last:
+        logger.info("resuming from %s", start)
+    trainer.train(resume_from_checkpoint=start)
     trainer.save_model(str(out))
     if trainer.is_world_process_zero():
         honour_umask(out.glob("*.safetensors"))
@@ -106,8 +108,9 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
         def encode(batch):
             return tokenizer(batch["target"], truncation=True, max_length=data_args.max_length)
 
-        collator = DataCollatorForLanguageModeling(
+        collator = MaskedLMCollator(
             tokenizer,
+            seed,
             mlm_probability=data_args.mlm_probability,
             mask_replace_prob=data_args.mask_replace_prob,
             random_replace_prob=data_args.random_replace_prob,
@@ -156,7 +159,7 @@ def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: 
     """The masked LM to pretrain: a `SparseBertForMaskedLM` (the output layer only at the masked positions; its
     checkpoints are plain `BertForMaskedLM`'s), new or from ``init_from`` (any BertForMaskedLM checkpoint)."""
     if model_args.init_from:
-        return SparseBertForMaskedLM.from_pretrained(model_args.init_from)
+        return SparseBertForMaskedLM.from_pretrained(model_args.init_from, **model_args.model_overrides)
     config = BertConfig(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
@@ -177,12 +180,9 @@ def checkpoint_problem(checkpoint: Path) -> str | None:
         if not state.is_file():
             return f"no {TRAINER_STATE}"
         json.loads(state.read_text(encoding="utf-8"))
-        if (checkpoint / "model.safetensors").is_file():
-            from safetensors import safe_open
-
-            with safe_open(str(checkpoint / "model.safetensors"), framework="pt") as weights:
-                weights.keys()
-        elif not any(checkpoint.glob("*.safetensors.index.json")) and not (checkpoint / "pytorch_model.bin").is_file():
+        if any(checkpoint.glob("*.safetensors")):
+            return weights_problem(checkpoint)
+        if not (checkpoint / "pytorch_model.bin").is_file():
             return "no model weights"
     except Exception as err:  # a half-written file fails in its own way (JSON, safetensors header, OS)
         return f"{type(err).__name__}: {err}"
