@@ -96,7 +96,7 @@ def test_pretraining_trains_the_sparse_model_and_saves_a_plain_one(tmp_path, sma
     bert = tmp_path / "bert"
     BertForMaskedLM(BertConfig(**CONFIG)).save_pretrained(bert)
     (bert / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "中"]), encoding="utf-8")
-    model_args = check_config({"task": "mlm", "output_dir": "x", "init_from": str(bert)})[0]
-    assert type(_mlm_model(model_args, None, 128)) is SparseBertForMaskedLM
+    model_args = check_config({"task": "mlm", "output_dir": "x", "init_from": str(bert), "max_length": 64})[0]
+    assert type(_mlm_model(model_args, None, 64)) is SparseBertForMaskedLM
     model_args = check_config({"task": "mlm", "output_dir": "x"})[0]
     assert type(_mlm_model(model_args, _Tokenizer(), 128)) is SparseBertForMaskedLM
