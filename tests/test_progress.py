@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from csc_hf import hardware
@@ -411,7 +412,7 @@ def test_a_forecast_fills_the_eta_until_stages_of_its_kind_finish(tmp_path):
     assert progress.line(tmp_path / "t", "train bert").endswith("elapsed 0:00:00")  # nothing to estimate it by
 
 
-def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_path, caplog):
+def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_path, caplog, monkeypatch):
     """`Study.forecast`: every pretraining, training and evaluation stage of the plan gets seconds from a step of its
     kind timed here (an augmented training twice its plain one's: twice the steps); the log names the CPU's compute
     path and the threads, and the forecast of the whole job."""
@@ -436,9 +437,13 @@ def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_pa
         json.dumps({"configs": {"train": {"train": 500, "validation": 60}, "test": {"test": 80}}, "seconds": 1}),
         encoding="utf-8",
     )
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the user's choice wins (whatever the environment of the test run)
     with caplog.at_level(logging.INFO, logger="csc_hf"):
-        hardware.set_threads()
-        seconds = study.forecast(plan, Stage(build))
+        before = hardware.set_threads()
+        try:
+            seconds = study.forecast(plan, Stage(build))
+        finally:
+            torch.set_num_threads(before)
     assert {step.directory for step in plan if step.kinds[-1] in ("pretrain", "train", "evaluate")} == set(seconds)
     assert all(s > 0 for s in seconds.values())
     plain, augmented = study.folders("bert", 0)[0], study.folders("bert", 0, augmented=True)[0]
