@@ -20,42 +20,12 @@ from transformers.modeling_outputs import MaskedLMOutput
 class SparseBertForMaskedLM(BertForMaskedLM):
     """`BertForMaskedLM` whose training forward runs the masked-LM head only at the positions with a label."""
 
-    def forward(
-        self,
-        input_ids=None,
-        attention_mask=None,
-        token_type_ids=None,
-        position_ids=None,
-        inputs_embeds=None,
-        encoder_hidden_states=None,
-        encoder_attention_mask=None,
-        labels=None,
-        **kwargs,
-    ):
+    def forward(self, input_ids=None, labels=None, **inputs):
+        """``inputs``: the further inputs of `BertForMaskedLM.forward` (``attention_mask``, ``token_type_ids``, ...)."""
         if labels is None or not self.training:
-            return super().forward(
-                input_ids,
-                attention_mask,
-                token_type_ids,
-                position_ids,
-                inputs_embeds,
-                encoder_hidden_states,
-                encoder_attention_mask,
-                labels=labels,
-                **kwargs,
-            )
-        kwargs.pop("return_dict", None)
-        outputs = self.bert(
-            input_ids,
-            attention_mask=attention_mask,
-            token_type_ids=token_type_ids,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            encoder_hidden_states=encoder_hidden_states,
-            encoder_attention_mask=encoder_attention_mask,
-            return_dict=True,
-            **kwargs,
-        )
+            return super().forward(input_ids, labels=labels, **inputs)
+        inputs.pop("return_dict", None)
+        outputs = self.bert(input_ids, return_dict=True, **inputs)
         flat = labels.flatten()
         positions = (flat != -100).nonzero().squeeze(1)  # index_select: its backward adds in order (deterministic)
         scores = self.cls(outputs.last_hidden_state.flatten(0, -2).index_select(0, positions))
