@@ -1,7 +1,7 @@
 """The CPU a run computes on: its instruction sets, the compute path they give, and how many cores are free.
 
     hardware.describe()        # "Intel(R) Xeon(R) Processor, 2 CPUs; flags: avx2 avx512f ...; bf16 path (AMX)"
-    hardware.torch_threads()   # torch threads for a run here: the usable CPUs less those other processes keep busy
+    hardware.torch_threads()   # torch threads for a run here: OMP_NUM_THREADS, else every usable CPU (never the load)
 
 A process that asks for more threads than the cores left to it waits on its slowest thread at every parallel region
 (OpenMP barriers): beside one busy process a 2-thread step on 2 cores slows far more than a 1-thread step does
@@ -107,27 +107,28 @@ def threads_for(usable: int, busy: float) -> int:
     return max(1, min(usable, usable - int(busy + 0.5)))
 
 
-def thread_choice(interval: float = 1.0) -> tuple[int, str]:
-    """Threads a run gives torch, and why (for the log): ``OMP_NUM_THREADS`` when set (the user chose), else every
-    usable CPU. The count never follows the load (a run's bytes depend on its threads: same seed, same bytes); when
-    other processes keep CPUs busy, the reason says so and names the ``OMP_NUM_THREADS`` (`threads_for`) that
-    leaves them theirs."""
+def torch_threads() -> int:
+    """Threads a run gives torch: ``OMP_NUM_THREADS`` when set (the user chose), else every usable CPU. The count never
+    follows the load (a run's bytes depend on its threads: same seed, same bytes)."""
     chosen = os.environ.get("OMP_NUM_THREADS", "")
-    if chosen.isdigit() and int(chosen) > 0:
-        return int(chosen), f"OMP_NUM_THREADS={chosen}"
+    return int(chosen) if chosen.isdigit() and int(chosen) > 0 else usable_cpus()
+
+
+def thread_choice(interval: float = 1.0) -> tuple[int, str]:
+    """`torch_threads`, and why (for the log); without ``OMP_NUM_THREADS``, the other processes' load measured over
+    ``interval`` seconds and, when they keep CPUs busy, the ``OMP_NUM_THREADS`` (`threads_for`) that leaves them
+    theirs."""
+    threads = torch_threads()
+    if os.environ.get("OMP_NUM_THREADS") == str(threads):  # the user chose: nothing to measure
+        return threads, f"OMP_NUM_THREADS={threads}"
     usable, busy = usable_cpus(), busy_cpus(interval)
     advice = threads_for(usable, busy)
     if advice == usable:
-        return usable, f"other processes keep {busy:.1f} of {usable} usable CPUs busy; OMP_NUM_THREADS decides"
-    return usable, (
+        return threads, f"other processes keep {busy:.1f} of {usable} usable CPUs busy; OMP_NUM_THREADS decides"
+    return threads, (
         f"other processes keep {busy:.1f} of {usable} usable CPUs busy: OMP_NUM_THREADS={advice} (and nice) would run "
         "beside them several times faster; the count stays fixed so that the bytes do not depend on the load"
     )
-
-
-def torch_threads(interval: float = 1.0) -> int:
-    """The threads of `thread_choice`."""
-    return thread_choice(interval)[0]
 
 
 def set_threads(interval: float = 1.0) -> int:

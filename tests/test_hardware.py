@@ -47,7 +47,7 @@ def test_threads_for_the_cores_left(usable, busy, threads):
 
 def test_omp_num_threads_wins(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    assert hardware.torch_threads(interval=0.01) == 3
+    assert hardware.torch_threads() == 3
 
 
 def test_the_choice_says_why(monkeypatch):
