@@ -561,6 +561,7 @@ def _domain_section(analysis: RunAnalysis, drops: Sequence[DomainDrop]) -> list[
             [
                 d.variant,
                 d.domain,
+                d.reference,
                 percent(d.recall[0]),
                 percent(d.recall[1]),
                 signed_points(d.recall[0] - d.recall[1]),
@@ -573,13 +574,17 @@ def _domain_section(analysis: RunAnalysis, drops: Sequence[DomainDrop]) -> list[
         ]
         groups = sorted(drops[0].shares)
         parts += [
-            "Where the drop comes from. Character-level correction recall (%) on the main test and on the domain "
-            "(seeds pooled), and its drop split in two (shift-share): *composition*, the part due to the domain "
+            "Where the drop comes from. Character-level correction recall (%) on the main split with the same "
+            "controls (`test`, `unseen_k` or `unseen_v`) and on the domain's (seeds pooled), and its drop split in "
+            "two (shift-share): *composition*, the part due to the domain "
             "holding more errors in contexts the training sentences lack (no character 4-gram around the error "
-            "occurs there) or whose correct character the model's vocabulary lacks, at the main test's recall in "
+            "occurs there) or whose correct character the model's vocabulary lacks, at the main split's recall in "
             "each of those groups; and *within*, the part due to lower recall inside the groups. The last columns "
-            "give each group's share of the errors, test → domain.",
-            table(["model", "domain split", "test", "domain", "drop", "composition", "within", *groups], rows),
+            "give each group's share of the errors, main → domain.",
+            table(
+                ["model", "domain split", "main split", "main", "domain", "drop", "composition", "within", *groups],
+                rows,
+            ),
         ]
     return parts
 

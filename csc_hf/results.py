@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .benchmark.configs import CONFIGS, SIGHAN15, split_name
+from .benchmark.configs import CONFIGS, DOMAINS, SIGHAN15, domain_reference, split_name
 from .benchmark.plan import BenchParams
 from .edits import EDIT_KINDS, SUBSTITUTION
 from .files import read_text
@@ -835,14 +835,16 @@ def training_matrix(results: Mapping, grid_records: Iterable[Mapping], pe_series
 
 @dataclass(frozen=True)
 class DomainDrop:
-    """One variant's character-level correction recall on the main ``test`` split and on a domain's, mean over
-    seeds, and the drop split by the :data:`csc_hf.dataset_stats.ERROR_GROUPS` of the errors (context seen in
-    training, correct character known): ``composition`` is the part that comes from the domain holding other shares
-    of those groups (at the main test's recall per group), ``within`` the part that comes from lower recall inside
-    the groups; ``shares`` are each group's share of the errors ``(test, domain)``."""
+    """One variant's character-level correction recall on a main split (``reference``: ``test``, ``unseen_k`` or
+    ``unseen_v``) and on the domain split built with the same controls, mean over seeds, and the drop split by the
+    :data:`csc_hf.dataset_stats.ERROR_GROUPS` of the errors (context seen in training, correct character known):
+    ``composition`` is the part that comes from the domain holding other shares of those groups (at the main split's
+    recall per group), ``within`` the part that comes from lower recall inside the groups; ``shares`` are each group's
+    share of the errors ``(main, domain)``."""
 
     variant: str
     domain: str
+    reference: str
     recall: tuple[float, float]
     composition: float
     within: float
@@ -863,24 +865,29 @@ def _group_rates(entries: Sequence[Mapping]) -> tuple[dict[str, float], dict[str
 
 
 def domain_shift(entries: Iterable[Mapping]) -> list[DomainDrop]:
-    """The drop of each variant's recall from the main ``test`` split to each domain split, decomposed (see
-    :class:`DomainDrop`), from ``results.json``'s ``domain_errors``. Shift-share: recall = Σ share × recall per
-    group, so test − domain = Σ (share_test − share_domain) × recall_test + Σ share_domain × (recall_test −
-    recall_domain)."""
+    """The drop of each variant's recall from each main split to the domain splits built with the same controls
+    (:func:`csc_hf.benchmark.configs.domain_reference`), decomposed (see :class:`DomainDrop`), from
+    ``results.json``'s ``domain_errors``. Shift-share: recall = Σ share × recall per group, so main − domain =
+    Σ (share_main − share_domain) × recall_main + Σ share_domain × (recall_main − recall_domain)."""
     groups: dict[tuple[str, str], list[Mapping]] = defaultdict(list)
+    references: dict[str, str] = {}
     for e in entries:
-        groups[e["model"], split_name(e["config"], e["split"])].append(e)
+        name = split_name(e["config"], e["split"])
+        groups[e["model"], name].append(e)
+        if e["config"] in DOMAINS:
+            references[name] = domain_reference(e["split"])
     drops = []
     for (variant, name), found in groups.items():
-        if name == "test" or (variant, "test") not in groups:
+        reference = references.get(name)
+        if reference is None or (variant, reference) not in groups:
             continue
-        share_t, recall_t, overall_t = _group_rates(groups[variant, "test"])
+        share_t, recall_t, overall_t = _group_rates(groups[variant, reference])
         share_d, recall_d, overall_d = _group_rates(found)
         names = sorted(set(share_t) | set(share_d))
         composition = sum((share_t.get(g, 0.0) - share_d.get(g, 0.0)) * recall_t.get(g, 0.0) for g in names)
         within = sum(share_d.get(g, 0.0) * (recall_t.get(g, 0.0) - recall_d.get(g, 0.0)) for g in names)
         shares = {g: (share_t.get(g, 0.0), share_d.get(g, 0.0)) for g in names}
-        drops.append(DomainDrop(variant, name, (overall_t, overall_d), composition, within, shares))
+        drops.append(DomainDrop(variant, name, reference, (overall_t, overall_d), composition, within, shares))
     return drops
 
 

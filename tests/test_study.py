@@ -417,8 +417,15 @@ def test_smoke_run_trains_each_training_set_and_scores_the_domains(smoke_run):
     assert {(e["model"], e["split"]) for e in domain} == {
         (m, s) for m in preset.variants for s in ("test", "unseen_k", "unseen_v")
     }
+    report = (smoke_run / "report.md").read_text()
     for e in results["domain_errors"]:
         assert all(0 <= corrected <= n for n, corrected in e["groups"].values())
-    report = (smoke_run / "report.md").read_text()
+    # each domain split is compared with the main split of the same controls, so those are counted too
+    assert {e["config"] for e in results["domain_errors"] if not e["config"].startswith("domain_")} == {
+        "test",
+        "unseen_k",
+        "unseen_v",
+    }
+    assert "| domain_hsk/unseen_k | unseen_k |" in report
     assert "## Which training distribution" in report and "## Domain shift" in report
     assert (smoke_run / "report_plots" / "train_x_test.png").is_file()

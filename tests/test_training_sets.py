@@ -291,4 +291,31 @@ def test_domain_drop_decomposes_exactly():
     assert drop.recall == pytest.approx((0.7, 0.38))
     assert drop.composition + drop.within == pytest.approx(0.7 - 0.38)
     # composition: (0.8 - 0.4) * 0.75 + (0.2 - 0.6) * 0.5 = 0.1
-    assert drop.composition == pytest.approx(0.1) and drop.domain == "domain_reviews"
+    assert drop.composition == pytest.approx(0.1) and drop.domain == "domain_reviews" and drop.reference == "test"
+
+
+def test_domain_unseen_splits_drop_from_the_main_unseen_splits():
+    from csc_hf.results import domain_shift
+
+    def entry(config, split, groups):
+        return {"model": "bert", "seed": 0, "config": config, "split": split, "groups": groups}
+
+    main_test = {"seen context, known": [90, 80], "unseen context, known": [10, 5]}
+    main_unseen = {"seen context, known": [50, 10], "unseen context, known": [50, 5]}
+    domain_unseen = {"seen context, known": [20, 2], "unseen context, known": [80, 4]}
+    entries = [entry("test", "test", main_test), entry("unseen_k", "test", main_unseen)]
+    (drop,) = domain_shift([*entries, entry("domain_hsk", "unseen_k", domain_unseen)])
+    assert drop.domain == "domain_hsk/unseen_k" and drop.reference == "unseen_k"
+    assert drop.recall == pytest.approx((0.15, 0.06))  # against the main unseen_k (0.15), not the main test (0.85)
+    assert drop.composition + drop.within == pytest.approx(0.15 - 0.06)
+    # without the main split of the same controls there is nothing to compare with
+    assert domain_shift([entry("test", "test", main_test), entry("domain_hsk", "unseen_k", domain_unseen)]) == []
+
+
+def test_each_domain_split_is_compared_with_the_main_config_of_the_same_controls():
+    from csc_hf.benchmark.configs import CONFIGS, DOMAINS, domain_reference
+
+    for config in DOMAINS:
+        for spec in CONFIGS[config].splits:
+            (reference,) = CONFIGS[domain_reference(spec.split)].splits
+            assert (reference.confusion, reference.error_prob) == (spec.confusion, spec.error_prob), (config, spec)

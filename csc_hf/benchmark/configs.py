@@ -68,7 +68,8 @@ DOMAINS: dict[str, tuple[str, str]] = {
 
 
 def _domain(config: str) -> tuple[SplitSpec, ...]:
-    """The controls of the main test pool, on a domain's pool: S_train at P_e, the unseen sets, and no errors."""
+    """The controls of the main test pool, on a domain's pool: S_train at P_e, the unseen sets, and no errors. Each
+    split is named after the main config with the same controls (see :func:`domain_reference`)."""
     return (
         SplitSpec("test", config, "S_train", "error_prob"),
         SplitSpec("unseen_k", config, "S_unseen_k", "unseen_k_error_prob"),
@@ -178,6 +179,12 @@ def depends_on_training(spec: SplitSpec) -> bool:
     """Whether a split is made from the generated training set (``seen``'s pairs, ``scontext``'s sentences), so that
     two training sets give it different sentences or errors."""
     return spec.pool == "scontext" or spec.confusion == "S_seen"
+
+
+def domain_reference(split: str) -> str:
+    """The main config a domain's split is compared with: the one built with the same controls on the main test pool
+    (a domain's ``unseen_k`` split against the main ``unseen_k``, its ``test`` against ``test``)."""
+    return split
 
 
 def split_name(config: str, split: str) -> str:

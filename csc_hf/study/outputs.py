@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..benchmark.builder import load_dataset
-from ..benchmark.configs import DOMAINS, split_name, splits_of
+from ..benchmark.configs import DOMAINS, domain_reference, split_name, splits_of
 from ..benchmark.plan import BenchParams
 from ..confusion import ConfusionSet
 from ..dataset_stats import ERROR_GROUPS, coverage, error_groups, error_pairs, training_ngrams
@@ -55,17 +55,20 @@ def augmentation_coverage(
 def domain_error_groups(
     bench_params: dict, evaluations: Mapping[tuple[str, int], Path], known: Collection[str], n: int = 4
 ) -> list[dict]:
-    """For each model and seed (``evaluations``: ``{(variant, seed): evaluation folder}``), on the main ``test`` split
-    and on every split with errors of the domain configs it saved predictions for: how many errors of each
+    """For each model and seed (``evaluations``: ``{(variant, seed): evaluation folder}``), on every split with errors
+    of the domain configs it saved predictions for and on the main configs they are compared with (``test``,
+    ``unseen_k``, ``unseen_v``: :func:`csc_hf.benchmark.configs.domain_reference`): how many errors of each
     :data:`csc_hf.dataset_stats.ERROR_GROUPS` group (context seen in the training sentences or not, correct character
     in the vocabulary ``known`` or not) the split holds and how many of them the model corrected (its prediction
     has the correct character there; a prediction of another length corrects its errors only when it equals the
-    target). The drop from ``test`` to a domain splits into these groups' shares and recalls
+    target). The drop from the main config to a domain's split splits into these groups' shares and recalls
     (:func:`csc_hf.results.domain_shift`)."""
     params = BenchParams(**bench_params)
-    splits = [("test", "test")] + [
+    domain_splits = [
         (config, spec.split) for config in DOMAINS for spec in splits_of(config, params.probs) if spec.error_prob
     ]
+    references = dict.fromkeys((domain_reference(split), "test") for _, split in domain_splits)
+    splits = [*references, *domain_splits]
     train_ngrams: np.ndarray | None = None
     found = []
     for config, split in splits:
