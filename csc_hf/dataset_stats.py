@@ -226,8 +226,9 @@ def context_overlap(
 
 
 ERROR_GROUPS = ("seen context, known", "seen context, unknown", "unseen context, known", "unseen context, unknown")
-"""The groups of :func:`error_groups`: whether an error's context occurs in training, and whether its correct
-character is known to the model (in its vocabulary)."""
+"""The groups of :func:`error_groups`: whether an error's context occurs in training, and whether every character
+of its window (the correct character and its neighbours that share an n-gram with it) is known to the model (in its
+vocabulary: an unknown one reaches the model as ``[UNK]``)."""
 
 
 def error_groups(
@@ -237,16 +238,21 @@ def error_groups(
     source and target have one length, in target order): its context is
     seen when one of the target's character ``n``-grams that hold the error's position occurs in the training
     sentences (``train_ngrams``: their :func:`training_ngrams`, with the same ``n``, computed once for every split);
-    its correct character is known when it is in ``known`` (a model's vocabulary; a redundant character's: the
-    target character after it)."""
+    its characters are known when the correct character and the target's characters up to ``n - 1`` positions either
+    side of it in its sentence are all in ``known`` (a model's vocabulary; a redundant character's correct character:
+    the target character after it)."""
     errors = gold_errors(sources, targets, by_position=True)
     hashes, starts, inside = _error_ngrams(errors, n)
     found = np.zeros(starts.shape, dtype=bool)
     found[inside] = np.isin(hashes[starts[inside]], train_ngrams)
-    target = errors.target
+    target, at = errors.target, errors.target_positions
     known_codes = np.array(sorted(ord(c) for c in known if len(c) == 1), dtype=target.codes.dtype)
-    is_known = np.isin(target.codes[errors.target_positions], known_codes)
-    return 2 * (~found.any(axis=1)) + (~is_known)
+    sentence = np.searchsorted(target.offsets, at, side="right") - 1
+    window = at[:, None] + np.arange(1 - n, n)[None, :]
+    within = (window >= target.offsets[sentence][:, None]) & (window < target.offsets[sentence + 1][:, None])
+    unknown = np.zeros(window.shape, dtype=bool)
+    unknown[within] = ~np.isin(target.codes[window[within]], known_codes)
+    return 2 * (~found.any(axis=1)) + unknown.any(axis=1)
 
 
 # ---- every statistic of loaded data -----------------------------------------------------------------------------

@@ -578,8 +578,9 @@ def _domain_section(analysis: RunAnalysis, drops: Sequence[DomainDrop]) -> list[
             "controls (`test`, `unseen_k` or `unseen_v`) and on the domain's (seeds pooled), and its drop split in "
             "two (shift-share): *composition*, the part due to the domain "
             "holding more errors in contexts the training sentences lack (no character 4-gram around the error "
-            "occurs there) or whose correct character the model's vocabulary lacks, at the main split's recall in "
-            "each of those groups; and *within*, the part due to lower recall inside the groups. The last columns "
+            "occurs there) or near a character the model's vocabulary lacks (read as [UNK], within 3 characters), "
+            "at the main split's recall in each of those groups; and *within*, the part due to lower recall inside "
+            "the groups. The last columns "
             "give each group's share of the errors, main → domain.",
             table(
                 ["model", "domain split", "main split", "main", "domain", "drop", "composition", "within", *groups],

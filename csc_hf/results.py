@@ -837,7 +837,7 @@ def training_matrix(results: Mapping, grid_records: Iterable[Mapping], pe_series
 class DomainDrop:
     """One variant's character-level correction recall on a main split (``reference``: ``test``, ``unseen_k`` or
     ``unseen_v``) and on the domain split built with the same controls, mean over seeds, and the drop split by the
-    :data:`csc_hf.dataset_stats.ERROR_GROUPS` of the errors (context seen in training, correct character known):
+    :data:`csc_hf.dataset_stats.ERROR_GROUPS` of the errors (context seen in training, characters around it known):
     ``composition`` is the part that comes from the domain holding other shares of those groups (at the main split's
     recall per group), ``within`` the part that comes from lower recall inside the groups; ``shares`` are each group's
     share of the errors ``(main, domain)``."""

@@ -139,8 +139,17 @@ def test_error_groups():
     targets = ["我们今天去学校上课。", "他们明天去公园玩。"]
     groups = error_groups(sources, targets, training_ngrams(train, 3), known=set("我们今天去学校上课他明公玩。"), n=3)
     assert [ERROR_GROUPS[g] for g in groups] == ["seen context, known", "unseen context, unknown"]
-    groups = error_groups(sources, targets, training_ngrams(train, 3), known=set("园"), n=3)
-    assert [ERROR_GROUPS[g] for g in groups] == ["seen context, unknown", "unseen context, known"]
+    # known: the correct character and n - 1 characters either side of it, within its sentence
+    every = set("我们今天去学校上课他明公园玩。")
+
+    def kinds(known, n=3):
+        return [ERROR_GROUPS[g] for g in error_groups(sources, targets, training_ngrams(train, n), known, n)]
+
+    assert kinds(every) == ["seen context, known", "unseen context, known"]
+    assert kinds(every - {"。"}) == ["seen context, known", "unseen context, unknown"]  # 2 after 园, none near 们
+    assert kinds(every - {"天"}) == ["seen context, unknown", "unseen context, known"]  # 2 after 们, 3 before 园
+    assert kinds(every - {"去"}) == ["seen context, known", "unseen context, unknown"]  # 3 after 们: outside at n = 3
+    assert kinds(every - {"去"}, n=4) == ["seen context, unknown", "unseen context, unknown"]
 
 
 # ---- the preset's training-distribution stage and base: ----------------------------------------------------------

@@ -58,11 +58,11 @@ def domain_error_groups(
     """For each model and seed (``evaluations``: ``{(variant, seed): evaluation folder}``), on every split with errors
     of the domain configs it saved predictions for and on the main configs they are compared with (``test``,
     ``unseen_k``, ``unseen_v``: :func:`csc_hf.benchmark.configs.domain_reference`): how many errors of each
-    :data:`csc_hf.dataset_stats.ERROR_GROUPS` group (context seen in the training sentences or not, correct character
-    in the vocabulary ``known`` or not) the split holds and how many of them the model corrected (its prediction
-    has the correct character there; a prediction of another length corrects its errors only when it equals the
-    target). The drop from the main config to a domain's split splits into these groups' shares and recalls
-    (:func:`csc_hf.results.domain_shift`)."""
+    :data:`csc_hf.dataset_stats.ERROR_GROUPS` group (context seen in the training sentences or not, the characters
+    around the error all in the vocabulary ``known`` or not) the split holds and how many of them the model corrected
+    (its prediction has the correct character there; a prediction of another length corrects its errors only when
+    it equals the target). The drop from the main config to a domain's split splits into these groups' shares and
+    recalls (:func:`csc_hf.results.domain_shift`)."""
     params = BenchParams(**bench_params)
     domain_splits = [
         (config, spec.split) for config in DOMAINS for spec in splits_of(config, params.probs) if spec.error_prob
