@@ -1,6 +1,6 @@
 """How far each stage of the study runs from what this CPU can compute: its time against its GEMM floor, in one run.
 
-    python bench/bench_limit.py [--rounds 5] [--precision auto] [--levers] [--compile] [--contention]
+    python bench/bench_limit.py [--rounds 5] [--precision auto] [--levers] [--compile] [--contention] [--profile]
     python bench/bench_limit.py --isa avx2 ...   # the same with MKL, oneDNN and ATen held to AVX2 (a Zen 3-like ISA)
 
 1. The CPU: its flags that matter (avx2, avx512f, avx512_bf16, amx_bf16, ...), torch's kernel level, threads, load.
@@ -17,7 +17,10 @@
    step's GEMM FLOPs / its time.
 4. `--levers`: the speed levers, each against its stage's reference in the same rounds (same batches, alternating).
    `--compile` adds `torch.compile` (minutes of compilation first).
-5. `--contention`: a pretraining step with 2 and 1 torch threads (and other OpenMP wait policies), each alone and
+5. `--profile`: where a stage's time goes beyond its floor: each reference step under `torch.profiler`, its self CPU
+   time by operator kind (the GEMMs, attention, normalisation, activations, dropout, casts, the optimizer, the rest)
+   and the operators that take most of it.
+6. `--contention`: a pretraining step with 2 and 1 torch threads (and other OpenMP wait policies), each alone and
    beside a competing CPU-bound process that the script starts, in separate processes.
 
 Every figure is the median over rounds that visit every configuration in turn, so load from other processes hits all
@@ -711,6 +714,53 @@ def contention(steps: int, rounds: int) -> None:
         print(f"  {label:38} {alone:8.3f} {busy:8.3f} {busy / alone:9.2f} {busy / quiet:15.2f}")
 
 
+# ---- where the time beyond the floor goes ---------------------------------------------------------------------------
+
+OP_KINDS = {  # the first kind whose words an operator's name holds (aten::addmm -> GEMM)
+    "GEMM (mm, addmm, bmm, linear)": ("mm", "linear", "matmul", "bmm", "baddbmm"),
+    "attention (softmax, SDPA)": ("softmax", "attention", "sdpa"),
+    "LayerNorm": ("layer_norm",),
+    "GELU / tanh": ("gelu", "tanh"),
+    "dropout (bernoulli, masks)": ("dropout", "bernoulli", "native_dropout"),
+    "casts and copies (autocast)": ("to_copy", "copy_", "_to", "clone", "contiguous"),
+    "optimizer (AdamW, clipping, norms)": ("adam", "foreach", "norm", "clip"),
+    "embedding": ("embedding",),
+    "loss (cross entropy)": ("cross_entropy", "nll_loss", "log_softmax"),
+    "element-wise (add, mul, where, fill)": ("add", "mul", "div", "sub", "where", "fill", "zero", "masked", "rsub"),
+}
+
+
+def profile(stage: Stage, batches: int = 4) -> None:
+    """Each configuration of `stage` under `torch.profiler` over `batches` batches after one step to warm up: its
+    self CPU time per operator kind (`OP_KINDS`), share of the whole, and the operators that take most."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    n = min(batches, len(stage.batches))
+    for config in stage.configs:
+        config.run(stage.batches[0])
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+            for batch in stage.batches[:n]:
+                config.run(batch)
+        events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+        total = sum(e.self_cpu_time_total for e in events)
+        kinds: Counter[str] = Counter()
+        for e in events:
+            name = e.key.lower()
+            kinds[next((k for k, words in OP_KINDS.items() if any(w in name for w in words)), "other")] += (
+                e.self_cpu_time_total
+            )
+        print(f"\n{stage.name}, {config.name}: self CPU time per {stage.unit} by operator kind ({n} profiled)")
+        print(f"  {'kind':40} {'ms':>8} {'share':>7}")
+        for kind, us in kinds.most_common():
+            print(f"  {kind:40} {us / 1e3 / n:8.1f} {100 * us / total:6.1f}%")
+        print(f"  {'operators that take most':40} {'ms':>8} {'share':>7} {'calls':>7}")
+        for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:12]:
+            print(f"  {e.key[:40]:40} {e.self_cpu_time_total / 1e3 / n:8.1f} "
+                  f"{100 * e.self_cpu_time_total / total:6.1f}% {e.count // n:7d}")  # fmt: skip
+        print(flush=True)
+
+
 # ---- main ------------------------------------------------------------------------------------------------------------
 
 
@@ -738,6 +788,9 @@ def main() -> None:
         help="only the numerics table: STEPS pretraining steps of the reference and each lever",
     )
     parser.add_argument("--contention", action="store_true", help="only the contention table")
+    parser.add_argument(
+        "--profile", action="store_true", help="only where each stage's time goes: self CPU time by operator kind"
+    )
     parser.add_argument("--sizes", nargs="*", metavar="LxH", help="only the encoder-size table (e.g. 4x256 6x384)")
     parser.add_argument("--attention", default=None, help="--sizes: attention implementation of the training models")
     parser.add_argument("--steps", type=int, default=12, help="steps per process of the contention table")
@@ -761,7 +814,8 @@ def main() -> None:
         return numerics(data, args.numerics, bf16)
     if args.sizes:
         return sizes(data, args.sizes, args.attention, args.precision)
-    gemm_table(len(data.tokenizer), PRESET["pretrain"]["per_device_train_batch_size"] * 43, bf16)
+    if not args.profile:
+        gemm_table(len(data.tokenizer), PRESET["pretrain"]["per_device_train_batch_size"] * 43, bf16)
     chosen = STAGE_LEVERS if args.levers else {"pretrain": [], "finetune": []}
     compiled = ["torch.compile"] if args.compile else []
     builders = {
@@ -772,6 +826,9 @@ def main() -> None:
     }
     for name in args.stages:
         stage = builders[name]()
+        if args.profile:
+            profile(stage, args.batches)
+            continue
         measure(stage, args.rounds)
         report(stage)
         print(f"  (load average {os.getloadavg()[0]:.2f})", flush=True)

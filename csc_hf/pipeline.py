@@ -118,19 +118,24 @@ def decode_edits(
     `similar` (`[vocab, K]`, each token's similar tokens, padded with the token itself) gets `similarity_prior` added
     to their logits at every position of their source token. An edit is made where the position is editable, the
     best Han token after adding `keep_bias` to the source's logit is not the source, and its probability (softmax of
-    the logits without either bias) reaches `threshold`. `logits` are changed in place."""
+    the logits without either bias) reaches `threshold`. `logits` are left as they are: the biases go to an fp32 copy,
+    and without them the logits are read in their own dtype (bf16 and fp16 values are exact in fp32, so the edits and
+    probabilities are those of the fp32 logits)."""
     source_ids = input_ids.unsqueeze(-1)
-    source = logits.gather(-1, source_ids)
     boosted = similar[input_ids] if similar is not None and similarity_prior else None
+    if keep_bias or boosted is not None:
+        logits = logits.float() if logits.dtype != torch.float32 else logits.clone()
+    source = logits.gather(-1, source_ids)
     if boosted is not None:  # the padding points at the source, whose logit is set just after
         unboosted = logits.gather(-1, boosted)
         logits.scatter_add_(-1, boosted, logits.new_full(boosted.shape, similarity_prior))
     if keep_bias or boosted is not None:
         logits.scatter_(-1, source_ids, source + keep_bias)
-    predicted = logits.argmax(-1)
+    # max's indices are argmax's (the first of equal values) at half its time on the CPU
+    predicted = logits.max(-1).indices
     retry = editable & ~han[predicted]  # the best token is not Han: take the best Han one
     if retry.any():
-        predicted[retry] = logits[retry].masked_fill(~han, float("-inf")).argmax(-1)
+        predicted[retry] = logits[retry].masked_fill(~han, float("-inf")).max(-1).indices
     rows, columns = (editable & (predicted != input_ids)).nonzero(as_tuple=True)
     ids = predicted[rows, columns]
     scores = logits[rows, columns].double()
@@ -533,7 +538,7 @@ class Corrector:
     def _predict(self, chunks: list[str], decoders: Sequence["Corrector"]) -> list[list[Candidate]]:
         """Candidate edits `(row, column, right, probability)` of a batch of texts that fit the model, for each of
         `decoders` (this corrector or copies with other options: one forward pass), computed under bf16 autocast when
-        `self.bf16` (the decoding itself reads the logits in fp32)."""
+        `self.bf16` (the decoding reads the logits' values exactly and adds its biases in fp32)."""
         with torch.autocast(self.model.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             return self._predict_in_precision([_SURROGATE.sub("\ufffd", chunk) for chunk in chunks], decoders)
 
@@ -552,16 +557,16 @@ class Corrector:
             ]
         device = self.model.device
         encoding = self._encode(chunks)
-        logits = self.model(**encoding).logits.float()
+        logits = self.model(**encoding).logits
         input_ids = encoding["input_ids"]
         han = self._han.to(device)
         each = []
-        for k, decoder in enumerate(decoders):
+        for decoder in decoders:
             editable = decoder._editable.to(device)[input_ids]
             similar = decoder.similar_tokens(device) if decoder.similarity_prior else None
             rows, columns, ids, probabilities = decode_edits(
                 input_ids,
-                logits if k == len(decoders) - 1 else logits.clone(),  # decode_edits changes them
+                logits,
                 han,
                 editable,
                 decoder.keep_bias,

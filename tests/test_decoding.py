@@ -262,6 +262,25 @@ def test_similarity_prior_raises_only_the_sources_similar_characters():
     assert decode(similar=None, similarity_prior=2.0)[:2] == ([1], [2])  # no table: no prior
 
 
+def test_decoding_reads_half_precision_logits_as_their_fp32_values_and_leaves_them_unchanged():
+    # logits with many equal values (bf16 holds 8 bits of mantissa): the first of them wins in every dtype
+    generator = torch.Generator().manual_seed(0)
+    logits = (torch.randn(4, 12, 40, generator=generator) * 3).round() / 2
+    input_ids = torch.randint(0, 40, (4, 12), generator=generator)
+    han = torch.arange(40) % 5 != 0
+    similar = torch.arange(40).unsqueeze(1).repeat(1, 3)
+    similar[:, 0] = (similar[:, 0] + 7) % 40
+    options = [{}, {"keep_bias": 0.75}, {"similar": similar, "similarity_prior": 1.25}, {"threshold": 0.2}]
+    for option in options:
+        expected = decode_edits(input_ids, logits.clone(), han, han[input_ids], **option)
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            given = logits.to(dtype)
+            kept = given.clone()
+            found = decode_edits(input_ids, given, han, han[input_ids], **option)
+            assert all(torch.equal(a, b) for a, b in zip(found, expected)), (option, dtype)
+            assert torch.equal(given, kept)  # the caller's logits serve its next decoder as they were
+
+
 def test_corrector_builds_the_similarity_table_once_and_saves_the_prior(tiny_dir):
     corrector = Corrector.from_pretrained(tiny_dir, similarity_prior=1.5)
     table = corrector.similar_tokens()
