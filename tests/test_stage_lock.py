@@ -101,3 +101,25 @@ def test_a_study_moves_on_from_a_busy_model_and_comes_back(tmp_path):
     study.each([("bert", 0), ("bart", 0), ("plome", 0)], run)
     assert calls == [("bert", False), ("bart", False), ("plome", False), ("bart", True)]
     assert study.wait
+
+
+def test_the_training_sets_stage_moves_on_from_a_busy_model(tmp_path, monkeypatch):
+    """A second process on the same run reaches a training-set model that the first one trains: it goes on with the
+    next set's model and comes back to it at the end, as it does in the grid."""
+    study, calls = Study(Preset.load("smoke"), tmp_path / "run"), []
+    sets = list(study.preset.training_sets_study.sets)
+
+    def finetune(variant, seed, pretrained, augmented=False, training_set=None):
+        if training_set == sets[0] and not study.wait:
+            raise Busy(study.stage(f"train-{variant}-{training_set}", {}))
+        calls.append((training_set or ("augmented" if augmented else "grid"), variant, study.wait))
+
+    monkeypatch.setattr(study, "finetune", finetune)
+    monkeypatch.setattr(study, "evaluate", lambda *args, **kwargs: None)
+    grid = study.grid(None, None)
+    assert study.training_sets_results(None, None, grid) is None  # nothing finished to collect
+    trained = [(name, variant, waited) for name, variant, waited in calls if name != "grid"]
+    first = [(name, v, False) for name in sets[1:] for v in study.preset.training_sets_study.variants_of(name)]
+    assert trained[: len(first)] == first  # the busy set's models are put off ...
+    assert all(name == sets[0] and waited for name, _, waited in trained[len(first) :])  # ... then waited for
+    assert study.wait

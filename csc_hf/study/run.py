@@ -334,8 +334,8 @@ class Study:
         return [(v, s) for s in seeds for v in variants]
 
     def each(self, models: Sequence[Any], run: Callable[..., None]) -> None:
-        """``run(*model)`` for each model in order; one whose stage another process runs (:class:`Busy`) is put off
-        until the others have run, then waited for."""
+        """``run(*model)`` for each model in order (the grid's, the augmentation stage's and the training sets'); one
+        whose stage another process runs (:class:`Busy`) is put off until the others have run, then waited for."""
         put_off = []
         self.wait = False
         try:
@@ -437,13 +437,16 @@ class Study:
         except Unfinished as missing:
             logger.info("skipping the augmentation stage: %s", missing)
             return None
-        for variant, seed in self._augmentation_grid(grid):
+
+        def augmented(variant: str, seed: int) -> None:
             try:
                 self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
                 model = self.finetune(variant, seed, pretrained, augmented=True)
                 self.evaluate(model, variant, seed, build, augmented=True)
             except Unfinished as missing:
                 logger.info("skipping %s (seed %s, augmented): %s", variant, seed, missing)
+
+        self.each(self._augmentation_grid(grid), augmented)
         pairs = {}
         for variant, seed in sorted({*((v, s) for v in study.variants for s in p.seeds), *grid}, key=self._order):
             augmented, plain = self.folders(variant, seed, augmented=True)[1], self.folders(variant, seed)[1]
@@ -481,14 +484,17 @@ class Study:
         p, study = self.preset, self.preset.training_sets_study
         if study is None:
             return None
-        for name in study.sets:
-            for variant, seed in self._stage_grid(study.variants_of(name), grid):
-                try:
-                    self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
-                    model = self.finetune(variant, seed, pretrained, training_set=name)
-                    self.evaluate(model, variant, seed, build, training_set=name)
-                except Unfinished as missing:
-                    logger.info("skipping %s (seed %s, training set %s): %s", variant, seed, name, missing)
+
+        def trained_on(name: str, variant: str, seed: int) -> None:
+            try:
+                self.evaluate(self.finetune(variant, seed, pretrained), variant, seed, build)
+                model = self.finetune(variant, seed, pretrained, training_set=name)
+                self.evaluate(model, variant, seed, build, training_set=name)
+            except Unfinished as missing:
+                logger.info("skipping %s (seed %s, training set %s): %s", variant, seed, name, missing)
+
+        sets = [(name, v, s) for name in study.sets for v, s in self._stage_grid(study.variants_of(name), grid)]
+        self.each(sets, trained_on)
         models = sorted({*((v, s) for v in study.all_variants for s in p.seeds), *grid}, key=self._order)
         evaluations = {
             (variant, seed, name): self.folders(variant, seed, training_set=name)[1]
