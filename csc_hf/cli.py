@@ -24,6 +24,7 @@ from .benchmark.configs import CONFIGS, CONFUSION_SUBSETS, TEST_CONFIGS, check_c
 from .benchmark.plan import BenchParams
 from .confusion import FORMATS
 from .data import DATA_KINDS, is_data_spec, spec_paths
+from .dataset_stats import CONTEXT_N
 from .edits import EDIT_KINDS
 from .fields import field_types, from_text
 from .files import check_output, check_output_folder, write_atomic
@@ -302,7 +303,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     model (an LLM corrector: prompted, its answers scored under the length policy; the table adds the share of answers
     whose length changed and the failed sentences, and any contamination of a test set follows it). The missing,
     redundant and mixed configs (and data whose pairs change lengths) are scored by edit alignment, and there a
-    seq2seq model keeps its insertions and deletions (a tagging model cannot make them)."""
+    seq2seq model or a tagging model with an edit head keeps its insertions and deletions (another tagging model cannot
+    make them)."""
     check_resamples(args.bootstrap, "--bootstrap")
     for name in ("keep_bias", "similarity_prior"):
         check_decoding_grid(name, getattr(args, name) or (), _option(name))
@@ -893,9 +895,9 @@ def parser_correct(sub) -> None:
         nargs="+",
         choices=EDIT_KINDS,
         metavar="KIND",
-        help="the kinds of edit kept: substitution (the default), and for a seq2seq model (bart) also missing (a "
-        "character put in) and redundant (one taken out); a tagging model cannot change the length (an LLM: see "
-        "--length-policy)",
+        help="the kinds of edit kept: substitution (the default), and for a seq2seq model (bart) or a tagging model "
+        "with an edit head (bert+edit_head) also missing (a character put in) and redundant (one taken out); another "
+        "tagging model cannot change the length (an LLM: see --length-policy)",
     )
     correct.add_argument("--trust-remote-code", action="store_true", help="run the model's own code from its folder")
     _add_precision(correct)
@@ -950,7 +952,9 @@ def parser_analyze(sub) -> None:
         metavar="FILE",
         help="a confusion set file (any `csc-bench confusion` layout) or S, S_train, S_unseen_k, ... of the benchmark",
     )
-    analyze.add_argument("--ngram", type=int, default=4, help="n of the character n-grams around errors (default 4)")
+    analyze.add_argument(
+        "--ngram", type=int, default=CONTEXT_N, help=f"n of the character n-grams around errors (default {CONTEXT_N})"
+    )
     analyze.add_argument("--output", help="also write the numbers to this json file")
     _add_cache_dir(analyze)
 

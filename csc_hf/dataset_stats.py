@@ -201,6 +201,10 @@ def _error_ngrams(errors: GoldErrors, n: int) -> tuple[np.ndarray, np.ndarray, n
     return hashes, starts, inside
 
 
+CONTEXT_N = 4
+"""The n of the character n-grams that make an error's context (:func:`context_overlap`, :func:`error_groups`)."""
+
+
 def training_ngrams(train_targets: Sequence[str], n: int) -> np.ndarray:
     """The distinct hashes of the character ``n``-grams of ``train_targets``."""
     train_hashes, train_ok = _ngram_hashes(pack(list(train_targets)), n)
@@ -208,7 +212,7 @@ def training_ngrams(train_targets: Sequence[str], n: int) -> np.ndarray:
 
 
 def context_overlap(
-    sources: Sequence[str], targets: Sequence[str], train_targets: Sequence[str], n: int = 4
+    sources: Sequence[str], targets: Sequence[str], train_targets: Sequence[str], n: int = CONTEXT_N
 ) -> dict[str, float | None]:
     """How much context a test set shares with the training sentences ``train_targets``.
 
@@ -232,7 +236,7 @@ vocabulary: an unknown one reaches the model as ``[UNK]``)."""
 
 
 def error_groups(
-    sources: Sequence[str], targets: Sequence[str], train_ngrams: np.ndarray, known: Collection[str], n: int = 4
+    sources: Sequence[str], targets: Sequence[str], train_ngrams: np.ndarray, known: Collection[str], n: int = CONTEXT_N
 ) -> np.ndarray:
     """The :data:`ERROR_GROUPS` index of each error of a split (:class:`GoldErrors` read position by position where
     source and target have one length, in target order): its context is
@@ -262,7 +266,7 @@ def analyze(
     splits: Mapping[str, Sentences],
     train: Mapping[str, Sentences] = {},
     confusion: Mapping[str, ConfusionSet] = {},
-    ngram: int = 4,
+    ngram: int = CONTEXT_N,
     t2s: Callable[[str], str] | None = None,
 ) -> dict[str, dict]:
     """Statistics of every split of ``splits`` (``{name: (sources, targets)}``); with ``train`` (``{name: its

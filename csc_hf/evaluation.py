@@ -9,8 +9,9 @@ predictions on the same sentences (:func:`paired_comparisons`).
 
 A split with missing or redundant characters (the ``missing``, ``redundant`` and ``mixed`` configs, or data whose
 pairs change lengths: :func:`csc_hf.data.needs_alignment`) is scored with ``alignment=True`` and its rows' edit
-kinds, and a model that can insert and delete (a seq2seq one: ``Corrector.can_change_length``) keeps its insertions
-and deletions there; a tagging model corrects the substitutions only; each record says which kinds of edit the model
+kinds, and a model that can insert and delete (a seq2seq one, or a tagging one with an edit head:
+``Corrector.can_change_length``) keeps its insertions and deletions there; another tagging model corrects the
+substitutions only; each record says which kinds of edit the model
 kept (``edit_kinds``; an LLM's follow its length policy).
 """
 

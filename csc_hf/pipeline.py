@@ -12,16 +12,18 @@ Routes, picked from the model's config:
   gives no probabilities: `threshold`, `keep_bias` and `similarity_prior` must stay 0.
 
 Rules, for every model:
-- Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters; a seq2seq model may also insert
-  (a missing character) or delete (a redundant one) a Han character when `edit_kinds` names that kind (default:
-  substitutions only, so a prediction has its source's length). A tagging model keeps its source's length by
-  construction: its `edit_kinds` is substitution only (`can_change_length` is False).
+- Only Han characters (`csc_hf.chars.is_han`) change, and only into Han characters; a seq2seq model, and a tagging
+  model with an edit head (`CSCConfig.edit_head`), may also insert (a missing character) or delete (a redundant one) a
+  Han character when `edit_kinds` names that kind (default: substitutions only, so a prediction has its source's
+  length). Any other tagging model keeps its source's length by construction: its `edit_kinds` is substitution only
+  (`can_change_length` is False).
 - `protected_chars` never change or go, nor does any character inside an occurrence of one of `protected_terms`, and
   nothing is inserted inside such an occurrence.
 - A tagging model adds `keep_bias` to the source character's logit before the argmax, and `similarity_prior` to the
   logits of the characters similar to the source (`csc_hf.confusion.similar_characters`, or the model folder's
   `csc_similar.json`); an edit is kept when its probability (the softmax without either bias) reaches `threshold`
-  (`decode_edits`).
+  (`decode_edits`). With an edit head, `keep_bias` is added to the keep op's logit too, and an insertion or a deletion
+  is kept when its probability (the op's, times the inserted character's) reaches `threshold` (`decode_length_edits`).
 - Texts longer than the model's maximum length run in overlapping windows of characters; each character is predicted
   by the window where it is most central (`plan_windows`).
 - Texts are corrected in batches of similar length; results come back in input order.
@@ -55,7 +57,7 @@ from csc_hf.edits import Edit as SourceEdit
 from csc_hf.files import check_texts, write_atomic
 from csc_hf.logging import get_logger
 from csc_hf.model_folder import DECODING_DEFAULTS, check_decoding, check_model_folder, is_local, saved_options
-from csc_hf.modeling import CSCTokenizer, bart_generate
+from csc_hf.modeling import EDIT_OPS, CSCTokenizer, bart_generate
 from csc_hf.precision import check_precision, inference_bf16
 from csc_hf.run_layout import SIMILAR_FILE
 
@@ -123,13 +125,14 @@ def decode_edits(
     probabilities are those of the fp32 logits)."""
     source_ids = input_ids.unsqueeze(-1)
     boosted = similar[input_ids] if similar is not None and similarity_prior else None
-    if keep_bias or boosted is not None:
+    biased = bool(keep_bias) or boosted is not None
+    if biased:
         logits = logits.float() if logits.dtype != torch.float32 else logits.clone()
     source = logits.gather(-1, source_ids)
     if boosted is not None:  # the padding points at the source, whose logit is set just after
         unboosted = logits.gather(-1, boosted)
         logits.scatter_add_(-1, boosted, logits.new_full(boosted.shape, similarity_prior))
-    if keep_bias or boosted is not None:
+    if biased:
         logits.scatter_(-1, source_ids, source + keep_bias)
     # max's indices are argmax's (the first of equal values) at half its time on the CPU
     predicted = logits.max(-1).indices
@@ -145,6 +148,42 @@ def decode_edits(
     probabilities = (scores.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)).exp()
     kept = probabilities >= threshold
     return rows[kept], columns[kept], ids[kept], probabilities[kept]
+
+
+def decode_length_edits(
+    edit_logits: torch.Tensor,
+    insert_logits: torch.Tensor,
+    han: torch.Tensor,
+    deletable: torch.Tensor,
+    insertable: torch.Tensor,
+    keep_bias: float = 0.0,
+    threshold: float = 0.0,
+) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, ...]]:
+    """The decoding rule of an edit head (scores over `EDIT_OPS` per token, and over the vocabulary for the character
+    inserted after it): the deletions `(rows, columns, probabilities)` and the insertions `(rows, columns, ids,
+    probabilities)` of a batch, a column naming the token after which the character goes.
+
+    At each position the best op after adding `keep_bias` to the keep op's logit is taken; a deletion is made where
+    the position is `deletable` (an editable character), an insertion where it is `insertable` (`[CLS]` or a
+    character), of the best Han token. Its probability (the op's softmax without the bias, times the inserted token's)
+    must reach `threshold`."""
+    keep, delete, insert = (EDIT_OPS.index(op) for op in ("keep", "delete", "insert"))
+    ops = edit_logits.float()
+    probabilities = ops.softmax(-1)
+    if keep_bias:
+        ops = ops.clone()
+        ops[..., keep] += keep_bias
+    best = ops.max(-1).indices
+    deleted = deletable & (best == delete) & (probabilities[..., delete] >= threshold)
+    rows, columns = deleted.nonzero(as_tuple=True)
+    deletions = rows, columns, probabilities[rows, columns, delete]
+    rows, columns = (insertable & (best == insert)).nonzero(as_tuple=True)
+    scores = insert_logits[rows, columns].float()
+    ids = scores.masked_fill(~han, float("-inf")).max(-1).indices
+    chosen = (scores.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)).exp()
+    insert_probabilities = probabilities[rows, columns, insert] * chosen
+    kept = insert_probabilities >= threshold
+    return deletions, (rows[kept], columns[kept], ids[kept], insert_probabilities[kept])
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
@@ -237,8 +276,8 @@ class Corrector:
         protected_chars: characters never changed or deleted.
         protected_terms: strings whose every occurrence is left as is.
         edit_kinds: the kinds of edit kept (`csc_hf.edits.EDIT_KINDS`): substitution (the default), and for a seq2seq
-            model also missing (an inserted character) and redundant (a deleted one); a tagging model cannot change
-            the length (`can_change_length`).
+            model or a tagging model with an edit head also missing (an inserted character) and redundant (a deleted
+            one); another tagging model cannot change the length (`can_change_length`).
         overlap: characters shared by consecutive windows of a long text (default: a quarter of the window).
         device: where to move the model (default: where it is).
         precision: `auto` (bf16 autocast on a CPU with bf16 in hardware or a CUDA device that supports it, else
@@ -317,7 +356,8 @@ class Corrector:
         if not self.can_change_length and edit_kinds not in ((), (SUBSTITUTION,)):
             raise ValueError(
                 f"edit_kinds={list(edit_kinds)}: a tagging model predicts one character per source character and "
-                "cannot insert or delete; only a seq2seq model (bart) takes missing or redundant"
+                "cannot insert or delete; only a seq2seq model (bart) or a tagging model with an edit head "
+                "(bert+edit_head) takes missing or redundant"
             )
         if isinstance(protected_terms, str):
             raise TypeError(f"protected_terms must be a list of str, not the str {protected_terms!r}")
@@ -336,9 +376,9 @@ class Corrector:
 
     @property
     def can_change_length(self) -> bool:
-        """Whether the model can insert and delete characters (a seq2seq model) or keeps its source's length by
-        construction (a tagging model)."""
-        return self.seq2seq
+        """Whether the model can insert and delete characters (a seq2seq model, a tagging model with an edit head) or
+        keeps its source's length by construction (any other tagging model)."""
+        return self.seq2seq or bool(getattr(self.model.config, "edit_head", False))
 
     def with_options(self, **options: Any) -> "Corrector":
         """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms`, `similarity_prior` or
@@ -557,9 +597,11 @@ class Corrector:
             ]
         device = self.model.device
         encoding = self._encode(chunks)
-        logits = self.model(**encoding).logits
+        outputs = self.model(**encoding)
+        logits, edit_logits = outputs.logits, getattr(outputs, "edit_logits", None)
         input_ids = encoding["input_ids"]
         han = self._han.to(device)
+        insertable = encoding["attention_mask"].bool() & (input_ids != self._special["sep"])  # [CLS] and characters
         each = []
         for decoder in decoders:
             editable = decoder._editable.to(device)[input_ids]
@@ -576,8 +618,39 @@ class Corrector:
             )
             rights = [self._tokens[i] for i in ids.tolist()]
             found = zip(rows.tolist(), (columns - 1).tolist(), rights, probabilities.tolist())  # column 0: [CLS]
-            each.append([(*candidate, SUBSTITUTION) for candidate in found])
+            candidates = [(*candidate, SUBSTITUTION) for candidate in found]
+            if edit_logits is not None and set(decoder.edit_kinds) & {MISSING, REDUNDANT}:
+                candidates = self._length_candidates(
+                    decoder, candidates, edit_logits, outputs.insert_logits, han, editable, insertable
+                )
+            each.append(candidates)
         return each
+
+    def _length_candidates(
+        self,
+        decoder: "Corrector",
+        candidates: list[Candidate],
+        edit_logits: torch.Tensor,
+        insert_logits: torch.Tensor,
+        han: torch.Tensor,
+        editable: torch.Tensor,
+        insertable: torch.Tensor,
+    ) -> list[Candidate]:
+        """A tagging model's substitution `candidates` with the edit head's deletions (each replacing a substitution
+        at its position) and insertions, of the kinds `decoder` keeps (`decode_length_edits`)."""
+        deletions, insertions = decode_length_edits(
+            edit_logits, insert_logits, han, editable, insertable, decoder.keep_bias, decoder.threshold
+        )
+        out = candidates
+        if REDUNDANT in decoder.edit_kinds:
+            deleted = {(row, column - 1): p for row, column, p in zip(*(t.tolist() for t in deletions))}
+            out = [c for c in out if c[:2] not in deleted]
+            out += [(row, column, "", p, REDUNDANT) for (row, column), p in deleted.items()]
+        if MISSING in decoder.edit_kinds:
+            rows, columns, ids, probabilities = (t.tolist() for t in insertions)
+            # inserted after token `column`: before the character at `column` (`column - 1` is the one it follows)
+            out += [(r, c, self._tokens[i], p, MISSING) for r, c, i, p in zip(rows, columns, ids, probabilities)]
+        return out
 
     def _seq2seq_edits(self, chunks: list[str], free: bool) -> list[list[SourceEdit]]:
         """A seq2seq model's edits of each chunk at its positions, before any rule: csc_hf's BART read position by

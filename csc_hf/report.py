@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .benchmark.plan import AUGMENTED_COPIES
+from .dataset_stats import CONTEXT_N
 from .markdown import percent, percent_range, signed_points, table
 from .results import (
     CREDIBILITY_RULE,
@@ -577,8 +578,9 @@ def _domain_section(analysis: RunAnalysis, drops: Sequence[DomainDrop]) -> list[
             "Where the drop comes from. Character-level correction recall (%) on the main split with the same "
             "controls (`test`, `unseen_k` or `unseen_v`) and on the domain's (seeds pooled), and its drop split in "
             "two (shift-share): *composition*, the part due to the domain "
-            "holding more errors in contexts the training sentences lack (no character 4-gram around the error "
-            "occurs there) or near a character the model's vocabulary lacks (read as [UNK], within 3 characters), "
+            f"holding more errors in contexts the training sentences lack (no character {CONTEXT_N}-gram around the "
+            f"error occurs there) or near a character the model's vocabulary lacks (read as [UNK], within "
+            f"{CONTEXT_N - 1} characters), "
             "at the main split's recall in each of those groups; and *within*, the part due to lower recall inside "
             "the groups. The last columns "
             "give each group's share of the errors, main → domain.",
@@ -610,9 +612,10 @@ def _edit_kinds_section(analysis: RunAnalysis) -> list[str]:
         "scored by edit alignment (`csc_hf.score(..., alignment=True)`): each cell is the character-level correction "
         "recall of that kind of error on that test set (%, mean over seeds and the interval that judges differences). "
         "A tagging model predicts one character per source character and cannot insert or delete: it is scored "
-        "anyway (it can still correct the substitutions of `mixed`). A seq2seq model keeps its Han insertions and "
-        "deletions on these test sets. A model of a training set that puts missing and redundant characters in its "
-        "training data (`train_edit_shares`) has its own row; its paired differences from the grid's model are in "
+        "anyway (it can still correct the substitutions of `mixed`). A seq2seq model, and a tagging model with an edit "
+        "head (`bert+edit_head`), keep their Han insertions and deletions on these test sets. A model of a training "
+        "set that puts missing and redundant characters in its training data (`train_edit_shares`) has its own row; "
+        "its paired differences from the grid's model are in "
         '"Which training distribution". Implausible predictions (empty, or longer than twice their source) are '
         "scored as they are and counted over seeds.",
         table(header, rows),

@@ -99,7 +99,7 @@ def test_jsonl_mixed_with_the_benchmark(tmp_path, small_corpus, small_params):
     assert any("eval_char_cor_f1" in h for h in history)
 
 
-def test_unequal_lengths_are_an_error_for_bert_and_train_bart(tmp_path, small_corpus):
+def test_unequal_lengths_are_an_error_for_bert_and_train_bart_and_an_edit_head(tmp_path, small_corpus):
     texts = sentences(small_corpus, 24)
     lines = [f"{misspell(t)}\t{t}" for t in texts]
     lines[3] = f"{texts[3]}了\t{texts[3]}"  # one character too many (line 4)
@@ -121,6 +121,8 @@ def test_unequal_lengths_are_an_error_for_bert_and_train_bart(tmp_path, small_co
         assert f"the {variant} variant" in message and "only bart" in message
     out = train(*load_config(config, ["variant=bart", f"model_overrides={json.dumps(BART_TINY)}"]))
     assert (out / "model.safetensors").is_file()
+    out = train(*load_config(config, ["variant=bert+edit_head", f"output_dir={tmp_path / 'edit'}"]))
+    assert json.loads((out / "config.json").read_text(encoding="utf-8"))["edit_head"] is True
 
 
 def test_saved_datasets_folder_gives_its_splits(tmp_path, small_corpus):

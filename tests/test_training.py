@@ -463,9 +463,10 @@ def test_mlm_logs_top1_accuracy_and_passes_the_replacement_shares(tmp_path, smal
     assert len(accuracies) == 2 and all(0.0 <= a <= 1.0 for a in accuracies)
 
 
-def test_missing_and_redundant_characters_train_bart_only(tmp_path, small_params):
+def test_missing_and_redundant_characters_train_bart_and_the_edit_head(tmp_path, small_params):
     """``train_edit_shares`` gives training pairs of other lengths: bart trains on them (its collator pads sources and
-    targets to the longest of both); a tagging variant is refused before any work."""
+    targets to the longest of both), and a tagging variant with an edit head (on its targets from the alignment);
+    another tagging variant is refused before any work."""
     params = {**small_params, "train_edit_shares": [0.5, 0.25, 0.25]}
     tagging = write_config(tmp_path / "tag.yaml", **base_config(params, tmp_path / "t", task="correction"))
     with pytest.raises(ValueError, match=r"tag.yaml: bench_params: train_edit_shares=\[0.5, 0.25, 0.25\] puts missing"):
@@ -490,6 +491,11 @@ def test_missing_and_redundant_characters_train_bart_only(tmp_path, small_params
     batch = CorrectionCollator(tok)([{"input_ids": pair["input_ids"][0], "labels": pair["labels"][0]}])
     assert batch["input_ids"].shape == batch["labels"].shape == (1, 8)  # the target is two characters longer
     assert batch["attention_mask"][0].tolist() == [1] * 6 + [0] * 2 and batch["labels"][0, -1] == tok.sep_token_id
+    config = base_config(
+        params, tmp_path / "edit", task="correction", variant="bert+edit_head", max_steps=3, logging_steps=1
+    )
+    out = train(*load_config(write_config(tmp_path / "edit.yaml", **config)))
+    assert json.loads((out / "config.json").read_text())["edit_head"] is True and final_loss(out) > 0
 
 
 def test_model_files_follow_the_umask(tmp_path, small_params):

@@ -16,7 +16,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokeni
 
 from ..logging import expected_load_report
 from .bart import bart_config, bart_correct, bart_generate, build_bart
-from .configuration_csc import VARIANTS, CSCConfig, is_seq2seq, variant_family
+from .configuration_csc import EDIT_OPS, VARIANTS, CSCConfig, can_change_length, is_seq2seq, variant_family
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
 from .masked_lm import SparseBertForMaskedLM
 from .modeling_csc import CSCForCorrection, CSCModel, CSCPreTrainedModel
@@ -66,6 +66,7 @@ def build_model(
 
 
 __all__ = [
+    "EDIT_OPS",
     "VARIANTS",
     "CSCConfig",
     "CSCForCorrection",
@@ -79,6 +80,7 @@ __all__ = [
     "build_bart",
     "build_char_knowledge",
     "build_model",
+    "can_change_length",
     "context_pinyin_ids",
     "load_vectors",
     "is_seq2seq",

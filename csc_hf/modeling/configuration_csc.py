@@ -11,6 +11,9 @@ from typing import Any
 from transformers import BertConfig, PreTrainedConfig
 
 FUSION_NAMES = ("concat", "gate", "sum")
+EDIT_OPS = ("keep", "delete", "insert")
+"""The edit head's classes at a position: keep the character (or replace it: the correction head says with what),
+delete it, or insert one character after it (after `[CLS]`: before the first character)."""
 SOURCE_KINDS = {
     "pinyin_gru": "pinyin",
     "pinyin_transformer": "pinyin",
@@ -66,6 +69,10 @@ class CSCConfig(PreTrainedConfig):
         pinyin_head / stroke_head / detection_head (`bool`): auxiliary heads predicting the correct character's
             syllable id, its first `stroke_head_length` strokes (6 classes each: none, 1..5) and whether the input
             character is wrong; each loss is added with its `*_loss_weight`.
+        edit_head (`bool`): a head that lets the tagging model change the sentence's length: at each position one of
+            `EDIT_OPS` (keep the character, or replace it with the correction head's; delete it; insert one character
+            after it, where `[CLS]` stands for the start), and the inserted character (the correction head's output
+            layer over its own transform). Its losses are added with `edit_loss_weight`.
         num_syllables, pinyin_length, max_strokes, glyph_fonts, glyph_size, phonetic_vector_size,
         graphic_vector_size (`int`): shapes of the character-knowledge buffers; set from the knowledge tensors
             when a model is built with them.
@@ -99,9 +106,11 @@ class CSCConfig(PreTrainedConfig):
     stroke_head: bool = False
     stroke_head_length: int = 4
     detection_head: bool = False
+    edit_head: bool = False
     pinyin_loss_weight: float = 1.0
     stroke_loss_weight: float = 1.0
     detection_loss_weight: float = 1.0
+    edit_loss_weight: float = 1.0
 
     num_syllables: int = 1
     pinyin_length: int = 7
@@ -143,9 +152,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "all_concat": {"sources": _ALL, "fusion": "concat"},
     "plome": {"sources": ["pinyin_gru", "stroke_gru"], "fusion": "sum", "pinyin_head": True},
     "all_gate+heads": {"sources": _ALL, "fusion": "gate", "pinyin_head": True, "stroke_head": True},
+    "bert+edit_head": {"edit_head": True},
     "bart": {"model_type": "bart"},
 }
 """The paper's model grid: name -> `CSCConfig` overrides (`bart`: the seq2seq baseline, see `csc_hf.modeling.bart`)."""
+
+
+def can_change_length(variant: str, **overrides: Any) -> bool:
+    """Whether the `VARIANTS` entry `variant` (with config field `overrides`) can insert and delete characters: a
+    seq2seq model, or a tagging model with an edit head; every other tagging model keeps its source's length."""
+    return is_seq2seq(variant) or bool({**VARIANTS[variant], **overrides}.get("edit_head", False))
 
 
 def is_seq2seq(variant: str) -> bool:
@@ -167,4 +183,4 @@ def variant_family(variant: str) -> tuple[str, tuple[str, ...]]:
     return ("input-sum" if fusion == "sum" else fusion), used
 
 
-__all__ = ["CSCConfig", "VARIANTS", "is_seq2seq", "variant_family"]
+__all__ = ["EDIT_OPS", "CSCConfig", "VARIANTS", "can_change_length", "is_seq2seq", "variant_family"]

@@ -20,7 +20,7 @@ from transformers.modeling_outputs import BaseModelOutput
 from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
 from transformers.utils import ModelOutput
 
-from .configuration_csc import BERT_FIELDS, CSCConfig
+from .configuration_csc import BERT_FIELDS, EDIT_OPS, CSCConfig
 
 LETTERS = "abcdefghijklmnopqrstuvwxyzê12345"
 """Symbols of a TONE3 syllable ("zhong1"); symbol id = index + 1, 0 pads."""
@@ -371,14 +371,31 @@ class CorrectionHead(nn.Module):
         return self.decoder(self.transform(hidden))
 
 
+class EditHead(nn.Module):
+    """Fused hidden states -> scores over `EDIT_OPS` at each position, and the features from which the correction
+    head's output layer scores the character inserted after it."""
+
+    def __init__(self, config: CSCConfig):
+        super().__init__()
+        self.ops = nn.Linear(config.hidden_size, len(EDIT_OPS))
+        self.insert = BertPredictionHeadTransform(config)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.ops(hidden)
+
+
 @dataclass
 class CSCCorrectionOutput(ModelOutput):
     """Outputs of [`CSCForCorrection`]: the summed weighted loss, the correction scores and the auxiliary heads'
-    scores (detection: one logit per token; pinyin: over syllable ids; strokes: (..., stroke_head_length, 6))."""
+    scores (detection: one logit per token; pinyin: over syllable ids; strokes: (..., stroke_head_length, 6); edit:
+    over `EDIT_OPS`, and insert: over the vocabulary, the character inserted after each token, computed when no
+    `labels` are given)."""
 
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None
     detection_logits: torch.Tensor | None = None
+    edit_logits: torch.Tensor | None = None
+    insert_logits: torch.Tensor | None = None
     pinyin_logits: torch.Tensor | None = None
     stroke_logits: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
@@ -399,7 +416,9 @@ class CSCForCorrection(CSCPreTrainedModel):
     `labels` are the target ids with -100 where ignored; the auxiliary targets derive from them (pinyin: the
     label's syllable id, strokes: its first strokes, detection: input != label). `pinyin_targets` /
     `detection_targets` override them; they are not named `*labels` so that the Trainer's default `label_names`
-    stays `["labels"]`.
+    stays `["labels"]`. The edit head learns from `edit_targets` (an `EDIT_OPS` index per token, -100 where
+    ignored) and `insert_targets` (the id inserted after a token whose op is insert, else -100); its insert scores
+    are computed only at those positions while training, and at every position without `labels`.
     """
 
     _tied_weights_keys = {"head.decoder.weight": "csc.bert.embeddings.word_embeddings.weight"}
@@ -413,6 +432,7 @@ class CSCForCorrection(CSCPreTrainedModel):
         self.pinyin_head = nn.Linear(hidden, config.num_syllables) if config.pinyin_head else None
         self.stroke_head = nn.Linear(hidden, strokes) if config.stroke_head else None
         self.detection_head = nn.Linear(hidden, 1) if config.detection_head else None
+        self.edit_head = EditHead(config) if config.edit_head else None
         self.post_init()
 
     def get_output_embeddings(self) -> nn.Linear:
@@ -440,6 +460,8 @@ class CSCForCorrection(CSCPreTrainedModel):
         labels: torch.Tensor | None = None,
         detection_targets: torch.Tensor | None = None,
         pinyin_targets: torch.Tensor | None = None,
+        edit_targets: torch.Tensor | None = None,
+        insert_targets: torch.Tensor | None = None,
         num_items_in_batch: int | torch.Tensor | None = None,
         **inputs,
     ) -> CSCCorrectionOutput:
@@ -454,6 +476,11 @@ class CSCForCorrection(CSCPreTrainedModel):
         if self.stroke_head is not None:
             stroke_logits = self.stroke_head(hidden).unflatten(-1, (self.config.stroke_head_length, NUM_STROKES + 1))
         detection_logits = self.detection_head(hidden).squeeze(-1) if self.detection_head is not None else None
+        edit_logits = insert_logits = None
+        if self.edit_head is not None:
+            edit_logits = self.edit_head(hidden)
+            if labels is None:
+                insert_logits = self.head.decoder(self.edit_head.insert(hidden))
 
         loss = None
         if labels is not None:
@@ -477,6 +504,13 @@ class CSCForCorrection(CSCPreTrainedModel):
                     detection_logits[known].float(), detection_targets[known].float(), reduction="sum"
                 )
                 loss = loss + self.config.detection_loss_weight * detection_loss
+            if edit_logits is not None and edit_targets is not None:
+                edit_loss = summed_cross_entropy(edit_logits, edit_targets)
+                if insert_targets is not None:  # the insert scores at the inserting positions only (maybe none)
+                    inserted = insert_targets != -100
+                    scores = self.head.decoder(self.edit_head.insert(hidden[inserted]))
+                    edit_loss = edit_loss + summed_cross_entropy(scores, insert_targets[inserted])
+                loss = loss + self.config.edit_loss_weight * edit_loss
             count = (~ignored).sum() if num_items_in_batch is None else num_items_in_batch
             loss = loss / torch.as_tensor(count, device=loss.device).clamp(min=1)
 
@@ -484,6 +518,8 @@ class CSCForCorrection(CSCPreTrainedModel):
             loss=loss,
             logits=logits,
             detection_logits=detection_logits,
+            edit_logits=edit_logits,
+            insert_logits=insert_logits,
             pinyin_logits=pinyin_logits,
             stroke_logits=stroke_logits,
             hidden_states=outputs.hidden_states,

@@ -16,7 +16,7 @@ from ..benchmark.builder import load_dataset
 from ..benchmark.configs import DOMAINS, domain_reference, split_name, splits_of
 from ..benchmark.plan import BenchParams
 from ..confusion import ConfusionSet
-from ..dataset_stats import ERROR_GROUPS, coverage, error_groups, error_pairs, training_ngrams
+from ..dataset_stats import CONTEXT_N, ERROR_GROUPS, coverage, error_groups, error_pairs, training_ngrams
 from ..files import read_predictions, write_atomic
 from ..logging import get_logger
 from ..model_folder import DECODING_KEYS
@@ -53,7 +53,7 @@ def augmentation_coverage(
 
 
 def domain_error_groups(
-    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], known: Collection[str], n: int = 4
+    bench_params: dict, evaluations: Mapping[tuple[str, int], Path], known: Collection[str], n: int = CONTEXT_N
 ) -> list[dict]:
     """For each model and seed (``evaluations``: ``{(variant, seed): evaluation folder}``), on every split with errors
     of the domain configs it saved predictions for and on the main configs they are compared with (``test``,

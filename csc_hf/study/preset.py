@@ -65,7 +65,8 @@ class TrainingSetsStudy:
     split's ``P_e`` or confusion set, or its missing and redundant characters), evaluated on the preset's tests, and
     compared (paired, on the same sentences) with the grid's model of the same variant and seed, trained on the
     preset's own training set. A set may name its own ``variants`` (``{edits: {train_edit_shares: [0.5, 0.25, 0.25],
-    variants: [bart]}}``: a tagging model cannot learn missing or redundant characters); ``set_variants`` holds them."""
+    variants: [bart]}}``: only bart and a variant with an edit head learn missing or redundant characters);
+    ``set_variants`` holds them."""
 
     variants: tuple[str, ...] = ("bert", "plome")
     sets: dict = field(default_factory=dict)

@@ -21,7 +21,7 @@ from ..corpus import CORPORA, MIXES, TEXT_SOURCES, check_installed, check_not_se
 from ..fields import accepts, check_fields, check_known, check_range, field_types
 from ..files import check_output_folder, parse_yaml, read_yaml, write_atomic
 from ..model_folder import NO_TOKENIZER, check_model_folder, is_local, read_json_object, start_tokenizer_file
-from ..modeling import is_seq2seq
+from ..modeling import can_change_length, is_seq2seq
 from ..precision import PRECISIONS, cpu_has_bf16
 from ..run_layout import RUNS_DIR, variant_file_name
 from .arguments import ARGUMENTS, RANGES, DataArguments, ModelArguments
@@ -296,8 +296,10 @@ def check_special_tokens(path: str, vocab_size: int | None, where: str) -> None:
 
 def equal_length_targets(model_args: ModelArguments) -> bool:
     """Whether the training pairs must have a target as long as its source: a tagging model's output is aligned with
-    its input; a seq2seq model (``bart``) generates its target, and the ``mlm`` task reads only targets."""
-    return model_args.task == "correction" and not is_seq2seq(model_args.variant)
+    its input; a seq2seq model (``bart``) generates its target, a tagging model with an edit head (``bert+edit_head``,
+    or ``edit_head: true`` in ``model_overrides``) learns insertions and deletions, and the ``mlm`` task reads only
+    targets."""
+    return model_args.task == "correction" and not can_change_length(model_args.variant, **model_args.model_overrides)
 
 
 def check_data(
@@ -317,7 +319,8 @@ def check_data(
                 if equal and "characters, target" in str(err):
                     hint = (
                         f"; the {model_args.variant} variant corrects character by character, so a target must be "
-                        "as long as its source (only bart, a seq2seq model, trains on pairs of other lengths)"
+                        "as long as its source (only bart, a seq2seq model, and a variant with an edit head, "
+                        "bert+edit_head, train on pairs of other lengths)"
                     )
                 raise type(err)(f"{origins.get(key, 'config')}: {key}: {err}{hint}") from None
     check_pretrain_corpus(model_args, data_args, origins.get("pretrain_corpus", "config"))
@@ -333,7 +336,8 @@ def check_data(
 def check_train_edit_shares(model_args: ModelArguments, data_args: DataArguments, origin: str = "config") -> None:
     """The benchmark's train and validation splits with missing or redundant characters (``bench_params``'
     ``train_edit_shares``) have targets of other lengths than their sources: only a seq2seq variant (bart) trains on
-    them; a tagging variant, which predicts one character per source character, is refused before any work."""
+    them, and a tagging variant with an edit head; another tagging variant, which predicts one character per source
+    character, is refused before any work."""
     if not (data_args.use_benchmark and equal_length_targets(model_args)):
         return
     shares = BenchParams(**data_args.bench_params).train_edit_shares
@@ -341,8 +345,8 @@ def check_train_edit_shares(model_args: ModelArguments, data_args: DataArguments
         raise ValueError(
             f"{origin}: bench_params: train_edit_shares={list(shares)} puts missing and redundant characters in the "
             f"training pairs, whose targets then differ in length from their sources; the {model_args.variant} "
-            "variant corrects character by character and cannot learn to insert or delete: only bart (seq2seq) "
-            "trains on them (or give train_edit_shares: [1, 0, 0])"
+            "variant corrects character by character and cannot learn to insert or delete: only bart (seq2seq) and "
+            "a variant with an edit head (bert+edit_head) train on them (or give train_edit_shares: [1, 0, 0])"
         )
 
 

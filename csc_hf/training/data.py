@@ -15,10 +15,11 @@ from ..benchmark.builder import load_dataset
 from ..benchmark.plan import BenchParams, plan_for
 from ..corpus import corpus_sentences, overlaps
 from ..data import read_data, training_sentences, validation_sentences
+from ..edits import REDUNDANT, SUBSTITUTION, alignment
 from ..files import Sentences
 from ..logging import get_logger
 from ..model_folder import NO_TOKENIZER, start_tokenizer_file
-from ..modeling import CSCTokenizer
+from ..modeling import EDIT_OPS, CSCTokenizer
 from .arguments import DataArguments, ModelArguments
 
 logger = get_logger(__name__)
@@ -146,12 +147,20 @@ def start_tokenizer(path: str) -> CSCTokenizer:
 
 
 def encode_sentences(
-    tokenizer: CSCTokenizer, sources: list[str], targets: list[str], max_length: int, seq2seq: bool = False
+    tokenizer: CSCTokenizer,
+    sources: list[str],
+    targets: list[str],
+    max_length: int,
+    seq2seq: bool = False,
+    edits: bool = False,
 ) -> dict[str, list]:
     """Input ids of the sources and label ids of the targets, one per character: ``-100`` on ``[CLS]``/``[SEP]`` for
     a tagging model, whose source and target must have equal length; kept for a ``seq2seq`` one, whose decoder reads
     the labels shifted right (``[SEP] [CLS] ...``, the start of its generation) and must learn to end with ``[SEP]``,
-    and whose target may be longer or shorter than its source."""
+    and whose target may be longer or shorter than its source. A tagging model with an edit head (``edits``) takes
+    pairs of any lengths: see :func:`edit_targets`."""
+    if edits and not seq2seq:
+        return edit_targets(tokenizer, sources, targets, max_length)
     inputs = tokenizer(sources, truncation=True, max_length=max_length)["input_ids"]
     labels = tokenizer(targets, truncation=True, max_length=max_length)["input_ids"]
     for source, label in zip(inputs, labels):
@@ -161,6 +170,42 @@ def encode_sentences(
             raise ValueError("a source and its target tokenize to different lengths; they must have equal length")
         label[0] = label[-1] = -100
     return {"input_ids": inputs, "labels": labels, "length": [len(x) for x in inputs]}
+
+
+def edit_targets(tokenizer: CSCTokenizer, sources: list[str], targets: list[str], max_length: int) -> dict[str, list]:
+    """The training targets of a tagging model with an edit head, from the minimum alignment of each target's ids to
+    its source's (:func:`csc_hf.edits.alignment`, the scorer's): per source token, ``labels`` (the character it
+    becomes; -100 on ``[CLS]``, ``[SEP]`` and a deleted character), ``edit_targets`` (its index in ``EDIT_OPS``: keep,
+    delete, or insert after it, where ``[CLS]`` inserts before the first character; -100 on ``[SEP]``) and
+    ``insert_targets`` (the id inserted, else -100). The head inserts one character per position: of several missing
+    at one place, the first is learned. A pair is aligned whole, then cut to ``max_length`` tokens (an insertion at
+    the cut is dropped: what followed it is gone)."""
+    keep, delete, insert = (EDIT_OPS.index(op) for op in ("keep", "delete", "insert"))
+    inputs = tokenizer(sources, add_special_tokens=False)["input_ids"]
+    outputs = tokenizer(targets, add_special_tokens=False)["input_ids"]
+    cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    encoded: dict[str, list] = {"input_ids": [], "labels": [], "edit_targets": [], "insert_targets": [], "length": []}
+    for source, target in zip(inputs, outputs):
+        labels = [-100, *source, -100]
+        ops = [keep] * (len(source) + 1) + [-100]
+        inserted = [-100] * (len(source) + 2)
+        for edit in alignment(source, target):
+            if edit.kind == SUBSTITUTION:
+                labels[edit.position + 1] = edit.right
+            elif edit.kind == REDUNDANT:
+                labels[edit.position + 1], ops[edit.position + 1] = -100, delete
+            elif inserted[edit.position] == -100 and ops[edit.position] != delete:  # after the token before it
+                ops[edit.position], inserted[edit.position] = insert, edit.right
+        ids = [cls_id, *source, sep_id]
+        if len(ids) > max_length:  # cut, and end with [SEP] as the tokenizer's truncation does
+            cut = max_length - 1
+            ids, labels, ops, inserted = ids[:cut] + [sep_id], labels[:cut] + [-100], ops[:cut] + [-100], inserted[:cut]
+            if inserted[-1] != -100:
+                ops[cut - 1], inserted[-1] = keep, -100
+            inserted.append(-100)
+        for key, value in zip(encoded, (ids, labels, ops, inserted, len(ids))):
+            encoded[key].append(value)
+    return encoded
 
 
 def batch_generator(input_ids: torch.Tensor, seed: int) -> torch.Generator:
@@ -186,6 +231,10 @@ class MaskedLMCollator(DataCollatorForLanguageModeling):
         return super().torch_mask_tokens(inputs, *args, **kwargs)
 
 
+TARGET_KEYS = ("labels", "edit_targets", "insert_targets")
+"""The per-token targets a correction batch pads with -100 (the edit head's two when the examples have them)."""
+
+
 @dataclass
 class CorrectionCollator:
     """Pads a batch; with ``mask_rate`` > 0 replaces that share of the correct characters of the input by
@@ -201,14 +250,19 @@ class CorrectionCollator:
         width = max(len(e[key]) for e in examples for key in ("input_ids", "labels"))  # a seq2seq target may be longer
         pad = self.tokenizer.pad_token_id
         input_ids = torch.full((len(examples), width), pad, dtype=torch.long)
-        labels = torch.full((len(examples), width), -100, dtype=torch.long)
         for i, e in enumerate(examples):
             input_ids[i, : len(e["input_ids"])] = torch.tensor(e["input_ids"])
-            labels[i, : len(e["labels"])] = torch.tensor(e["labels"])
+        targets = {}
+        for key in TARGET_KEYS:  # labels, and the edit head's targets when the examples have them
+            if key in examples[0]:
+                targets[key] = torch.full((len(examples), width), -100, dtype=torch.long)
+                for i, e in enumerate(examples):
+                    targets[key][i, : len(e[key])] = torch.tensor(e[key])
+        labels = targets["labels"]
         attention_mask = (input_ids != pad).long()
         if self.mask_rate > 0:
             correct = (labels != -100) & (labels == input_ids)
             draws = torch.rand(input_ids.shape, generator=batch_generator(input_ids, self.seed))
             chosen = correct & (draws < self.mask_rate)
             input_ids = input_ids.masked_fill(chosen, self.tokenizer.mask_token_id)
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+        return {"input_ids": input_ids, "attention_mask": attention_mask, **targets}

@@ -129,9 +129,10 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
         **model_args.model_overrides,
     )
     seq2seq = is_seq2seq(model_args.variant)
+    edits = not seq2seq and model.config.edit_head  # the edit head's targets from each pair's alignment
 
     def encode(batch):
-        return encode_sentences(tokenizer, batch["source"], batch["target"], data_args.max_length, seq2seq)
+        return encode_sentences(tokenizer, batch["source"], batch["target"], data_args.max_length, seq2seq, edits)
 
     collator = CorrectionCollator(tokenizer, 0.0 if seq2seq else data_args.mask_rate, seed)
     metrics = (
