@@ -248,16 +248,22 @@ def tune_decoding(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The ``keep_bias`` and ``similarity_prior`` of the two grids with the best character-level correction F1 on
     ``validation`` (ties: the smaller prior, then the smaller bias), and each cell's F1 keyed by ``decoding_cell``
-    (none tried when the grids make one cell). A seq2seq model has no logits to bias: it keeps 0 and 0 untried."""
+    (none tried when the grids make one cell). A seq2seq model has no logits to bias: it keeps 0 and 0 untried.
+    Validation pairs of unequal lengths (missing or redundant characters) are scored by edit alignment, and a model
+    that can insert and delete (an edit head) keeps its insertions and deletions there, as on such a test set."""
     cells = [(b, p) for b in keep_bias_grid for p in similarity_prior_grid]
     if corrector.seq2seq:
         return {"keep_bias": 0.0, "similarity_prior": 0.0}, {}
     if len(cells) == 1:
         return {"keep_bias": cells[0][0], "similarity_prior": cells[0][1]}, {}
-    options = [{"keep_bias": bias, "similarity_prior": prior} for bias, prior in cells]
+    aligned = needs_alignment(validation["source"], validation["target"])
+    kinds = {"edit_kinds": EDIT_KINDS} if aligned and corrector.can_change_length else {}
+    options = [{"keep_bias": bias, "similarity_prior": prior, **kinds} for bias, prior in cells]
     each = corrector.correct_each(validation["source"], options)  # one forward pass for the whole grid
     validation_f1 = {
-        decoding_cell(*cell): score(validation["source"], predictions, validation["target"], bootstrap=0)["char_cor_f1"]
+        decoding_cell(*cell): score(
+            validation["source"], predictions, validation["target"], bootstrap=0, alignment=aligned
+        )["char_cor_f1"]
         for cell, predictions in zip(cells, each)
     }
     best = max(cells, key=lambda cell: (validation_f1[decoding_cell(*cell)], -cell[1], -cell[0]))

@@ -8,6 +8,7 @@ import torch
 from test_modeling import TINY
 
 from csc_hf.edits import EDIT_KINDS, MISSING, REDUNDANT, SUBSTITUTION
+from csc_hf.evaluation import tune_decoding
 from csc_hf.modeling import EDIT_OPS, VARIANTS, CSCTokenizer, build_model, can_change_length
 from csc_hf.pipeline import Corrector, decode_length_edits
 from csc_hf.training.data import CorrectionCollator, encode_sentences
@@ -147,6 +148,9 @@ def test_a_model_learns_to_insert_and_delete(tokenizer, tmp_path):
     assert [e["kind"] for e in free(SOURCES[1])["edits"]] == [REDUNDANT]
     assert corrector.with_options(edit_kinds=[MISSING]).correct(SOURCES[1]) == SOURCES[1]  # no deletions asked for
     assert free.with_options(protected_chars="的").correct(SOURCES[1]) == SOURCES[1]  # a protected one never goes
+    # a validation set with missing and redundant characters tunes the decoding with them (scored by alignment)
+    chosen, validation_f1 = tune_decoding(corrector, {"source": SOURCES, "target": TARGETS}, [0.0, 50.0])
+    assert chosen["keep_bias"] == 0.0 and sorted(validation_f1.values()) == [0.0, 1.0]
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     loaded = Corrector.from_pretrained(tmp_path, edit_kinds=EDIT_KINDS, precision="fp32")
