@@ -152,7 +152,7 @@ def decode_edits(
 
 def decode_length_edits(
     edit_logits: torch.Tensor,
-    insert_logits: torch.Tensor,
+    insert_logits: torch.Tensor | None,
     han: torch.Tensor,
     deletable: torch.Tensor,
     insertable: torch.Tensor,
@@ -166,7 +166,7 @@ def decode_length_edits(
     At each position the best op after adding `keep_bias` to the keep op's logit is taken; a deletion is made where
     the position is `deletable` (an editable character), an insertion where it is `insertable` (`[CLS]` or a
     character), of the best Han token. Its probability (the op's softmax without the bias, times the inserted token's)
-    must reach `threshold`."""
+    must reach `threshold`. Without `insert_logits` nothing is inserted."""
     keep, delete, insert = (EDIT_OPS.index(op) for op in ("keep", "delete", "insert"))
     ops = edit_logits.float()
     probabilities = ops.softmax(-1)
@@ -177,6 +177,9 @@ def decode_length_edits(
     deleted = deletable & (best == delete) & (probabilities[..., delete] >= threshold)
     rows, columns = deleted.nonzero(as_tuple=True)
     deletions = rows, columns, probabilities[rows, columns, delete]
+    if insert_logits is None:
+        none = rows.new_zeros(0)
+        return deletions, (none, none, none, probabilities.new_zeros(0))
     rows, columns = (insertable & (best == insert)).nonzero(as_tuple=True)
     scores = insert_logits[rows, columns].float()
     ids = scores.masked_fill(~han, float("-inf")).max(-1).indices
@@ -597,6 +600,8 @@ class Corrector:
             ]
         device = self.model.device
         encoding = self._encode(chunks)
+        if getattr(self.model.config, "edit_head", False):  # the inserted characters' scores only when kept
+            encoding["return_insert_logits"] = any(MISSING in decoder.edit_kinds for decoder in decoders)
         outputs = self.model(**encoding)
         logits, edit_logits = outputs.logits, getattr(outputs, "edit_logits", None)
         input_ids = encoding["input_ids"]
@@ -631,7 +636,7 @@ class Corrector:
         decoder: "Corrector",
         candidates: list[Candidate],
         edit_logits: torch.Tensor,
-        insert_logits: torch.Tensor,
+        insert_logits: torch.Tensor | None,
         han: torch.Tensor,
         editable: torch.Tensor,
         insertable: torch.Tensor,

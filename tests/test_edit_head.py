@@ -119,6 +119,8 @@ def test_decode_length_edits():
     assert insertions[1].tolist() == [0] and deletions[1].tolist() == [1]
     deletions, insertions = decode_length_edits(edit_logits, insert_logits, han, deletable, insertable, threshold=0.5)
     assert deletions[1].tolist() == [1] and insertions[1].tolist() == []  # 0.99 x 0.05 < 0.5
+    deletions, insertions = decode_length_edits(edit_logits, None, han, deletable, insertable)
+    assert deletions[1].tolist() == [1] and all(t.numel() == 0 for t in insertions)  # no insert scores: no insertions
 
 
 def test_a_model_learns_to_insert_and_delete(tokenizer, tmp_path):
@@ -138,6 +140,10 @@ def test_a_model_learns_to_insert_and_delete(tokenizer, tmp_path):
     with torch.no_grad():
         out = model(**batch)
     assert out.insert_logits is None and out.edit_logits.shape == (4, batch["input_ids"].shape[1], len(EDIT_OPS))
+    with torch.no_grad():
+        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        assert model(**inputs).insert_logits.shape == (*batch["input_ids"].shape, len(tokenizer))
+        assert model(**inputs, return_insert_logits=False).insert_logits is None
     corrector = Corrector(model, tokenizer, precision="fp32")
     assert corrector.can_change_length
     assert [len(p) for p in corrector.correct(SOURCES)] == list(map(len, SOURCES))  # substitutions only by default
@@ -147,6 +153,7 @@ def test_a_model_learns_to_insert_and_delete(tokenizer, tmp_path):
     assert kinds == [SUBSTITUTION, MISSING]
     assert [e["kind"] for e in free(SOURCES[1])["edits"]] == [REDUNDANT]
     assert corrector.with_options(edit_kinds=[MISSING]).correct(SOURCES[1]) == SOURCES[1]  # no deletions asked for
+    assert corrector.with_options(edit_kinds=[REDUNDANT]).correct(SOURCES[1:3]) == [TARGETS[1], "我们去学"]
     assert free.with_options(protected_chars="的").correct(SOURCES[1]) == SOURCES[1]  # a protected one never goes
     # a validation set with missing and redundant characters tunes the decoding with them (scored by alignment)
     chosen, validation_f1 = tune_decoding(corrector, {"source": SOURCES, "target": TARGETS}, [0.0, 50.0])

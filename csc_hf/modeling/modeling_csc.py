@@ -462,10 +462,13 @@ class CSCForCorrection(CSCPreTrainedModel):
         pinyin_targets: torch.Tensor | None = None,
         edit_targets: torch.Tensor | None = None,
         insert_targets: torch.Tensor | None = None,
+        return_insert_logits: bool = True,
         num_items_in_batch: int | torch.Tensor | None = None,
         **inputs,
     ) -> CSCCorrectionOutput:
         r"""
+        return_insert_logits (`bool`): without `labels`, whether the edit head scores the inserted character at every
+            position (a vocabulary-sized output layer more: a caller that inserts nothing leaves it out).
         inputs: the further inputs of [`CSCModel.forward`] (`token_type_ids`, `position_ids`, `pinyin_ids`, ...).
         """
         outputs = self.csc(input_ids, attention_mask, **inputs)
@@ -479,7 +482,7 @@ class CSCForCorrection(CSCPreTrainedModel):
         edit_logits = insert_logits = None
         if self.edit_head is not None:
             edit_logits = self.edit_head(hidden)
-            if labels is None:
+            if labels is None and return_insert_logits:
                 insert_logits = self.head.decoder(self.edit_head.insert(hidden))
 
         loss = None
