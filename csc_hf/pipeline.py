@@ -316,6 +316,7 @@ class Corrector:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.seq2seq = bool(model.config.is_encoder_decoder)
+        self.edit_head = bool(getattr(model.config, "edit_head", False))  # a tagging model that inserts and deletes
         self.per_character = isinstance(tokenizer, CSCTokenizer) or not self.seq2seq  # else: generate, then align
         positions = getattr(model.config, "max_position_embeddings", None) or getattr(model.config, "n_positions", None)
         limit = min(positions or UNBOUNDED, tokenizer.model_max_length or UNBOUNDED)
@@ -381,7 +382,7 @@ class Corrector:
     def can_change_length(self) -> bool:
         """Whether the model can insert and delete characters (a seq2seq model, a tagging model with an edit head) or
         keeps its source's length by construction (any other tagging model)."""
-        return self.seq2seq or bool(getattr(self.model.config, "edit_head", False))
+        return self.seq2seq or self.edit_head
 
     def with_options(self, **options: Any) -> "Corrector":
         """A copy with other `threshold`, `keep_bias`, `protected_chars`, `protected_terms`, `similarity_prior` or
@@ -600,7 +601,7 @@ class Corrector:
             ]
         device = self.model.device
         encoding = self._encode(chunks)
-        if getattr(self.model.config, "edit_head", False):  # the inserted characters' scores only when kept
+        if self.edit_head:  # the inserted characters' scores only when kept
             encoding["return_insert_logits"] = any(MISSING in decoder.edit_kinds for decoder in decoders)
         outputs = self.model(**encoding)
         logits, edit_logits = outputs.logits, getattr(outputs, "edit_logits", None)
