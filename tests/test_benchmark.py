@@ -13,7 +13,7 @@ import yaml
 
 import csc_hf
 from csc_hf.benchmark import CONFIGS, load_dataset
-from csc_hf.benchmark.builder import code_files
+from csc_hf.benchmark.cache import code_files
 from csc_hf.benchmark.configs import probs_split
 from csc_hf.benchmark.export import CARD, export
 from csc_hf.benchmark.plan import AUGMENTED_COPIES, BenchParams, plan_for, read_pair_file

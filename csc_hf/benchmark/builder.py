@@ -7,23 +7,16 @@ that plain ``datasets.load_dataset(folder, config)`` reads.
 
 from __future__ import annotations
 
-import ast
-import functools
-import hashlib
 from dataclasses import dataclass, fields
-from pathlib import Path
 
 import datasets
 
+from .cache import CACHE_NAME, code_hash
 from .configs import CONFIGS, check_configs, splits_of
 from .plan import BenchParams, input_fingerprint, params_of, plan_for
 from .tables import FEATURES, examples_table
 
 DATASET_NAME = "csc_bench"
-CACHE_NAME = "csc_hf--csc_bench"
-"""Where the builder's files go in the datasets cache: not a Hub id, so that plain
-``datasets.load_dataset("csc_bench")`` (offline, it serves the latest cached copy of that name, whatever parameters or
-code made it) never finds them."""
 BATCH_ROWS = 50_000  # rows per Arrow table; bounds memory, not the result
 _CITATION = """\
 @article{csc_evaluation_study,
@@ -42,43 +35,6 @@ class CSCBenchConfig(datasets.BuilderConfig, BenchParams):
         self.validate()
         self.probs = tuple(float(p) for p in self.probs)
         self.train_edit_shares = tuple(float(p) for p in self.train_edit_shares)
-
-
-def code_files() -> list[Path]:
-    """The code and shipped tables that generate the data: ``benchmark/``, ``chars/`` (its tables too), ``corpus``,
-    ``confusion`` and ``corruption``, and every csc_hf module these import (relative imports, followed)."""
-    root = Path(__file__).resolve().parents[1]
-    found = {
-        *root.glob("benchmark/*.py"),
-        *root.glob("chars/*.py"),
-        *root.glob("chars/data/*"),
-        *(root / f"{name}.py" for name in ("corpus", "confusion", "corruption")),
-    }
-    todo = [path for path in found if path.suffix == ".py"]
-    while todo:
-        path = todo.pop()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.ImportFrom) or not node.level:
-                continue
-            base = path.parents[node.level - 1]
-            names = [node.module] if node.module else [alias.name for alias in node.names]
-            for name in names:
-                module = base.joinpath(*name.split("."))
-                for candidate in (module.with_suffix(".py"), module / "__init__.py"):
-                    if candidate.is_file() and candidate not in found:
-                        found.add(candidate)
-                        todo.append(candidate)
-    return sorted(found)
-
-
-@functools.cache
-def code_hash() -> str:
-    """A hash of :func:`code_files`: a change of any of them invalidates the cache."""
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for path in code_files():
-        h.update(path.relative_to(root).as_posix().encode() + path.read_bytes())
-    return h.hexdigest()[:16]
 
 
 class CSCBench(datasets.ArrowBasedBuilder):

@@ -17,7 +17,8 @@ import yaml
 
 from .. import __version__, resources
 from ..files import check_output_folder, output_folder
-from .builder import code_hash, load_dataset
+from .builder import load_dataset
+from .cache import code_hash
 from .configs import CONFIGS, check_configs
 from .plan import BenchParams, input_files
 

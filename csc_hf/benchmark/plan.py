@@ -40,6 +40,7 @@ from ..edits import EDIT_KINDS, SUBSTITUTION
 from ..fields import accepts, check_known, field_types, type_name
 from ..files import read_sentence_tsv
 from ..logging import demoted
+from .cache import cached_confusion, confusion_cache_file
 from .configs import CONFIGS, CONFUSION_SUBSETS, DOMAINS, SIGHAN15, SplitSpec, probs_split
 
 STREAMS = {"train": 1, "validation": 2, "test": 3, "scontext": 4, "augmentation": 5}
@@ -420,16 +421,30 @@ class Plan:
 
     @cached_property
     def confusion(self) -> ConfusionSet:
-        """S: loaded from ``confusion_path``, or built from the corpus's character frequencies."""
+        """S: loaded from ``confusion_path``, or built from the corpus's character frequencies (kept on disk for the
+        next process: :mod:`csc_hf.benchmark.cache`)."""
         p = self.params
         if p.confusion_path:
             confusion = ConfusionSet.load(p.confusion_path)
             self._check_inputs(f"confusion_path {p.confusion_path!r}")
             return confusion
-        build = BuildParams(
+        return cached_confusion(
+            self.confusion_file,
+            lambda: build_confusion_set(self.frequencies, attested_readings(self.sentences), self.build_params),
+        )
+
+    @property
+    def build_params(self) -> BuildParams:
+        """The parameters of :func:`csc_hf.confusion.build_confusion_set` (when S is built from the corpus)."""
+        p = self.params
+        return BuildParams(
             p.n_chars, p.max_phonetic, p.fuzzy, p.max_graphic, p.max_stroke_distance, p.min_glyph_similarity
         )
-        return build_confusion_set(self.frequencies, attested_readings(self.sentences), build)
+
+    @property
+    def confusion_file(self) -> Path:
+        """Where a built S is kept for the next process (:func:`csc_hf.benchmark.cache.confusion_cache_file`)."""
+        return confusion_cache_file(self.sentences, self.build_params)
 
     @cached_property
     def frequencies(self) -> dict[str, int]:
