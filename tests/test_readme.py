@@ -20,24 +20,31 @@ def test_ci_runs_the_readme_test_command():
     assert tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
-def test_every_subcommand_has_help():
-    for sub in (
-        "build",
-        "export",
-        "confusion",
-        "analyze",
-        "report",
-        "run",
-        "train",
-        "evaluate",
-        "correct",
-        "push",
-        "score",
-    ):
-        out = subprocess.run(
-            [sys.executable, "-m", "csc_hf", sub, "--help"], capture_output=True, text=True, check=True
-        )
-        assert "usage: csc-bench " + sub in out.stdout
+SUBCOMMANDS = (
+    "build",
+    "export",
+    "confusion",
+    "analyze",
+    "report",
+    "run",
+    "train",
+    "evaluate",
+    "correct",
+    "push",
+    "score",
+)
+
+
+def test_every_subcommand_has_help(capsys):
+    """Each subcommand's --help, in this process; ``python -m csc_hf`` itself once, in a new one."""
+    from csc_hf.cli import main
+
+    for sub in SUBCOMMANDS:
+        with pytest.raises(SystemExit) as exit:
+            main([sub, "--help"])
+        assert exit.value.code == 0 and "usage: csc-bench " + sub in capsys.readouterr().out
+    out = subprocess.run([sys.executable, "-m", "csc_hf", "run", "--help"], capture_output=True, text=True, check=True)
+    assert "usage: csc-bench run" in out.stdout
 
 
 def test_readme_training_commands_load(tmp_path, monkeypatch):
