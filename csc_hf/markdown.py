@@ -28,8 +28,9 @@ def score_text(value: float | None, form: Callable[[float], str] = percent) -> s
 
 
 def percent_range(low: float, high: float) -> str:
-    """An interval in percent: ``(69.8-72.5)``."""
-    return f"({percent(low)}-{percent(high)})"
+    """An interval in percent: ``(69.8-72.5)``; ``(-4.2 to -2.8)`` when a bound is negative (a difference)."""
+    separator = " to " if min(low, high) < 0 else "-"
+    return f"({percent(low)}{separator}{percent(high)})"
 
 
 def signed_points(value: float) -> str:

@@ -498,3 +498,11 @@ def test_report_says_which_models_handle_which_edit_kind(tmp_path):
         "## Missing and redundant characters"
         not in write_report(write_run(tmp_path / "old", synthetic_results())).read_text()
     )
+
+
+def test_intervals_of_differences_read_unambiguously():
+    from csc_hf.markdown import percent_range
+
+    assert percent_range(0.698, 0.725) == "(69.8-72.5)"
+    assert percent_range(-0.042, -0.028) == "(-4.2 to -2.8)"
+    assert percent_range(-0.017, 0.007) == "(-1.7 to 0.7)"
