@@ -99,8 +99,10 @@ def test_a_study_moves_on_from_a_busy_model_and_comes_back(tmp_path):
             raise Busy(stage)
 
     study.each([("bert", 0), ("bart", 0), ("plome", 0)], run)
-    assert calls == [("bert", False), ("bart", False), ("plome", False), ("bart", True)]
-    assert study.wait
+    assert calls == [("bert", False), ("bart", False), ("plome", False)] and study.wait
+    study.each([("bert", 1)], run)  # the next stage's models come before the put-off one ...
+    study.finish_put_off()  # ... which is waited for once nothing else is left
+    assert calls[3:] == [("bert", False), ("bart", True)] and not study.put_off and study.wait
 
 
 def test_the_training_sets_stage_moves_on_from_a_busy_model(tmp_path, monkeypatch):
@@ -117,9 +119,39 @@ def test_the_training_sets_stage_moves_on_from_a_busy_model(tmp_path, monkeypatc
     monkeypatch.setattr(study, "finetune", finetune)
     monkeypatch.setattr(study, "evaluate", lambda *args, **kwargs: None)
     grid = study.grid(None, None)
-    assert study.training_sets_results(None, None, grid) is None  # nothing finished to collect
+    study.run_training_sets(None, None, grid)
+    study.finish_put_off()
+    assert study.training_sets_results(grid) is None  # nothing finished to collect
     trained = [(name, variant, waited) for name, variant, waited in calls if name != "grid"]
     first = [(name, v, False) for name in sets[1:] for v in study.preset.training_sets_study.variants_of(name)]
     assert trained[: len(first)] == first  # the busy set's models are put off ...
     assert all(name == sets[0] and waited for name, _, waited in trained[len(first) :])  # ... then waited for
     assert study.wait
+
+
+def test_a_busy_grid_model_is_waited_for_after_every_other_stage(tmp_path, monkeypatch):
+    """A second process that meets a grid model the first one trains does not wait for it before the other stages:
+    it trains the other models' training sets (and the augmentation stage's models) first, and comes back to the busy
+    model and to the models that need it once nothing else is left."""
+    study, calls = Study(Preset.load("smoke"), tmp_path / "run"), []
+    study.estimate = False
+
+    def finetune(variant, seed, pretrained, augmented=False, training_set=None):
+        if variant == "bert" and not (augmented or training_set) and not study.wait:
+            raise Busy(study.stage("train-bert", {}))  # the grid's bert: another process trains it
+        calls.append((training_set or ("augmented" if augmented else "grid"), variant, study.wait))
+
+    monkeypatch.setattr(study, "build", lambda: None)
+    monkeypatch.setattr(study, "pretrain", lambda: None)
+    monkeypatch.setattr(study, "augment", lambda: pytest.fail("the augment stage is not part of this test"))
+    monkeypatch.setattr(study, "run_augmentation", lambda *args: None)
+    monkeypatch.setattr(study, "finetune", finetune)
+    monkeypatch.setattr(study, "evaluate", lambda *args, **kwargs: None)
+    with pytest.raises(study_run.Unfinished):  # nothing evaluated: no results to write
+        study._run(study.grid(None, None))
+    waited = [call for call in calls if call[2]]
+    assert ("edits", "bart", False) in calls  # another variant's training set, before any wait
+    assert calls.index(("edits", "bart", False)) < calls.index(waited[0])
+    assert waited[0] == ("grid", "bert", True)  # the busy model first, then the sets that start from it
+    assert ("pe20", "bert", True) in waited and all(v == "bert" for _, v, _ in waited)
+    assert ("pe20", "bert", False) not in calls  # it starts from the busy model: put off with it

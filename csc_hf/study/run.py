@@ -93,6 +93,7 @@ class Study:
         self.estimate = estimate
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
         self.wait = True  # whether a stage another process runs is waited for (else: Busy)
+        self.put_off: list[tuple[Callable[..., None], Any]] = []  # (run, model) pairs that `each` met busy
         self._running: list[Stage] = []  # the stages this process holds the lock of
         if not finished_only:
             check_output_folder(self.run_dir, "--output")
@@ -335,8 +336,8 @@ class Study:
 
     def each(self, models: Sequence[Any], run: Callable[..., None]) -> None:
         """``run(*model)`` for each model in order (the grid's, the augmentation stage's and the training sets'); one
-        whose stage another process runs (:class:`Busy`) is put off until the others have run, then waited for."""
-        put_off = []
+        whose stage another process runs (:class:`Busy`) is put off (:attr:`put_off`) until the run has tried every
+        model of every stage, then waited for (:meth:`finish_put_off`)."""
         self.wait = False
         try:
             for model in models:
@@ -344,10 +345,15 @@ class Study:
                     run(*model)
                 except Busy as busy:
                     logger.info("%s; going on with the next model", busy)
-                    put_off.append(model)
+                    self.put_off.append((run, model))
         finally:
             self.wait = True
-        for model in put_off:
+
+    def finish_put_off(self) -> None:
+        """Run the models :meth:`each` put off, in order, waiting for the process that runs each."""
+        self.wait = True
+        while self.put_off:
+            run, model = self.put_off.pop(0)
             run(*model)
 
     def check(self, grid: Sequence[tuple[str, int]]) -> None:
@@ -424,13 +430,12 @@ class Study:
         """The (variant, seed) pairs of the augmentation stage for a run of ``grid`` (see :meth:`_stage_grid`)."""
         return self._stage_grid(self.preset.augmentation_study.variants, grid)
 
-    def augmentation_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
+    def run_augmentation(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
         """Run the augmentation stage for its variants with the seeds of ``grid`` (only the variants ``grid`` names
-        when it is a part of the preset's), then collect every finished one: the leak filter, coverage, records and
-        paired comparisons (augmented − plain) for ``results.json`` (``None`` without an augmentation stage or
-        before its first finished evaluation). The plain model is the grid's (the same stage: trained once)."""
-        p, study = self.preset, self.preset.augmentation_study
-        if study is None:
+        when it is a part of the preset's; models another process runs are put off): the augment stage's summary
+        (the leak filter and coverage), or ``None`` without an augmentation stage or before the augment stage has
+        run. The plain model is the grid's (the same stage: trained once)."""
+        if self.preset.augmentation_study is None:
             return None
         try:
             summary = json.loads((self.augment().directory / AUGMENTATION).read_text(encoding="utf-8"))
@@ -447,6 +452,15 @@ class Study:
                 logger.info("skipping %s (seed %s, augmented): %s", variant, seed, missing)
 
         self.each(self._augmentation_grid(grid), augmented)
+        return summary
+
+    def augmentation_results(self, summary: dict | None, grid: Sequence[tuple[str, int]]) -> dict | None:
+        """Collect every finished model of the augmentation stage: the augment stage's ``summary``, records and
+        paired comparisons (augmented − plain) for ``results.json`` (``None`` without a summary or before the
+        stage's first finished evaluation)."""
+        p, study = self.preset, self.preset.augmentation_study
+        if summary is None:
+            return None
         pairs = {}
         for variant, seed in sorted({*((v, s) for v in study.variants for s in p.seeds), *grid}, key=self._order):
             augmented, plain = self.folders(variant, seed, augmented=True)[1], self.folders(variant, seed)[1]
@@ -476,14 +490,12 @@ class Study:
         chosen = [v for v in variants if v in requested or requested >= set(self.preset.variants)]
         return [(v, s) for s in dict.fromkeys(s for _, s in grid) for v in chosen]
 
-    def training_sets_results(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> dict | None:
+    def run_training_sets(self, pretrained: Stage, build: Stage, grid: Sequence[tuple[str, int]]) -> None:
         """Run the training-distribution stage for its variants with the seeds of ``grid`` (the grid's model of each
-        first: every set's model is compared with it), then collect every finished one: the sets, records, paired
-        comparisons (set − grid's model, and within each set each variant − bert) and stage times for
-        ``results.json`` (``None`` without the stage or before its first finished evaluation)."""
-        p, study = self.preset, self.preset.training_sets_study
+        first: every set's model is compared with it; models another process runs are put off)."""
+        study = self.preset.training_sets_study
         if study is None:
-            return None
+            return
 
         def trained_on(name: str, variant: str, seed: int) -> None:
             try:
@@ -495,6 +507,14 @@ class Study:
 
         sets = [(name, v, s) for name in study.sets for v, s in self._stage_grid(study.variants_of(name), grid)]
         self.each(sets, trained_on)
+
+    def training_sets_results(self, grid: Sequence[tuple[str, int]]) -> dict | None:
+        """Collect every finished model of the training-distribution stage: the sets, records, paired comparisons
+        (set − grid's model, and within each set each variant − bert) and stage times for ``results.json`` (``None``
+        without the stage or before its first finished evaluation)."""
+        p, study = self.preset, self.preset.training_sets_study
+        if study is None:
+            return None
         models = sorted({*((v, s) for v in study.all_variants for s in p.seeds), *grid}, key=self._order)
         evaluations = {
             (variant, seed, name): self.folders(variant, seed, training_set=name)[1]
@@ -684,8 +704,11 @@ class Study:
                 logger.info("skipping %s (seed %s): %s", variant, seed, missing)
 
         self.each(grid, model)
-        augmentation = self.augmentation_results(pretrained, build, grid)
-        training_sets = self.training_sets_results(pretrained, build, grid)
+        summary = self.run_augmentation(pretrained, build, grid)
+        self.run_training_sets(pretrained, build, grid)
+        self.finish_put_off()  # what another process ran when this one reached it, now that nothing else is left
+        augmentation = self.augmentation_results(summary, grid)
+        training_sets = self.training_sets_results(grid)
         evaluations = self.finished(grid)
         if not evaluations:
             raise Unfinished(f"{self.run_dir}: no model of preset {p.name!r} has been evaluated yet")
