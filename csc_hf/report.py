@@ -190,23 +190,25 @@ def training_figure(sets: TrainingSets):
     tests = [t for t in sets.test_sets if any((v, r, t) in sets.scores for v in sets.variants for r in rows)]
     fig = Figure(figsize=(max(6.0, 0.9 * len(tests) + 2), 1.0 + 0.55 * len(rows) * len(sets.variants)))
     axes = fig.subplots(len(sets.variants), 1, squeeze=False)[:, 0]
+    top = max((100 * score.mean for score in sets.scores.values()), default=0.0) or 1.0  # one scale for every variant
     for ax, variant in zip(axes, sets.variants):
         values = [
             [100 * sets.scores[variant, r, t].mean if (variant, r, t) in sets.scores else float("nan") for t in tests]
             for r in rows
         ]
-        image = ax.imshow(values, cmap="viridis", aspect="auto")
+        image = ax.imshow(values, cmap="viridis", aspect="auto", vmin=0.0, vmax=top)
         for i, r in enumerate(rows):
             for j, t in enumerate(tests):
                 if (variant, r, t) not in sets.scores:
                     continue
                 delta = sets.against_grid.get((variant, r, t))
                 label = f"{values[i][j]:.1f}" + ("" if delta is None else f"\n{100 * delta[0]:+.1f}")
-                ax.text(j, i, label, ha="center", va="center", fontsize=6, color="white")
+                color = "black" if values[i][j] > 0.6 * top else "white"  # readable on viridis' light end
+                ax.text(j, i, label, ha="center", va="center", fontsize=6, color=color)
         ax.set_xticks(range(len(tests)), tests, rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(rows)), rows, fontsize=7)
         ax.set_title(f"{variant}: F1 (%) by training set, and the difference from {GRID_SET}", fontsize=8)
-        fig.colorbar(image, ax=ax)
+        fig.colorbar(image, ax=ax, fraction=0.015, pad=0.01)
     fig.tight_layout()
     return fig
 
