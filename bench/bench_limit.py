@@ -42,13 +42,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-AVX2_ENV = {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+from csc_hf import hardware  # no torch: it reads /proc and the environment
+
 if (
     "--isa" in sys.argv
     and sys.argv[sys.argv.index("--isa") + 1] == "avx2"
     and os.environ.get("ATEN_CPU_CAPABILITY") != "avx2"
 ):
-    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **AVX2_ENV})  # before torch loads its kernels
+    # before torch loads its kernels
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **hardware.HOLD_TO_AVX2})
 
 import torch  # noqa: E402 (after --isa's re-execution)
 import yaml  # noqa: E402
@@ -58,7 +60,7 @@ from torch.utils.flop_counter import flop_registry  # noqa: E402
 from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling  # noqa: E402
 from transformers.trainer_pt_utils import LengthGroupedSampler  # noqa: E402
 
-from csc_hf import hardware, resources  # noqa: E402
+from csc_hf import resources  # noqa: E402
 from csc_hf.benchmark.builder import load_dataset  # noqa: E402
 from csc_hf.modeling import CSCTokenizer, SparseBertForMaskedLM, build_model  # noqa: E402
 from csc_hf.pipeline import Corrector  # noqa: E402
@@ -800,7 +802,7 @@ def main() -> None:
         return worker(args.steps, args.worker)
     if args.threads:
         torch.set_num_threads(args.threads)
-    print(hardware.describe() + ("; kernels held to AVX2 (--isa avx2)" if args.isa == "avx2" else ""))
+    print(hardware.describe())  # it names the flags that --isa avx2 holds the kernels from
     print(
         f"torch {torch.__version__}, kernels {torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} "
         f"threads; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}"

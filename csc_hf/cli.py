@@ -242,6 +242,13 @@ def cmd_run(args: argparse.Namespace) -> None:
     Run a preset end to end; finished stages are skipped, interrupted ones resume."""
     from .study import Preset, Study
 
+    if args.preset is None:
+        args.preset = resources.default_preset()
+        logger.info(
+            "preset: %s, the default on this CPU (compute path %s; name one with --preset)",
+            args.preset,
+            hardware.compute_path(),
+        )
     preset = Preset.load(args.preset)
     output = args.output or str(Path(RUNS_DIR) / preset.name)
     study = Study(preset, output, finished_only=args.finished_only, estimate=not args.no_estimate)
@@ -708,12 +715,12 @@ def parser_confusion(sub) -> None:
 
 def parser_run(sub) -> None:
     run = _command(sub, cmd_run)
-    default = "cpu"
+    defaults = {name: path for path, name in resources.DEFAULT_PRESETS.items()}
     shipped = "; ".join(
-        f"{name}{' (default)' if name == default else ''}: {text}"
+        f"{name}{f' (the default on a CPU with {defaults[name]} compute)' if name in defaults else ''}: {text}"
         for name, text in resources.preset_descriptions().items()
     )
-    run.add_argument("--preset", default=default, help=f"a shipped preset ({shipped}) or a YAML path")
+    run.add_argument("--preset", help=f"a shipped preset ({shipped}) or a YAML path")
     run.add_argument("--output", help=f"run folder (default: {RUNS_DIR}/PRESET)")
     run.add_argument(
         "--variants",

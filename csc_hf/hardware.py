@@ -22,6 +22,18 @@ parallel region that waits for a thread the OS has put aside frees its core for 
 FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
 """The CPU flags that decide torch's CPU kernels: AVX2/FMA (fp32), AVX-512, and bf16 in hardware (AVX512-BF16, AMX)."""
 
+BF16_FLAGS = frozenset({"avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16"})
+"""The flags of bf16 in hardware: with any of them torch's bf16 autocast computes in bf16, elsewhere it emulates it."""
+
+HOLD_TO_AVX2 = {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+"""The variables that hold MKL's, oneDNN's and ATen's kernels to AVX2 when set before torch loads: the compute path of
+a CPU without AVX-512 or bf16 (a Zen 3), emulated on one that has them (``bench/bench_limit.py --isa avx2``; under them
+`csc-bench run` takes that CPU's fp32 path and default preset too, `kernel_flags`)."""
+
+_ONEDNN_BELOW_AVX512 = frozenset({"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2"})
+_ONEDNN_WITHOUT_BF16 = _ONEDNN_BELOW_AVX512 | {"AVX512_CORE", "AVX512_CORE_VNNI"}
+_MKL_BELOW_AVX512 = frozenset({"SSE4_2", "AVX", "AVX2"})
+
 
 def cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, set[str]]:
     """The CPU's model name and flags ("" and an empty set where /proc/cpuinfo is missing)."""
@@ -38,12 +50,34 @@ def cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, set[str]]:
     return fields.get("model name", ""), set(fields.get("flags", "").split())
 
 
+def kernel_flags(flags: set[str], environ=os.environ) -> set[str]:
+    """The ``flags`` that torch's kernels may use here: the environment can hold them below the CPU (`HOLD_TO_AVX2`).
+    bf16 needs oneDNN's matrix products at AVX512_CORE_BF16 or above and ATen's kernels at AVX-512
+    (``ONEDNN_MAX_CPU_ISA``, ``ATEN_CPU_CAPABILITY``); fp32 on AVX-512 needs ATen's and MKL's
+    (``MKL_ENABLE_INSTRUCTIONS``). A variable left unset holds nothing."""
+    aten = environ.get("ATEN_CPU_CAPABILITY", "avx512").lower()
+    onednn = environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+    mkl = environ.get("MKL_ENABLE_INSTRUCTIONS", "AVX512").upper()
+    kept = set(flags)
+    if aten != "avx512" or onednn in _ONEDNN_WITHOUT_BF16:
+        kept -= BF16_FLAGS
+    if aten != "avx512" or onednn in _ONEDNN_BELOW_AVX512 or mkl in _MKL_BELOW_AVX512:
+        kept = {flag for flag in kept if not flag.startswith("avx512") or flag in BF16_FLAGS}
+    return kept
+
+
+def bf16_held(environ=os.environ) -> bool:
+    """Whether the environment keeps torch's kernels from bf16 in hardware (`kernel_flags`) on any CPU."""
+    return not kernel_flags(set(BF16_FLAGS), environ)
+
+
 def compute_path(flags: set[str] | None = None) -> str:
     """``bf16 (AMX)``, ``bf16 (AVX512-BF16)``, ``fp32 (AVX-512)``, ``fp32 (AVX2)`` or ``fp32``: what the cpu
-    preset's ``precision: auto`` computes in on this CPU and which units do its matrix products. Without flags
-    (no /proc/cpuinfo), torch's own probe decides bf16 (`csc_hf.precision.cpu_has_bf16`)."""
+    preset's ``precision: auto`` computes in on this CPU and which units do its matrix products. ``flags`` default to
+    the CPU's, less those the environment holds torch's kernels from (`kernel_flags`); without flags (no
+    /proc/cpuinfo), torch's own probe decides bf16 (`csc_hf.precision.cpu_has_bf16`)."""
     if flags is None:
-        flags = cpuinfo()[1]
+        flags = kernel_flags(cpuinfo()[1])
     if not flags:
         from .precision import cpu_has_bf16
 
@@ -160,20 +194,27 @@ def describe() -> str:
     """One line for a log or a benchmark: the CPU's model, its CPUs, the flags of `FLAGS` it has, its path."""
     name, flags = cpuinfo()
     have = [flag for flag in FLAGS if flag in flags]
+    usable = kernel_flags(flags)
+    held = [flag for flag in have if flag not in usable]
     return (
         f"{name or 'CPU'}, {usable_cpus()} usable CPUs; flags: {' '.join(have) or 'unknown'}; "
-        f"compute path: {compute_path(flags or None)}"
+        + (f"kernels held from {' '.join(held)} by the environment; " if held else "")
+        + f"compute path: {compute_path(usable or None)}"
     )
 
 
 __all__ = [
+    "BF16_FLAGS",
     "FLAGS",
+    "HOLD_TO_AVX2",
     "OPENMP_DEFAULTS",
+    "bf16_held",
     "busy_cpus",
     "compute_path",
     "configure_openmp",
     "cpuinfo",
     "describe",
+    "kernel_flags",
     "others_busy",
     "thread_choice",
     "threads_for",

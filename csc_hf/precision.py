@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .hardware import bf16_held
+
 if TYPE_CHECKING:
     import torch
 
@@ -13,12 +15,13 @@ PRECISIONS = ("auto", "bf16", "fp32")
 
 def cpu_has_bf16() -> bool:
     """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX), as torch's own probe of the instruction sets
-    (cpuinfo, on every OS) reads it: there bf16 autocast is faster than fp32; elsewhere torch emulates bf16, slower
-    than fp32. A torch without the probe says no."""
+    (cpuinfo, on every OS) reads it, and the environment lets torch's kernels use it (`csc_hf.hardware.kernel_flags`):
+    there bf16 autocast is faster than fp32; elsewhere torch emulates bf16, slower than fp32. A torch without the
+    probe says no."""
     import torch
 
     probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(probe() for probe in probes if probe is not None)
+    return any(probe() for probe in probes if probe is not None) and not bf16_held()
 
 
 def check_precision(precision: str) -> str:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from .precision import resolved
+
 SHIPPED = ("trainer_configs", "metrics", "dataset_scripts")  # the repository's top-level folders the package ships
 
 
@@ -50,6 +52,16 @@ def trainer_config(path: str | Path) -> Path:
 def preset_path(name: str) -> Path:
     """The shipped preset ``name`` (``smoke``, ``cpu``, ``paper``); it may not exist (see :func:`preset_names`)."""
     return shipped_dir("trainer_configs") / "presets" / f"{name}.yaml"
+
+
+DEFAULT_PRESETS = {"bf16": "cpu", "fp32": "cpu-fp32"}
+"""The shipped preset `csc-bench run` runs when none is named, by what ``precision: auto`` computes in on this CPU:
+``cpu`` where it has bf16 in hardware, ``cpu-fp32`` (the same study sized to about the same hours in fp32) elsewhere."""
+
+
+def default_preset() -> str:
+    """The name of this machine's default preset (`DEFAULT_PRESETS`, by `csc_hf.precision.resolved`)."""
+    return DEFAULT_PRESETS[resolved("auto")]
 
 
 def preset_names() -> list[str]:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from csc_hf import hardware
+from csc_hf import hardware, precision, resources
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -81,6 +81,39 @@ def test_own_time_is_not_others():
 
 def test_describe_names_the_path():
     assert "compute path: " in hardware.describe()
+
+
+SAPPHIRE_RAPIDS = {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni"}
+
+
+@pytest.mark.parametrize("environ, path", [
+    ({}, "bf16 (AMX)"),
+    (hardware.HOLD_TO_AVX2, "fp32 (AVX2)"),  # bench_limit.py --isa avx2: a Zen 3's path
+    ({"ATEN_CPU_CAPABILITY": "avx2"}, "fp32 (AVX2)"),
+    ({"ATEN_CPU_CAPABILITY": "AVX512"}, "bf16 (AMX)"),
+    ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"}, "fp32 (AVX-512)"),  # oneDNN without bf16: autocast would emulate it
+    ({"ONEDNN_MAX_CPU_ISA": "avx512_core_amx"}, "bf16 (AMX)"),
+    ({"MKL_ENABLE_INSTRUCTIONS": "AVX2"}, "bf16 (AMX)"),  # MKL does fp32 only: the bf16 products are oneDNN's
+])  # fmt: skip
+def test_the_environment_holds_the_kernels_below_the_cpu(environ, path):
+    assert hardware.compute_path(hardware.kernel_flags(SAPPHIRE_RAPIDS, environ)) == path
+    assert hardware.bf16_held(environ) == (not path.startswith("bf16"))
+
+
+def test_an_fp32_cpu_stays_fp32_under_any_environment():
+    zen3 = {"avx2", "fma"}
+    assert hardware.kernel_flags(zen3, {}) == zen3 == hardware.kernel_flags(zen3, hardware.HOLD_TO_AVX2)
+
+
+def test_held_kernels_take_the_fp32_path_and_preset(monkeypatch):
+    monkeypatch.setattr(hardware, "cpuinfo", lambda: ("Xeon", SAPPHIRE_RAPIDS))
+    for name, value in hardware.HOLD_TO_AVX2.items():
+        monkeypatch.setenv(name, value)
+    line = hardware.describe()
+    assert "kernels held from avx512f avx512_bf16 avx512_fp16 amx_tile amx_bf16" in line
+    assert line.endswith("compute path: fp32 (AVX2)")
+    assert not precision.cpu_has_bf16()
+    assert resources.default_preset() == "cpu-fp32"
 
 
 def test_openmp_defaults_leave_the_users_choice():
