@@ -71,16 +71,25 @@ def bf16_held(environ=os.environ) -> bool:
     return not kernel_flags(set(BF16_FLAGS), environ)
 
 
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX), as torch's own probe of the instruction sets
+    (cpuinfo, on every OS) reads it, and the environment lets torch's kernels use it (`kernel_flags`):
+    there bf16 autocast is faster than fp32; elsewhere torch emulates bf16, slower than fp32. A torch without the
+    probe says no."""
+    import torch
+
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    return any(probe() for probe in probes if probe is not None) and not bf16_held()
+
+
 def compute_path(flags: set[str] | None = None) -> str:
     """``bf16 (AMX)``, ``bf16 (AVX512-BF16)``, ``fp32 (AVX-512)``, ``fp32 (AVX2)`` or ``fp32``: what the cpu
     preset's ``precision: auto`` computes in on this CPU and which units do its matrix products. ``flags`` default to
     the CPU's, less those the environment holds torch's kernels from (`kernel_flags`); without flags (no
-    /proc/cpuinfo), torch's own probe decides bf16 (`csc_hf.precision.cpu_has_bf16`)."""
+    /proc/cpuinfo), torch's own probe decides bf16 (`cpu_has_bf16`)."""
     if flags is None:
         flags = kernel_flags(cpuinfo()[1])
     if not flags:
-        from .precision import cpu_has_bf16
-
         return "bf16" if cpu_has_bf16() else "fp32"
     if "amx_bf16" in flags:
         return "bf16 (AMX)"
@@ -212,6 +221,7 @@ __all__ = [
     "busy_cpus",
     "compute_path",
     "configure_openmp",
+    "cpu_has_bf16",
     "cpuinfo",
     "describe",
     "kernel_flags",

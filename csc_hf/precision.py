@@ -5,23 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .hardware import bf16_held
+from .hardware import cpu_has_bf16
 
 if TYPE_CHECKING:
     import torch
 
 PRECISIONS = ("auto", "bf16", "fp32")
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX), as torch's own probe of the instruction sets
-    (cpuinfo, on every OS) reads it, and the environment lets torch's kernels use it (`csc_hf.hardware.kernel_flags`):
-    there bf16 autocast is faster than fp32; elsewhere torch emulates bf16, slower than fp32. A torch without the
-    probe says no."""
-    import torch
-
-    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
-    return any(probe() for probe in probes if probe is not None) and not bf16_held()
 
 
 def check_precision(precision: str) -> str:
@@ -50,4 +39,4 @@ def resolved(precision: str, device: torch.device | str = "cpu") -> str:
     return "bf16" if inference_bf16(precision, device) else "fp32"
 
 
-__all__ = ["PRECISIONS", "check_precision", "cpu_has_bf16", "inference_bf16", "resolved"]
+__all__ = ["PRECISIONS", "check_precision", "inference_bf16", "resolved"]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from csc_hf import hardware, precision, resources
+from csc_hf import hardware, resources
 
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
@@ -112,7 +112,7 @@ def test_held_kernels_take_the_fp32_path_and_preset(monkeypatch):
     line = hardware.describe()
     assert "kernels held from avx512f avx512_bf16 avx512_fp16 amx_tile amx_bf16" in line
     assert line.endswith("compute path: fp32 (AVX2)")
-    assert not precision.cpu_has_bf16()
+    assert not hardware.cpu_has_bf16()
     assert resources.default_preset() == "cpu-fp32"
 
 

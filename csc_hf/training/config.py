@@ -20,9 +20,10 @@ from ..benchmark.plan import BenchParams
 from ..corpus import CORPORA, MIXES, TEXT_SOURCES, check_installed, check_not_sentence_pairs
 from ..fields import accepts, check_fields, check_known, check_range, field_types
 from ..files import check_output_folder, parse_yaml, read_yaml, write_atomic
+from ..hardware import cpu_has_bf16
 from ..model_folder import NO_TOKENIZER, check_model_folder, is_local, read_json_object, start_tokenizer_file
 from ..modeling import can_change_length, is_seq2seq
-from ..precision import PRECISIONS, cpu_has_bf16
+from ..precision import PRECISIONS
 from ..run_layout import RUNS_DIR, variant_file_name
 from .arguments import ARGUMENTS, RANGES, DataArguments, ModelArguments
 from .data import read_sentences

@@ -24,10 +24,10 @@ from transformers import (
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from ..files import honour_umask
+from ..hardware import cpu_has_bf16
 from ..logging import get_logger
 from ..model_folder import weights_problem
 from ..modeling import CSCTokenizer, SparseBertForMaskedLM, build_model, is_seq2seq
-from ..precision import cpu_has_bf16
 from ..run_layout import CHECKPOINT, TRAINER_STATE, TRAINING_RECORD
 from ..scoring import make_compute_metrics, preprocess_logits_for_metrics
 from .arguments import DataArguments, ModelArguments
