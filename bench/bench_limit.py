@@ -30,6 +30,7 @@ alike; record `uptime` beside it. Times are per step (training) or per pass over
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import math
@@ -227,15 +228,33 @@ class Config:
     # (wall s, CPU s, floor CPU s)
 
 
-def train_step(model, optimizer, schedule, bf16: bool, compiled=None) -> Callable[[dict], float]:
+@contextlib.contextmanager
+def bf16_matmuls(enabled: bool):
+    """fp32 tensors whose matrix products oneDNN computes from bf16 inputs (AMX) with fp32 results: no autocast and
+    none of its casts, every other op in fp32 (a lever candidate: numerics between fp32 and bf16 autocast)."""
+    if not enabled:
+        yield
+        return
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.matmul.fp32_precision = before
+
+
+def train_step(
+    model, optimizer, schedule, bf16: bool, compiled=None, bf16_math: bool = False
+) -> Callable[[dict], float]:
     forward = model if compiled is None else compiled
 
     def run(batch: dict) -> float:
         model.train()
         items = int((batch["labels"] != -100).sum())
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = forward(**batch, num_items_in_batch=items).loss
-        loss.backward()
+        with bf16_matmuls(bf16_math):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and not bf16_math):
+                loss = forward(**batch, num_items_in_batch=items).loss
+            loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
@@ -289,6 +308,13 @@ LEVERS = {  # name: how the model or the step differs from the stage's reference
     "no attention dropout (recipe change)": {"config": {"attention_probs_dropout_prob": 0.0}},
     "AdamW foreach (not fused)": {"fused": False},
     "torch.compile": {"compile": True},
+    # recorded products would be replayed in fp32: the floor is the reference's (or the lever's named in floor_of)
+    "fp32, bf16 matmuls (no autocast)": {"bf16_math": True},
+    "masked positions, fp32, bf16 matmuls": {
+        "sparse": True,
+        "bf16_math": True,
+        "floor_of": "output layer at masked positions",
+    },
 }
 STAGE_LEVERS = {
     "pretrain": [
@@ -297,8 +323,9 @@ STAGE_LEVERS = {
         "masked + eager + FastDropout",
         "no attention dropout (recipe change)",
         "AdamW foreach (not fused)",
+        "masked positions, fp32, bf16 matmuls",
     ],
-    "finetune": ["eager attention", "eager attention + FastDropout"],
+    "finetune": ["eager attention", "eager attention + FastDropout", "fp32, bf16 matmuls (no autocast)"],
 }
 
 
@@ -335,12 +362,14 @@ def training_configs(
         model = lever_model(reference, **options)
         optimizer, schedule = optimizer_for(model, recipe, options.get("fused", True))
         compiled = torch.compile(model) if options.get("compile") else None
+        bf16_math = options.get("bf16_math", False)
+        record = compiled is None and not bf16_math
         configs.append(
             Config(
                 lever or name,
-                train_step(model, optimizer, schedule, bf16, compiled),
-                record=compiled is None,
-                floor_of=name if compiled is not None else None,
+                train_step(model, optimizer, schedule, bf16, compiled, bf16_math),
+                record=record,
+                floor_of=None if record else options.get("floor_of", name),
             )
         )
     return configs
@@ -399,7 +428,9 @@ def evaluate_stage(data: Data, bf16: bool, levers: bool) -> Stage:
     model = build_model("bert", data.tokenizer, **MODEL).eval()
     precision = "bf16" if bf16 else "fp32"
 
-    def forward_pass(batch_size: int, model: torch.nn.Module = model, autocast: bool = bf16) -> Callable[[dict], None]:
+    def forward_pass(
+        batch_size: int, model: torch.nn.Module = model, autocast: bool = bf16, bf16_math: bool = False
+    ) -> Callable[[dict], None]:
         texts = sorted(data.test, key=len, reverse=True)
         batches = [
             data.tokenizer(texts[i : i + batch_size], padding=True, return_tensors="pt")
@@ -408,7 +439,7 @@ def evaluate_stage(data: Data, bf16: bool, levers: bool) -> Stage:
 
         @torch.no_grad()
         def run(_) -> None:
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            with bf16_matmuls(bf16_math), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
                 for batch in batches:
                     model(**batch)
 
@@ -430,6 +461,9 @@ def evaluate_stage(data: Data, bf16: bool, levers: bool) -> Stage:
         if bf16:
             weights = copy.deepcopy(model).to(torch.bfloat16)
             configs.append(Config("forward, bf16 weights (no autocast)", forward_pass(size, weights, False)))
+            reference = f"forward, batch {size}"
+            fp32_math = forward_pass(size, model, False, True)
+            configs.append(Config("forward, fp32, bf16 matmuls", fp32_math, record=False, floor_of=reference))
         configs.append(Config("correct(), batch 32", correct(32)))
     return Stage(f"evaluation ({len(data.test)} test sentences)", [None], configs, unit="pass")
 
@@ -464,9 +498,9 @@ def measure(stage: Stage, rounds: int) -> None:
                 other += recorder.other
             if other:
                 print(f"  ({config.name}: not replayed: {dict(other)})")
-        else:  # compiled: compilation for each new shape first
+        else:  # compiled (compilation for each new shape first) or not recordable: its floor is `floor_of`'s
             wall, _ = timed(lambda batches, run: [run(batch) for batch in batches], stage.batches, config.run)
-            print(f"  ({config.name}: compiled and warmed up in {wall:.0f} s)", flush=True)
+            print(f"  ({config.name}: warmed up in {wall:.0f} s; floor of {config.floor_of})", flush=True)
     by_name = {c.name: c for c in stage.configs}
     for config in stage.configs:
         if config.floor_of:
