@@ -22,8 +22,9 @@ parallel region that waits for a thread the OS has put aside frees its core for 
 FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
 """The CPU flags that decide torch's CPU kernels: AVX2/FMA (fp32), AVX-512, and bf16 in hardware (AVX512-BF16, AMX)."""
 
-BF16_FLAGS = frozenset({"avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16"})
-"""The flags of bf16 in hardware: with any of them torch's bf16 autocast computes in bf16, elsewhere it emulates it."""
+BF16_FLAGS = frozenset({"avx512_bf16", "amx_tile", "amx_bf16"})
+"""The flags of bf16 in hardware (torch's probe reads AVX512-BF16 and the AMX tiles): with any of them bf16 autocast
+computes in bf16, elsewhere torch emulates it."""
 
 HOLD_TO_AVX2 = {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
 """The variables that hold MKL's, oneDNN's and ATen's kernels to AVX2 when set before torch loads: the compute path of
