@@ -1,11 +1,14 @@
-"""The CPU a run computes on: its instruction sets, the compute path they give, and how many cores are free.
+"""The CPU a run computes on: its instruction sets, those the environment lets torch's kernels use, the compute path
+they give, and how many cores are free.
 
-    hardware.describe()        # "Intel(R) Xeon(R) Processor, 2 CPUs; flags: avx2 avx512f ...; bf16 path (AMX)"
+    hardware.describe()        # "Intel(R) Xeon(R) Processor, 2 CPUs; flags: avx2 avx512f ...; compute path: bf16 (AMX)"
+    hardware.cpu_has_bf16()    # whether bf16 autocast computes in bf16 here (torch's probe, less the held kernels)
     hardware.torch_threads()   # torch threads for a run here: OMP_NUM_THREADS, else every usable CPU (never the load)
 
 A process that asks for more threads than the cores left to it waits on its slowest thread at every parallel region
 (OpenMP barriers): beside one busy process a 2-thread step on 2 cores slows far more than a 1-thread step does
-(BENCHMARKS.md, "Contention"). Pure functions over /proc, with fallbacks where it is missing (not Linux).
+(BENCHMARKS.md, "Contention"). Functions over /proc and the environment, with fallbacks where /proc is missing (not
+Linux); only `cpu_has_bf16` and `set_threads` load torch.
 """
 
 from __future__ import annotations
