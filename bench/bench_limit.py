@@ -461,9 +461,8 @@ def evaluate_stage(data: Data, bf16: bool, levers: bool) -> Stage:
         if bf16:
             weights = copy.deepcopy(model).to(torch.bfloat16)
             configs.append(Config("forward, bf16 weights (no autocast)", forward_pass(size, weights, False)))
-            reference = f"forward, batch {size}"
-            fp32_math = forward_pass(size, model, False, True)
-            configs.append(Config("forward, fp32, bf16 matmuls", fp32_math, record=False, floor_of=reference))
+            fp32_math = forward_pass(size, model, False, True)  # its floor: the autocast forward pass's
+            configs.append(Config("forward, fp32, bf16 matmuls", fp32_math, record=False, floor_of=configs[0].name))
         configs.append(Config("correct(), batch 32", correct(32)))
     return Stage(f"evaluation ({len(data.test)} test sentences)", [None], configs, unit="pass")
 
