@@ -243,6 +243,36 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
     assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
 
+def test_pretrained_side_encoders_start_the_variants_with_sources(smoke_run, tmp_path, caplog):
+    """``pretrain_sides``: one stage pretrains the encoders of every source the preset's variants fuse, over the
+    pretrained masked LM (reused), and each variant with sources starts from it in a stage of its own; a variant
+    without sources keeps the preset's stage."""
+    run = tmp_path / "sides"
+    shutil.copytree(smoke_run, run)
+    preset = tmp_path / "sides.yaml"
+    recipe = {**Preset.load("smoke").pretrain, "max_steps": 6, "mask_replace_prob": 1.0, "random_replace_prob": 0.0}
+    preset.write_text(yaml.safe_dump({"base": "smoke", "pretrain_sides": recipe}), encoding="utf-8")
+    before = set((run / "stages").iterdir())
+    assert main(["run", "--preset", str(preset), "--output", str(run), "--variants", "bert"]) == 0
+    assert set((run / "stages").iterdir()) == before  # bert has no sources: nothing to pretrain, its stage as it was
+    assert main(["run", "--preset", str(preset), "--output", str(run), "--variants", "bert", "pinyin+glyph_gate"]) == 0
+    new = sorted(p.name for p in set((run / "stages").iterdir()) - before)
+    assert [re.sub(r"-[0-9a-f]{12}", "", name) for name in new] == [
+        "eval-train-pinyin_glyph_gate-seed0",
+        "pretrain-sides",
+        "train-pinyin_glyph_gate-seed0",
+    ]
+    sides = run / "stages" / new[1]
+    config = yaml.safe_load((sides / "train_config.yaml").read_text(encoding="utf-8"))
+    pretrained = next(p for p in before if p.name.startswith("pretrain-"))
+    assert config["task"] == "sides" and config["init_from"] == str(pretrained)
+    assert config["model_overrides"] == {"sources": ["pinyin_gru", "stroke_gru", "glyph_cnn"]}  # smoke's variants'
+    record = json.loads((run / "stages" / new[2] / "csc_training.json").read_text(encoding="utf-8"))
+    assert record["init_sides_from"] == str(sides)
+    assert "pretrain the side encoders (pinyin_gru, stroke_gru, glyph_cnn; 6 steps)" in caplog.text
+    assert "train bert" not in caplog.text  # bert has no sources: the smoke run's model
+
+
 def test_finished_only_on_an_empty_run_is_an_error(tmp_path, capsys):
     assert main(["run", "--preset", "smoke", "--output", str(tmp_path / "empty"), "--finished-only"]) == 2
     assert "has not finished" in capsys.readouterr().err

@@ -20,6 +20,7 @@ from .configuration_csc import EDIT_OPS, VARIANTS, CSCConfig, can_change_length,
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
 from .masked_lm import SparseBertForMaskedLM
 from .modeling_csc import CSCForCorrection, CSCModel, CSCPreTrainedModel
+from .side_pretraining import SidePretrainingModel
 from .tokenization_csc import CSCTokenizer
 
 
@@ -43,6 +44,7 @@ def build_model(
     tokenizer: CSCTokenizer,
     *,
     init_from: str | None = None,
+    init_sides_from: str | os.PathLike | None = None,
     fonts: Sequence[str] | None = None,
     phonetic_vectors: str | os.PathLike | Vectors | None = None,
     graphic_vectors: str | os.PathLike | Vectors | None = None,
@@ -50,9 +52,12 @@ def build_model(
 ) -> CSCForCorrection | BartForConditionalGeneration:
     """A model of `variant` (a `VARIANTS` name or a dict of config fields, plus `overrides`) for `tokenizer`'s
     vocabulary, with its character knowledge; `init_from` is a BERT (or, for `bart`, BART) checkpoint to start from
-    (an encoder taken from a masked-LM checkpoint leaves its head out: that load report is a debug message)."""
+    (an encoder taken from a masked-LM checkpoint leaves its head out: that load report is a debug message);
+    `init_sides_from` a `SidePretrainingModel` folder its side encoders start from."""
     fields = {**(VARIANTS[variant] if isinstance(variant, str) else variant), **overrides}
     if fields.pop("model_type", CSCConfig.model_type) == "bart":
+        if init_sides_from is not None:
+            raise ValueError(f"init_sides_from={init_sides_from}: {variant!r} is a seq2seq model without side encoders")
         with expected_load_report():
             return build_bart(tokenizer, init_from, **fields)
     config = CSCConfig(vocab_size=len(tokenizer), **fields)
@@ -60,9 +65,34 @@ def build_model(
         tokenizer.get_vocab(), config, fonts=fonts, phonetic_vectors=phonetic_vectors, graphic_vectors=graphic_vectors
     )
     if init_from is None:
-        return CSCForCorrection(config, knowledge)
+        model = CSCForCorrection(config, knowledge)
+    else:
+        with expected_load_report():
+            model = CSCForCorrection.from_bert(init_from, knowledge, **fields)
+    if init_sides_from is not None:
+        if not config.sources:
+            raise ValueError(f"init_sides_from={init_sides_from}: {variant!r} has no side encoders to start from it")
+        model.csc.load_side_encoders(init_sides_from)
+    return model
+
+
+def build_side_pretraining(
+    variant: str | Mapping[str, Any],
+    tokenizer: CSCTokenizer,
+    init_from: str,
+    *,
+    fonts: Sequence[str] | None = None,
+    **overrides: Any,
+) -> SidePretrainingModel:
+    """The side encoders of `variant`'s sources (or of `overrides["sources"]`) over the masked-LM checkpoint
+    `init_from` (whose vocabulary is `tokenizer`'s), with the character knowledge they read."""
+    fields = {**(VARIANTS[variant] if isinstance(variant, str) else variant), **overrides}
+    if fields.pop("model_type", CSCConfig.model_type) == "bart" or not fields.get("sources"):
+        raise ValueError(f"{variant!r} has no side sources to pretrain; give model_overrides: {{sources: [...]}}")
+    config = CSCConfig(vocab_size=len(tokenizer), **fields)
+    knowledge = build_char_knowledge(tokenizer.get_vocab(), config, fonts=fonts)
     with expected_load_report():
-        return CSCForCorrection.from_bert(init_from, knowledge, **fields)
+        return SidePretrainingModel.from_mlm(init_from, knowledge, **fields)
 
 
 __all__ = [
@@ -73,6 +103,7 @@ __all__ = [
     "CSCModel",
     "CSCPreTrainedModel",
     "CSCTokenizer",
+    "SidePretrainingModel",
     "SparseBertForMaskedLM",
     "bart_config",
     "bart_correct",
@@ -80,6 +111,7 @@ __all__ = [
     "build_bart",
     "build_char_knowledge",
     "build_model",
+    "build_side_pretraining",
     "can_change_length",
     "context_pinyin_ids",
     "load_vectors",

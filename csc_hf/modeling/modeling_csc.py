@@ -7,8 +7,10 @@ Self-contained (remote code): imports only torch, transformers and the sibling c
 """
 
 import copy
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +20,7 @@ from transformers import BertConfig, BertForMaskedLM, BertModel, PreTrainedModel
 from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
 from transformers.models.bert.modeling_bert import BertPredictionHeadTransform
-from transformers.utils import ModelOutput
+from transformers.utils import SAFE_WEIGHTS_NAME, ModelOutput
 
 from .configuration_csc import BERT_FIELDS, EDIT_OPS, CSCConfig
 
@@ -326,6 +328,27 @@ class CSCModel(CSCPreTrainedModel):
     def load_bert(self, path: str):
         """Copy the weights of the BERT checkpoint at `path` into the semantic encoder."""
         self.bert.load_state_dict(BertModel.from_pretrained(path, add_pooling_layer=False).state_dict())
+
+    def load_side_encoders(self, path: str | os.PathLike):
+        """Start each side encoder from the one pretrained in the `SidePretrainingModel` folder at `path` (its
+        `encoder` weights; the projection to the hidden size keeps its initialisation). The folder must have every
+        source of this model, at the same sizes."""
+        from safetensors.torch import load_file
+
+        file = Path(path) / SAFE_WEIGHTS_NAME
+        if not file.is_file():
+            raise FileNotFoundError(f"{path}: no {SAFE_WEIGHTS_NAME}: not a saved side-encoder pretraining")
+        weights = load_file(file)
+        found = sorted({key.split(".")[1] for key in weights if key.startswith("sources.")})
+        for name, side in self.sources.items():
+            prefix = f"sources.{name}.encoder."
+            state = {key[len(prefix) :]: value for key, value in weights.items() if key.startswith(prefix)}
+            if not state:
+                raise ValueError(f"{file}: no pretrained encoder for the source {name!r}; it has {found}")
+            try:
+                side.encoder.load_state_dict(state)
+            except RuntimeError as err:
+                raise ValueError(f"{file}: the source {name!r} does not fit this model's: {err}") from None
 
     def forward(
         self,

@@ -134,6 +134,7 @@ class Preset:
     model: dict = field(default_factory=dict)  # BertConfig fields of the semantic encoder (pretrained once)
     bart: dict = field(default_factory=dict)  # BartConfig fields of the seq2seq baseline over the encoder's sizes
     pretrain: dict = field(default_factory=dict)  # training-config keys of the masked-LM stage
+    pretrain_sides: dict = field(default_factory=dict)  # training-config keys of the side-encoder pretraining; {}: off
     finetune: dict = field(default_factory=dict)  # training-config keys of every variant
     eval_batch_size: int = 64
     augmentation: dict = field(default_factory=dict)  # the SIGHAN-credibility stage (AugmentationStudy); {}: off

@@ -30,6 +30,7 @@ from ..files import check_output_folder
 from ..logging import get_logger, plain_transformers_output
 from ..model_folder import copy_decoding
 from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq
+from ..modeling.configuration_csc import SOURCE_KINDS
 from ..precision import resolved
 from ..run_layout import (
     AUGMENTATION,
@@ -164,6 +165,31 @@ class Study:
             self._train(stage, config)
         return stage
 
+    def pretrain_sides(self, pretrained: Stage) -> Stage | None:
+        """The side encoders of every source the preset's variants fuse, pretrained over the masked LM of
+        ``pretrained`` (``csc_hf.modeling.SidePretrainingModel``); each variant with sources starts from them.
+        ``None`` when the preset has no ``pretrain_sides``."""
+        if not (inputs := self._sides_inputs(pretrained.directory)):
+            return None
+        name, config, start_name = inputs
+        stage = self.stage(name, config, start_name)
+        sources = ", ".join(config["model_overrides"]["sources"])
+        if self.pending(stage, f"pretrain the side encoders ({sources}; {config.get('max_steps', '?')} steps)"):
+            start = str(pretrained.directory)
+            self._train(stage, {**config, "tokenizer_path": start, "init_from": start})
+        return stage
+
+    def _sides_inputs(self, pretrained: Path) -> tuple[str, dict, str] | None:
+        """The name and inputs of the side-encoder pretraining (its config and the masked LM's stage name), or
+        ``None`` when the preset has none or no variant of it has side sources."""
+        p = self.preset
+        used = {source for v in p.variants if not is_seq2seq(v) for source in VARIANTS[v].get("sources", ())}
+        if not p.pretrain_sides or not used:
+            return None
+        sources = [source for source in SOURCE_KINDS if source in used]
+        config = {"task": "sides", "model_overrides": {"sources": sources}, "bench_params": p.bench_params}
+        return "pretrain-sides", _resolved({**config, **p.pretrain_sides}), pretrained.name
+
     def _build_inputs(self) -> tuple:
         return "build", self.preset.bench_params, self.preset.tests
 
@@ -199,7 +225,10 @@ class Study:
             )
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
-        return train_stage(variant, seed, augmented, training_set), _resolved(config), pretrained.name
+        starts = [pretrained.name]
+        if VARIANTS[variant].get("sources") and (sides := self._sides_inputs(pretrained)):
+            starts.append(self.directory(*sides).name)  # its side encoders start from the pretrained ones
+        return train_stage(variant, seed, augmented, training_set), _resolved(config), *starts
 
     def _evaluate_inputs(
         self, model_dir: Path, build: Path, augmented: bool = False, training_set: str | None = None
@@ -226,11 +255,14 @@ class Study:
     ) -> Stage:
         """Fine-tune one variant with one seed, from the shared pretrained encoder (BART warm-starts from it);
         ``augmented``: on the augmentation stage's training data; ``training_set``: on that set's."""
-        name, config, start_name = self._finetune_inputs(variant, seed, pretrained.directory, augmented, training_set)
-        stage = self.stage(name, config, start_name)
+        name, config, *starts = self._finetune_inputs(variant, seed, pretrained.directory, augmented, training_set)
+        stage = self.stage(name, config, *starts)
+        if len(starts) > 1 and not stage.done:  # the side encoders it starts from, pretrained first
+            self.pretrain_sides(pretrained)
         if self.pending(stage, model_label("train", variant, seed, augmented, training_set)):
             start = str(pretrained.directory)
-            self._train(stage, {**config, "tokenizer_path": start, "init_from": start})
+            sides = {"init_sides_from": str(self.run_dir / STAGES / starts[1])} if len(starts) > 1 else {}
+            self._train(stage, {**config, "tokenizer_path": start, "init_from": start, **sides})
         return stage
 
     def _train(self, stage: Stage, config: dict) -> None:
@@ -363,6 +395,8 @@ class Study:
         name, config = self._pretrain_inputs()
         blocks = {**dict.fromkeys(p.pretrain, "pretrain"), "model_overrides": "model"}
         configs = [(name, config, blocks)]
+        if sides := self._sides_inputs(pretrained):
+            configs.append((sides[0], sides[1], {**dict.fromkeys(p.pretrain_sides, "pretrain_sides")}))
         trainings = [(v, False, None) for v, _ in grid]  # (variant, augmented, training set)
         if p.augmentation_study:
             trainings += [(v, augmented, None) for v, _ in self._augmentation_grid(grid) for augmented in (0, 1)]
@@ -372,7 +406,7 @@ class Study:
             ]
         seed = grid[0][1]  # the configs of other seeds differ only in their seed
         for variant, augmented, training_set in dict.fromkeys(trainings):
-            name, config, _ = self._finetune_inputs(variant, seed, pretrained, bool(augmented), training_set)
+            name, config, *_ = self._finetune_inputs(variant, seed, pretrained, bool(augmented), training_set)
             configs.append((name, config, {**dict.fromkeys(p.finetune, "finetune"), "model_overrides": "bart"}))
         for name, config, blocks in configs:
             origins = {key: f"preset {p.name}: {blocks[key]}" for key in config if key in blocks}
@@ -581,9 +615,10 @@ class Study:
                 ),
             ]
 
+        pretrained = self.directory(*self._pretrain_inputs())
         steps = [
             Step("build", self.directory(*self._build_inputs()), ("build",)),
-            Step("pretrain", self.directory(*self._pretrain_inputs()), ("pretrain",)),
+            Step("pretrain", pretrained, ("pretrain",)),
             *(step for variant, seed in grid for step in model(variant, seed)),
         ]
         if self.preset.augmentation_study is not None:
@@ -596,6 +631,9 @@ class Study:
                 for v, s in self._stage_grid(sets.variants_of(name), grid)
                 for step in model(v, s) + model(v, s, training_set=name)
             ]
+        sides = self._sides_inputs(pretrained)
+        if sides and any(VARIANTS[step.variant].get("sources") for step in steps if step.variant):
+            steps.insert(2, Step("pretrain sides", self.directory(*sides), ("pretrain-sides",)))
         return list(dict.fromkeys(steps))
 
     def run(self, variants: Sequence[str] | None = None, seeds: Sequence[int] | None = None) -> Path:

@@ -15,17 +15,28 @@ from ..fields import Range, field_types, type_name
 from ..modeling import VARIANTS
 from ..precision import check_precision
 
-TASKS = ("correction", "mlm")
+TASKS = ("correction", "mlm", "sides")
 
 
 @dataclass
 class ModelArguments:
     """What to train."""
 
-    task: str = field(default="correction", metadata={"help": "correction (a VARIANTS model) or mlm (pretraining)"})
+    task: str = field(
+        default="correction",
+        metadata={
+            "help": "correction (a VARIANTS model), mlm (pretraining) or sides (the side encoders of the variant's "
+            "sources, or of model_overrides' sources, pretrained over the masked LM init_from: "
+            "csc_hf.modeling.SidePretrainingModel)"
+        },
+    )
     variant: str = field(default="bert", metadata={"help": f"one of {', '.join(VARIANTS)}"})
     model_overrides: dict = field(default_factory=dict, metadata={"help": "CSCConfig / BartConfig / BertConfig fields"})
     init_from: str | None = field(default=None, metadata={"help": "a BERT (or BART) checkpoint folder or Hub name"})
+    init_sides_from: str | None = field(
+        default=None,
+        metadata={"help": "correction: a folder of the sides task whose side encoders the variant starts from"},
+    )
     tokenizer_path: str | None = field(
         default=None,
         metadata={
@@ -64,8 +75,10 @@ class ModelArguments:
         if self.task not in TASKS:
             raise ValueError(f"task={self.task!r}: choose one of {TASKS}")
         check_precision(self.precision)
-        if self.task == "correction" and self.variant not in VARIANTS:
+        if self.task != "mlm" and self.variant not in VARIANTS:
             raise ValueError(f"variant={self.variant!r}: choose one of {', '.join(VARIANTS)}")
+        if self.init_sides_from and self.task != "correction":
+            raise ValueError(f"init_sides_from={self.init_sides_from} is for task=correction, not task={self.task}")
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 import yaml
 from transformers import HfArgumentParser, TrainingArguments
+from transformers.utils import SAFE_WEIGHTS_NAME
 
 from .. import resources
 from ..benchmark.plan import BenchParams
@@ -132,7 +133,11 @@ def check_output_dir(output_dir: Any, model_args: ModelArguments, origin: str) -
     own start."""
     if not output_dir:
         raise ValueError(f"{origin}: output_dir={output_dir!r}: give the folder the model is saved to")
-    starts = [value for value in (model_args.init_from, model_args.tokenizer_path) if value and is_local(value)]
+    starts = [
+        value
+        for value in (model_args.init_from, model_args.init_sides_from, model_args.tokenizer_path)
+        if value and is_local(value)
+    ]
     check_output_folder(output_dir, f"{origin}: output_dir", inputs=starts)
 
 
@@ -145,6 +150,8 @@ def model_config_class(model_args: ModelArguments) -> type:
 
     if model_args.task == "mlm":
         return BertConfig
+    if model_args.task == "sides":
+        return CSCConfig
     return BartConfig if is_seq2seq(model_args.variant) else CSCConfig
 
 
@@ -227,6 +234,13 @@ def check_start_folders(model_args: ModelArguments, origins: dict[str, str], max
     hold one (:func:`start_tokenizer_file`) with the special tokens a run needs, each its own id inside the model's
     vocabulary (:func:`check_special_tokens`): a missing one is an error that says which command makes it, and the Hub
     is never tried."""
+    if value := model_args.init_sides_from:
+        origin = origins.get("init_sides_from", "config")
+        if not (Path(value) / SAFE_WEIGHTS_NAME).is_file():
+            raise FileNotFoundError(
+                f"{origin}: init_sides_from={value}: no {SAFE_WEIGHTS_NAME} there; give the folder a run of "
+                "task: sides saved"
+            )
     for key in ("init_from", "tokenizer_path"):
         value = getattr(model_args, key)
         if not value or not is_local(value):
@@ -358,9 +372,9 @@ def check_pretrain_corpus(model_args: ModelArguments, data_args: DataArguments, 
     corpus = data_args.pretrain_corpus
     if corpus is None:
         return
-    if model_args.task != "mlm":
+    if model_args.task == "correction":
         raise ValueError(
-            f"{origin}: pretrain_corpus={corpus} is the mlm task's text; task={model_args.task} trains "
+            f"{origin}: pretrain_corpus={corpus} is the text of the mlm and sides tasks; task=correction trains "
             "on pairs: drop pretrain_corpus or set task: mlm"
         )
     if not data_args.use_benchmark:

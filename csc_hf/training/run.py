@@ -27,7 +27,7 @@ from ..files import honour_umask
 from ..hardware import cpu_has_bf16
 from ..logging import get_logger
 from ..model_folder import weights_problem
-from ..modeling import CSCTokenizer, SparseBertForMaskedLM, build_model, is_seq2seq
+from ..modeling import CSCTokenizer, SparseBertForMaskedLM, build_model, build_side_pretraining, is_seq2seq
 from ..run_layout import CHECKPOINT, TRAINER_STATE, TRAINING_RECORD
 from ..scoring import make_compute_metrics, preprocess_logits_for_metrics
 from .arguments import DataArguments, ModelArguments
@@ -43,6 +43,8 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     holds a checkpoint resumes from the last one."""
     out = Path(training_args.output_dir)
     check_pretrain_corpus(model_args, data_args)
+    if model_args.task == "sides" and not model_args.init_from:
+        raise ValueError("task=sides needs init_from: the masked-LM checkpoint the side encoders learn over")
     check_train_edit_shares(model_args, data_args)
     set_seed(training_args.seed)  # before the model is built: its initialisation is part of the run
     train_set, eval_set, pair_chars = training_data(data_args, equal_length_targets(model_args))
@@ -85,6 +87,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
             "variant": model_args.variant,
             "seed": training_args.seed,
             "init_from": model_args.init_from,
+            "init_sides_from": model_args.init_sides_from,
             "precision": precision,
             "use_benchmark": data_args.use_benchmark,
             "bench_params": data_args.bench_params,
@@ -102,8 +105,22 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
     """What the task trains: ``(model, encode, collator, Trainer metric arguments)`` — a masked LM over the
     tokenizer's vocabulary (``mlm``), or a model of ``variant`` (``correction``; a seq2seq one is evaluated by its loss
     alone)."""
-    if model_args.task == "mlm":
-        model = _mlm_model(model_args, tokenizer, data_args.max_length)
+    if model_args.task in ("mlm", "sides"):
+        if model_args.task == "mlm":
+            model = _mlm_model(model_args, tokenizer, data_args.max_length)
+            metrics = {
+                "compute_metrics": masked_lm_accuracy,
+                "preprocess_logits_for_metrics": preprocess_logits_for_metrics,
+            }
+        else:  # the side encoders over the frozen masked LM: evaluated by their loss
+            model = build_side_pretraining(
+                model_args.variant,
+                tokenizer,
+                model_args.init_from,
+                fonts=model_args.fonts,
+                **model_args.model_overrides,
+            )
+            metrics = {}
 
         def encode(batch):
             return tokenizer(batch["target"], truncation=True, max_length=data_args.max_length)
@@ -115,16 +132,12 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
             mask_replace_prob=data_args.mask_replace_prob,
             random_replace_prob=data_args.random_replace_prob,
         )
-        return (
-            model,
-            encode,
-            collator,
-            {"compute_metrics": masked_lm_accuracy, "preprocess_logits_for_metrics": preprocess_logits_for_metrics},
-        )
+        return model, encode, collator, metrics
     model = build_model(
         model_args.variant,
         tokenizer,
         init_from=model_args.init_from,
+        init_sides_from=model_args.init_sides_from,
         fonts=model_args.fonts,
         **model_args.model_overrides,
     )
