@@ -66,6 +66,11 @@ def _sorted(value: Any) -> Any:
     return {key: _sorted(value[key]) for key in sorted(value)} if isinstance(value, dict) else value
 
 
+def _sources(variant: str) -> list[str]:
+    """The side sources a variant fuses (none for a seq2seq one)."""
+    return [] if is_seq2seq(variant) else VARIANTS[variant].get("sources", [])
+
+
 class Unfinished(ValueError):
     """A stage that a ``finished_only`` study found unfinished."""
 
@@ -183,7 +188,7 @@ class Study:
         """The name and inputs of the side-encoder pretraining (its config and the masked LM's stage name), or
         ``None`` when the preset has none or no variant of it has side sources."""
         p = self.preset
-        used = {source for v in p.variants if not is_seq2seq(v) for source in VARIANTS[v].get("sources", ())}
+        used = {source for variant in p.variants for source in _sources(variant)}
         if not p.pretrain_sides or not used:
             return None
         sources = [source for source in SOURCE_KINDS if source in used]
@@ -226,7 +231,7 @@ class Study:
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
         starts = [pretrained.name]
-        if VARIANTS[variant].get("sources") and (sides := self._sides_inputs(pretrained)):
+        if _sources(variant) and (sides := self._sides_inputs(pretrained)):
             starts.append(self.directory(*sides).name)  # its side encoders start from the pretrained ones
         return train_stage(variant, seed, augmented, training_set), _resolved(config), *starts
 
@@ -257,12 +262,11 @@ class Study:
         ``augmented``: on the augmentation stage's training data; ``training_set``: on that set's."""
         name, config, *starts = self._finetune_inputs(variant, seed, pretrained.directory, augmented, training_set)
         stage = self.stage(name, config, *starts)
-        if len(starts) > 1 and not stage.done:  # the side encoders it starts from, pretrained first
-            self.pretrain_sides(pretrained)
+        sides = self.pretrain_sides(pretrained) if len(starts) > 1 and not stage.done else None  # pretrained first
         if self.pending(stage, model_label("train", variant, seed, augmented, training_set)):
             start = str(pretrained.directory)
-            sides = {"init_sides_from": str(self.run_dir / STAGES / starts[1])} if len(starts) > 1 else {}
-            self._train(stage, {**config, "tokenizer_path": start, "init_from": start, **sides})
+            side_start = {"init_sides_from": str(sides.directory)} if sides else {}
+            self._train(stage, {**config, "tokenizer_path": start, "init_from": start, **side_start})
         return stage
 
     def _train(self, stage: Stage, config: dict) -> None:
@@ -396,7 +400,7 @@ class Study:
         blocks = {**dict.fromkeys(p.pretrain, "pretrain"), "model_overrides": "model"}
         configs = [(name, config, blocks)]
         if sides := self._sides_inputs(pretrained):
-            configs.append((sides[0], sides[1], {**dict.fromkeys(p.pretrain_sides, "pretrain_sides")}))
+            configs.append((sides[0], sides[1], dict.fromkeys(p.pretrain_sides, "pretrain_sides")))
         trainings = [(v, False, None) for v, _ in grid]  # (variant, augmented, training set)
         if p.augmentation_study:
             trainings += [(v, augmented, None) for v, _ in self._augmentation_grid(grid) for augmented in (0, 1)]
@@ -632,7 +636,7 @@ class Study:
                 for step in model(v, s) + model(v, s, training_set=name)
             ]
         sides = self._sides_inputs(pretrained)
-        if sides and any(VARIANTS[step.variant].get("sources") for step in steps if step.variant):
+        if sides and any(_sources(step.variant) for step in steps if step.variant):
             steps.insert(2, Step("pretrain sides", self.directory(*sides), ("pretrain-sides",)))
         return list(dict.fromkeys(steps))
 
