@@ -92,7 +92,7 @@ def test_pretrain_corpus_is_checked_before_any_work(tmp_path, small_params, pret
         (
             ["task=correction", f"pretrain_corpus={pretrain_file}"],
             ValueError,
-            "is the mlm task's text; task=correction",
+            "is the text of the mlm and sides tasks; task=correction",
         ),
         ([f"pretrain_corpus={tmp_path / 'nope.txt'}"], FileNotFoundError, "nope.txt is neither a file or folder nor"),
     ]:

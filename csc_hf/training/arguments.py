@@ -118,21 +118,21 @@ class DataArguments:
         metadata={"help": "use the first N validation pairs (validation_files' in order, then the benchmark's)"},
     )
     mask_rate: float = field(default=0.0, metadata={"help": "masked fine-tuning: share of correct characters masked"})
-    mlm_probability: float = field(default=0.15, metadata={"help": "masking rate of the mlm task"})
+    mlm_probability: float = field(default=0.15, metadata={"help": "masking rate of the mlm and sides tasks"})
     mask_replace_prob: float = field(
-        default=0.8, metadata={"help": "mlm task: share of the chosen tokens replaced by [MASK] (BERT: 0.8)"}
+        default=0.8, metadata={"help": "mlm and sides tasks: share of the chosen tokens replaced by [MASK] (BERT: 0.8)"}
     )
     random_replace_prob: float = field(
         default=0.1,
         metadata={
-            "help": "mlm task: share of the chosen tokens replaced "
+            "help": "mlm and sides tasks: share of the chosen tokens replaced "
             "by a random token (BERT: 0.1); the rest keep their token"
         },
     )
     pretrain_corpus: str | None = field(
         default=None,
         metadata={
-            "help": "the mlm task's training text: this corpus "
+            "help": "the training text of the mlm and sides tasks: this corpus "
             "(a name of csc_hf.corpus.CORPORA such as pretrain_mix, a text file or folder, "
             "datasets:PATH) cleaned as bench_params clean the benchmark's, less every "
             "sentence that overlaps a validation or test sentence of the benchmark "
