@@ -39,6 +39,11 @@ def register_auto() -> None:
 register_auto()
 
 
+def _fields(variant: str | Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The config fields of `variant` (a `VARIANTS` name or a dict of them) with `overrides` over them."""
+    return {**(VARIANTS[variant] if isinstance(variant, str) else variant), **overrides}
+
+
 def build_model(
     variant: str | Mapping[str, Any],
     tokenizer: CSCTokenizer,
@@ -54,7 +59,7 @@ def build_model(
     vocabulary, with its character knowledge; `init_from` is a BERT (or, for `bart`, BART) checkpoint to start from
     (an encoder taken from a masked-LM checkpoint leaves its head out: that load report is a debug message);
     `init_sides_from` a `SidePretrainingModel` folder its side encoders start from."""
-    fields = {**(VARIANTS[variant] if isinstance(variant, str) else variant), **overrides}
+    fields = _fields(variant, overrides)
     if fields.pop("model_type", CSCConfig.model_type) == "bart":
         if init_sides_from is not None:
             raise ValueError(f"init_sides_from={init_sides_from}: {variant!r} is a seq2seq model without side encoders")
@@ -86,7 +91,7 @@ def build_side_pretraining(
 ) -> SidePretrainingModel:
     """The side encoders of `variant`'s sources (or of `overrides["sources"]`) over the masked-LM checkpoint
     `init_from` (whose vocabulary is `tokenizer`'s), with the character knowledge they read."""
-    fields = {**(VARIANTS[variant] if isinstance(variant, str) else variant), **overrides}
+    fields = _fields(variant, overrides)
     if fields.pop("model_type", CSCConfig.model_type) == "bart" or not fields.get("sources"):
         raise ValueError(f"{variant!r} has no side sources to pretrain; give model_overrides: {{sources: [...]}}")
     config = CSCConfig(vocab_size=len(tokenizer), **fields)
