@@ -81,10 +81,12 @@ def test_sides_pretrained_in_the_training_task_start_a_variant(tmp_path, small_p
 def test_bad_side_starts_are_named_before_any_work(tmp_path, small_params):
     mlm = train_tiny(small_params, tmp_path / "mlm", task="mlm", max_steps=1, save_strategy="no")
     with pytest.raises(ValueError, match="task=sides needs init_from"):
-        train_tiny(small_params, tmp_path / "s", task="sides", max_steps=1)
+        train_tiny(small_params, tmp_path / "s", task="sides", variant="all_gate", max_steps=1)
     assert not (tmp_path / "s").exists()
     with pytest.raises(FileNotFoundError, match="init_sides_from=.*nowhere.*no model.safetensors"):
         check_config({"variant": "all_gate", "output_dir": str(tmp_path / "x"), "init_sides_from": "nowhere"})
+    with pytest.raises(ValueError, match="task=sides: variant='bert' has no side sources"):
+        check_config({"task": "sides", "output_dir": str(tmp_path / "x"), "init_from": str(mlm)})
     with pytest.raises(ValueError, match="init_sides_from=.* is for task=correction"):
         check_config({"task": "mlm", "output_dir": str(tmp_path / "x"), "init_sides_from": str(mlm)})
     sides = train_tiny(

@@ -77,6 +77,11 @@ class ModelArguments:
         check_precision(self.precision)
         if self.task != "mlm" and self.variant not in VARIANTS:
             raise ValueError(f"variant={self.variant!r}: choose one of {', '.join(VARIANTS)}")
+        if self.task == "sides" and not {**VARIANTS[self.variant], **self.model_overrides}.get("sources"):
+            raise ValueError(
+                f"task=sides: variant={self.variant!r} has no side sources; name one that has, or give "
+                "model_overrides: {sources: [...]}"
+            )
         if self.init_sides_from and self.task != "correction":
             raise ValueError(f"init_sides_from={self.init_sides_from} is for task=correction, not task={self.task}")
 

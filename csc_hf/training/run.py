@@ -103,8 +103,9 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
 
 def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, tokenizer: CSCTokenizer) -> tuple:
     """What the task trains: ``(model, encode, collator, Trainer metric arguments)`` — a masked LM over the
-    tokenizer's vocabulary (``mlm``), or a model of ``variant`` (``correction``; a seq2seq one is evaluated by its loss
-    alone)."""
+    tokenizer's vocabulary (``mlm``), the side encoders of ``variant``'s sources over the masked LM ``init_from``
+    (``sides``; evaluated by its loss), or a model of ``variant`` (``correction``; a seq2seq one is evaluated by its
+    loss alone)."""
     if model_args.task in ("mlm", "sides"):
         if model_args.task == "mlm":
             model = _mlm_model(model_args, tokenizer, data_args.max_length)
