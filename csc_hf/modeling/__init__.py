@@ -16,7 +16,15 @@ from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokeni
 
 from ..logging import expected_load_report
 from .bart import bart_config, bart_correct, bart_generate, build_bart
-from .configuration_csc import EDIT_OPS, VARIANTS, CSCConfig, can_change_length, is_seq2seq, variant_family
+from .configuration_csc import (
+    EDIT_OPS,
+    VARIANTS,
+    CSCConfig,
+    can_change_length,
+    is_seq2seq,
+    variant_family,
+    variant_sources,
+)
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
 from .masked_lm import SparseBertForMaskedLM
 from .modeling_csc import CSCForCorrection, CSCModel, CSCPreTrainedModel
@@ -123,4 +131,5 @@ __all__ = [
     "is_seq2seq",
     "register_auto",
     "variant_family",
+    "variant_sources",
 ]

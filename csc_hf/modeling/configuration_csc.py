@@ -158,6 +158,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
 """The paper's model grid: name -> `CSCConfig` overrides (`bart`: the seq2seq baseline, see `csc_hf.modeling.bart`)."""
 
 
+def variant_sources(variant: str, **overrides: Any) -> list[str]:
+    """The side sources the `VARIANTS` entry `variant` (with config field `overrides`) fuses: none for a seq2seq
+    model."""
+    return [] if is_seq2seq(variant) else list({**VARIANTS[variant], **overrides}.get("sources", []))
+
+
 def can_change_length(variant: str, **overrides: Any) -> bool:
     """Whether the `VARIANTS` entry `variant` (with config field `overrides`) can insert and delete characters: a
     seq2seq model, or a tagging model with an edit head; every other tagging model keeps its source's length."""

@@ -29,7 +29,7 @@ from ..evaluation import (
 from ..files import check_output_folder
 from ..logging import get_logger, plain_transformers_output
 from ..model_folder import copy_decoding
-from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq
+from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq, variant_sources
 from ..modeling.configuration_csc import SOURCE_KINDS
 from ..precision import resolved
 from ..run_layout import (
@@ -64,11 +64,6 @@ def _resolved(config: dict) -> dict:
 def _sorted(value: Any) -> Any:
     """``value`` with the keys of every mapping in it sorted (as the stage's ``train_config.yaml`` holds them)."""
     return {key: _sorted(value[key]) for key in sorted(value)} if isinstance(value, dict) else value
-
-
-def _sources(variant: str) -> list[str]:
-    """The side sources a variant fuses (none for a seq2seq one)."""
-    return [] if is_seq2seq(variant) else VARIANTS[variant].get("sources", [])
 
 
 class Unfinished(ValueError):
@@ -188,7 +183,7 @@ class Study:
         """The name and inputs of the side-encoder pretraining (its config and the masked LM's stage name), or
         ``None`` when the preset has none or no variant of it has side sources."""
         p = self.preset
-        used = {source for variant in p.variants for source in _sources(variant)}
+        used = {source for variant in p.variants for source in variant_sources(variant)}
         if not p.pretrain_sides or not used:
             return None
         sources = [source for source in SOURCE_KINDS if source in used]
@@ -231,7 +226,7 @@ class Study:
         if is_seq2seq(variant):
             config["model_overrides"] = p.bart
         starts = [pretrained.name]
-        if _sources(variant) and (sides := self._sides_inputs(pretrained)):
+        if variant_sources(variant) and (sides := self._sides_inputs(pretrained)):
             starts.append(self.directory(*sides).name)  # its side encoders start from the pretrained ones
         return train_stage(variant, seed, augmented, training_set), _resolved(config), *starts
 
@@ -636,7 +631,7 @@ class Study:
                 for step in model(v, s) + model(v, s, training_set=name)
             ]
         sides = self._sides_inputs(pretrained)
-        if sides and any(_sources(step.variant) for step in steps if step.variant):
+        if sides and any(variant_sources(step.variant) for step in steps if step.variant):
             steps.insert(2, Step("pretrain sides", self.directory(*sides), ("pretrain-sides",)))
         return list(dict.fromkeys(steps))
 

@@ -12,7 +12,7 @@ from ..benchmark.plan import BenchParams
 from ..corpus import check_not_sentence_pairs
 from ..data import DATA_KINDS
 from ..fields import Range, field_types, type_name
-from ..modeling import VARIANTS
+from ..modeling import VARIANTS, variant_sources
 from ..precision import check_precision
 
 TASKS = ("correction", "mlm", "sides")
@@ -77,7 +77,7 @@ class ModelArguments:
         check_precision(self.precision)
         if self.task != "mlm" and self.variant not in VARIANTS:
             raise ValueError(f"variant={self.variant!r}: choose one of {', '.join(VARIANTS)}")
-        if self.task == "sides" and not {**VARIANTS[self.variant], **self.model_overrides}.get("sources"):
+        if self.task == "sides" and not variant_sources(self.variant, **self.model_overrides):
             raise ValueError(
                 f"task=sides: variant={self.variant!r} has no side sources; name one that has, or give "
                 "model_overrides: {sources: [...]}"
