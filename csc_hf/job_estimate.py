@@ -6,6 +6,9 @@ sizes and precision, times the work its plan holds.
     logger.info("%s", probe.summary())              # the CPU, its compute path (bf16 or fp32), the step times
     probe.stage_seconds(6000, {"bert": 2400, "bart": 2400}, sentences=72100)   # seconds per kind of stage
 
+With ``sides`` (side sources, as a preset's ``pretrain_sides`` stage trains them), it also times a step of the
+side encoders' pretraining (`csc_hf.modeling.SidePretrainingModel`) over a masked LM of the same sizes.
+
 The batches are random characters drawn by Zipf's law (as many distinct characters per batch as running text has:
 the side encoders run once per distinct character) at the benchmark's mean length. A training step is the
 Trainer's (forward under autocast where the precision resolves to bf16, backward, clipping, fused AdamW), an
@@ -18,14 +21,22 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
 from transformers import BertConfig
 
 from . import hardware
-from .modeling import CSCTokenizer, SparseBertForMaskedLM, build_model, is_seq2seq
+from .modeling import (
+    CSCConfig,
+    CSCTokenizer,
+    SidePretrainingModel,
+    SparseBertForMaskedLM,
+    build_char_knowledge,
+    build_model,
+    is_seq2seq,
+)
 from .precision import resolved
 
 MEAN_TOKENS = 43
@@ -106,6 +117,7 @@ class StepProbe:
     pretrain_step: float
     finetune_step: dict[str, float] = field(default_factory=dict)
     sentence: dict[str, float] = field(default_factory=dict)
+    sides_step: float | None = None
 
     @classmethod
     def measure(
@@ -118,6 +130,8 @@ class StepProbe:
         pretrain_batch: int = 64,
         finetune_batch: int = 32,
         eval_batch: int = 64,
+        sides: Sequence[str] = (),
+        sides_batch: int = 64,
         steps: int = 2,
         threads: int | None = None,
         attention: str | None = None,
@@ -126,6 +140,7 @@ class StepProbe:
         """Time `steps` steps of each stage (after a warm-up step) with the encoder sizes `model` (BertConfig
         fields; `bart`: the seq2seq variant's BartConfig fields over them, `bart_sizes`) over a `vocab_size`
         vocabulary; the training models use the attention implementation `attention` (default: the model's).
+        `sides`: the side sources whose pretraining step (batches of `sides_batch`) is timed too (`sides_step`).
         `clock`: wall time (what a run here and now takes); `time.process_time` with one thread gives what the steps
         cost a core of their own."""
         used, before = threads or hardware.torch_threads(), torch.get_num_threads()
@@ -140,6 +155,14 @@ class StepProbe:
             if attention:
                 mlm.set_attn_implementation(attention)
             pretrain = _train_seconds(mlm, {"input_ids": ids, "labels": labels}, bf16, steps, clock)
+            sides_step = None
+            if sides:
+                config = CSCConfig(vocab_size=vocab_size, sources=list(sides), **model)
+                side_model = SidePretrainingModel(config, build_char_knowledge(tokenizer.get_vocab(), config))
+                ids = _ids(sides_batch, vocab_size, generator)
+                labels = torch.where(torch.rand(ids.shape, generator=generator) < 0.15, ids, -100)
+                batch = {"input_ids": torch.where(labels == -100, ids, tokenizer.mask_token_id), "labels": labels}
+                sides_step = _train_seconds(side_model, batch, bf16, steps, clock)
             ids = _ids(finetune_batch, vocab_size, generator)
             texts = [
                 tokenizer.decode(row, skip_special_tokens=True).replace(" ", "")
@@ -155,15 +178,20 @@ class StepProbe:
                 if attention and not seq2seq:
                     built.set_attn_implementation("sdpa")  # inference: SDPA's flash kernel
                 sentence[variant] = _correct_seconds(built, tokenizer, texts, precision, steps, clock) / eval_batch
-            return cls(hardware.compute_path(), "bf16" if bf16 else "fp32", used, pretrain, finetune, sentence)
+            precision_used = "bf16" if bf16 else "fp32"
+            return cls(hardware.compute_path(), precision_used, used, pretrain, finetune, sentence, sides_step)
         finally:
             torch.set_num_threads(before)
 
-    def stage_seconds(self, pretrain_steps: int, finetune_steps: Mapping[str, int], sentences: int) -> dict[str, float]:
+    def stage_seconds(
+        self, pretrain_steps: int, finetune_steps: Mapping[str, int], sentences: int, sides_steps: int = 0
+    ) -> dict[str, float]:
         """Forecast seconds of the study's stages, keyed as its progress names their kinds: ``pretrain``,
-        ``train VARIANT`` (one fine-tuning of `finetune_steps[VARIANT]` steps) and ``evaluate VARIANT`` (an
-        evaluation of `sentences` sentences)."""
+        ``pretrain-sides`` (`sides_steps` steps, where the probe timed one), ``train VARIANT`` (one fine-tuning of
+        `finetune_steps[VARIANT]` steps) and ``evaluate VARIANT`` (an evaluation of `sentences` sentences)."""
         seconds = {"pretrain": pretrain_steps * self.pretrain_step}
+        if sides_steps and self.sides_step is not None:
+            seconds["pretrain-sides"] = sides_steps * self.sides_step
         for variant, steps in finetune_steps.items():
             seconds[f"train {variant}"] = steps * self.finetune_step[variant]
             seconds[f"evaluate {variant}"] = sentences * self.sentence[variant]
@@ -172,9 +200,10 @@ class StepProbe:
     def summary(self) -> str:
         steps = ", ".join(f"{v} {s:.2f}" for v, s in self.finetune_step.items())
         sentences = ", ".join(f"{v} {1000 * s:.1f}" for v, s in self.sentence.items())
+        sides = "" if self.sides_step is None else f"; side encoders' pretraining {self.sides_step:.2f} s/step"
         return (
             f"{hardware.describe()}; {self.precision} with {self.threads} torch thread(s): pretraining "
-            f"{self.pretrain_step:.2f} s/step; fine-tuning s/step: {steps}; evaluation ms/sentence: {sentences}"
+            f"{self.pretrain_step:.2f} s/step{sides}; fine-tuning s/step: {steps}; evaluation ms/sentence: {sentences}"
         )
 
 

@@ -38,7 +38,17 @@ def test_probe_times_every_stage_and_forecasts_the_plan():
         "train bart": pytest.approx(20 * probe.finetune_step["bart"]),
         "evaluate bart": pytest.approx(1000 * probe.sentence["bart"]),
     }
-    assert "fp32 with 1 torch thread(s)" in probe.summary()
+    assert "fp32 with 1 torch thread(s)" in probe.summary() and probe.sides_step is None
+
+
+def test_probe_times_the_side_encoders_pretraining():
+    probe = StepProbe.measure(
+        TINY, vocab_size=300, variants=["bert"], precision="fp32", sides=["pinyin_gru", "glyph_cnn"], sides_batch=4,
+        pretrain_batch=4, finetune_batch=4, eval_batch=4, steps=1, threads=1,
+    )  # fmt: skip
+    assert probe.sides_step > 0 and "side encoders' pretraining" in probe.summary()
+    assert probe.stage_seconds(10, {}, 0, sides_steps=20)["pretrain-sides"] == pytest.approx(20 * probe.sides_step)
+    assert "pretrain-sides" not in probe.stage_seconds(10, {}, 0)
 
 
 def test_bart_takes_the_encoders_sizes_then_its_own():

@@ -270,6 +270,8 @@ def test_pretrained_side_encoders_start_the_variants_with_sources(smoke_run, tmp
     record = json.loads((run / "stages" / new[2] / "csc_training.json").read_text(encoding="utf-8"))
     assert record["init_sides_from"] == str(sides)
     assert "pretrain the side encoders (pinyin_gru, stroke_gru, glyph_cnn; 6 steps)" in caplog.text
+    assert "side encoders' pretraining" in caplog.text  # the forecast timed a step of it: its ETA is a forecast
+    assert re.search(r"pretrain the side encoders \(.*\) · elapsed \S+ · ETA ~", caplog.text)
     assert "train bert" not in caplog.text  # bert has no sources: the smoke run's model
 
 

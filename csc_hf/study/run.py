@@ -53,6 +53,9 @@ from .progress import Progress, Stage, Step, clock, model_label
 
 logger = get_logger(__name__)
 
+FORECAST_KINDS = ("pretrain", "pretrain-sides", "train", "evaluate")
+"""The kinds of stage the forecast times (the build and augmentation stages it leaves out)."""
+
 
 def _resolved(config: dict) -> dict:
     """A training config with its ``precision`` as this machine resolves it (``auto`` is bf16 on a CPU with bf16 in
@@ -673,16 +676,17 @@ class Study:
         return path
 
     def forecast(self, plan: Sequence[Step], build: Stage) -> dict[Path, float]:
-        """The seconds each model and pretraining stage of ``plan`` will take here: one step of each kind timed now
-        (`csc_hf.job_estimate.StepProbe`, a few seconds per variant at the preset's sizes, batches and precision),
-        times the stage's steps (a training) or sentences (an evaluation: every split of its test configs, as the
-        build counted them, and the validation sentences its decoding is tuned on). Logged with the whole job's sum."""
+        """The seconds each model and pretraining stage of ``plan`` (the side encoders' too) will take here: one step
+        of each kind timed now (`csc_hf.job_estimate.StepProbe`, a few seconds per variant at the preset's sizes,
+        batches and precision), times the stage's steps (a training) or sentences (an evaluation: every split of its
+        test configs, as the build counted them, and the validation sentences its decoding is tuned on). Logged with
+        the whole job's sum."""
         import torch
 
         from ..job_estimate import StepProbe
 
         p = self.preset
-        if all(Stage(step.directory).done for step in plan if step.kinds[-1] in ("pretrain", "train", "evaluate")):
+        if all(Stage(step.directory).done for step in plan if step.kinds[-1] in FORECAST_KINDS):
             return {}
         if p.launcher or not trains_on_cpu(bool(p.finetune.get("use_cpu"))):
             logger.info("no forecast: the probe times one process on the CPU, and this preset trains otherwise")
@@ -691,6 +695,9 @@ class Study:
         train_targets = load_dataset("csc_bench", "train", split="train", **p.bench_params)["target"]
         vocab_size = len(set("".join(train_targets))) + 5  # + the special tokens
         variants = list(dict.fromkeys(step.variant for step in plan if step.variant))
+        sides = self._sides_inputs(self.directory(*self._pretrain_inputs()))
+        pending_sides = any(s.kinds[-1] == "pretrain-sides" and not Stage(s.directory).done for s in plan)
+        sides_config = sides[1] if sides and pending_sides else {}
         probe = StepProbe.measure(
             p.model,
             vocab_size,
@@ -700,6 +707,8 @@ class Study:
             pretrain_batch=p.pretrain.get("per_device_train_batch_size", 8),
             finetune_batch=p.finetune.get("per_device_train_batch_size", 8),
             eval_batch=p.eval_batch_size,
+            sides=sides_config.get("model_overrides", {}).get("sources", ()),
+            sides_batch=sides_config.get("per_device_train_batch_size", 8),
             steps=1,
             threads=torch.get_num_threads(),
         )
@@ -712,6 +721,8 @@ class Study:
             kind = step.kinds[-1]
             if kind == "pretrain" and p.pretrain.get("max_steps", 0) > 0:
                 seconds[step.directory] = p.pretrain["max_steps"] * probe.pretrain_step
+            elif kind == "pretrain-sides" and sides_config.get("max_steps", 0) > 0:
+                seconds[step.directory] = sides_config["max_steps"] * probe.sides_step
             elif kind == "train" and p.finetune.get("max_steps", 0) > 0:
                 seconds[step.directory] = step.work * p.finetune["max_steps"] * probe.finetune_step[step.variant]
             elif kind == "evaluate":
