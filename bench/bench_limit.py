@@ -63,7 +63,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler  # noqa: E402
 
 from csc_hf import resources  # noqa: E402
 from csc_hf.benchmark.builder import load_dataset  # noqa: E402
-from csc_hf.modeling import CSCTokenizer, SparseBertForMaskedLM, build_model  # noqa: E402
+from csc_hf.modeling import CSCTokenizer, SparseBertForMaskedLM, build_model, modeling_csc  # noqa: E402
 from csc_hf.pipeline import Corrector  # noqa: E402
 from csc_hf.precision import resolved  # noqa: E402
 from csc_hf.training.data import CorrectionCollator, encode_sentences  # noqa: E402
@@ -243,15 +243,33 @@ def bf16_matmuls(enabled: bool):
         torch.backends.mkldnn.matmul.fp32_precision = before
 
 
+def plain_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The correction models' loss before its CPU row chunks: one cross_entropy over every row."""
+    return torch.nn.functional.cross_entropy(
+        logits.flatten(0, -2).float(), targets.flatten(), ignore_index=-100, reduction="sum"
+    )
+
+
+@contextlib.contextmanager
+def plain_loss(enabled: bool):
+    chunked = modeling_csc.summed_cross_entropy
+    if enabled:
+        modeling_csc.summed_cross_entropy = plain_cross_entropy
+    try:
+        yield
+    finally:
+        modeling_csc.summed_cross_entropy = chunked
+
+
 def train_step(
-    model, optimizer, schedule, bf16: bool, compiled=None, bf16_math: bool = False
+    model, optimizer, schedule, bf16: bool, compiled=None, bf16_math: bool = False, plain: bool = False
 ) -> Callable[[dict], float]:
     forward = model if compiled is None else compiled
 
     def run(batch: dict) -> float:
         model.train()
         items = int((batch["labels"] != -100).sum())
-        with bf16_matmuls(bf16_math):
+        with bf16_matmuls(bf16_math), plain_loss(plain):
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and not bf16_math):
                 loss = forward(**batch, num_items_in_batch=items).loss
             loss.backward()
@@ -308,6 +326,7 @@ LEVERS = {  # name: how the model or the step differs from the stage's reference
     "no attention dropout (recipe change)": {"config": {"attention_probs_dropout_prob": 0.0}},
     "AdamW foreach (not fused)": {"fused": False},
     "torch.compile": {"compile": True},
+    "one cross-entropy over all rows": {"plain_loss": True},  # the correction loss before its CPU row chunks
     # recorded products would be replayed in fp32: the floor is the reference's (or the lever's named in floor_of)
     "fp32, bf16 matmuls (no autocast)": {"bf16_math": True},
     "masked positions, fp32, bf16 matmuls": {
@@ -325,7 +344,12 @@ STAGE_LEVERS = {
         "AdamW foreach (not fused)",
         "masked positions, fp32, bf16 matmuls",
     ],
-    "finetune": ["eager attention", "eager attention + FastDropout", "fp32, bf16 matmuls (no autocast)"],
+    "finetune": [
+        "one cross-entropy over all rows",
+        "eager attention",
+        "eager attention + FastDropout",
+        "fp32, bf16 matmuls (no autocast)",
+    ],
 }
 
 
@@ -367,7 +391,7 @@ def training_configs(
         configs.append(
             Config(
                 lever or name,
-                train_step(model, optimizer, schedule, bf16, compiled, bf16_math),
+                train_step(model, optimizer, schedule, bf16, compiled, bf16_math, options.get("plain_loss", False)),
                 record=record,
                 floor_of=None if record else options.get("floor_of", name),
             )

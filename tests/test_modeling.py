@@ -5,6 +5,7 @@ import os
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import run_without_csc_hf
 from transformers import (
     AutoConfig,
@@ -29,6 +30,7 @@ from csc_hf.modeling import (
     context_pinyin_ids,
     load_vectors,
 )
+from csc_hf.modeling import modeling_csc
 from csc_hf.modeling.configuration_csc import SOURCE_KINDS
 from csc_hf.pipeline import decode_edits
 
@@ -320,6 +322,55 @@ def test_loss_normalised_by_num_items_in_batch(tokenizer, knowledge):
         mean = model(**data).loss
         assert torch.allclose(model(**data, num_items_in_batch=torch.tensor(count)).loss, mean)
         assert torch.allclose(model(**data, num_items_in_batch=2 * count).loss, mean / 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_chunked_cross_entropy_gives_the_same_bytes(monkeypatch, dtype):
+    """The CPU training loss runs in row chunks (the correction head scores the whole vocabulary at every position):
+    the same loss and gradient bytes as one cross_entropy over all rows, with ignored rows, a last partial chunk and
+    the chunk's own cast of bf16 logits."""
+    monkeypatch.setattr(modeling_csc, "CHUNK_ELEMENTS", 7 * 300)  # 7 rows a chunk: 103 rows, 15 chunks
+    generator = torch.Generator().manual_seed(0)
+    values = (torch.randn(103, 300, generator=generator) * 4).to(dtype)
+    targets = torch.randint(0, 300, (103,), generator=generator)
+    targets[::5] = -100
+    results = []
+    for chunked in (True, False):
+        logits = values.clone().requires_grad_()
+        if chunked:
+            loss = modeling_csc.summed_cross_entropy(logits, targets)
+        else:
+            loss = F.cross_entropy(logits.float(), targets, ignore_index=-100, reduction="sum")
+        (loss / 91).backward()
+        results.append((loss.detach(), logits.grad))
+    (loss, grad), (reference, reference_grad) = results
+    assert torch.equal(loss, reference) and grad.dtype == dtype and torch.equal(grad, reference_grad)
+    assert torch.count_nonzero(grad[::5]) == 0 and torch.count_nonzero(grad) > 0
+
+
+def test_a_training_step_is_the_same_with_the_chunked_loss(monkeypatch, tokenizer, knowledge):
+    """A step of a model with every head (correction, pinyin, strokes) under bf16 autocast: the same weights."""
+    weights = []
+    for chunk in (64, None):
+        if chunk is None:  # the plain loss: every cross-entropy in one call
+            monkeypatch.setattr(
+                modeling_csc,
+                "summed_cross_entropy",
+                lambda x, y: F.cross_entropy(x.flatten(0, -2).float(), y.flatten(), ignore_index=-100, reduction="sum"),
+            )
+        else:
+            monkeypatch.setattr(modeling_csc, "CHUNK_ELEMENTS", chunk)
+        torch.manual_seed(0)
+        model = make_model(tokenizer, knowledge, **VARIANTS["all_gate+heads"]).train()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        for _ in range(2):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = model(**batch(tokenizer)).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        weights.append(torch.cat([p.detach().flatten().float() for p in model.parameters()]))
+    assert torch.equal(*weights)
 
 
 def test_side_encoders_run_once_per_distinct_key(tokenizer, knowledge):

@@ -425,9 +425,52 @@ class CSCCorrectionOutput(ModelOutput):
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
+CHUNK_ELEMENTS = 1 << 18
+"""Logits per row chunk of the CPU cross-entropy (1 MiB in fp32: a chunk's passes stay in the core's cache)."""
+
+
+class _ChunkedCrossEntropy(torch.autograd.Function):
+    """``F.cross_entropy(logits.float(), targets, ignore_index=-100, reduction="sum")`` over `logits` ``(rows,
+    classes)``, a chunk of rows at a time: the same kernels on each chunk, so the same loss and gradient bytes, but
+    each chunk's cast, log-softmax and their backward run in cache instead of streaming the whole fp32
+    ``(rows, classes)`` tensor through memory several times (the correction head scores the vocabulary at every
+    position). The backward recomputes a chunk's log-softmax rather than keeping it from the forward pass."""
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        rows = max(1, CHUNK_ELEMENTS // logits.shape[-1])
+        picked = torch.cat(
+            [
+                torch.log_softmax(logits[start : start + rows].float(), -1).gather(
+                    1, targets[start : start + rows].clamp(min=0).unsqueeze(1)
+                )
+                for start in range(0, len(logits), rows)
+            ]
+        )
+        ctx.save_for_backward(logits, targets)
+        # the sum of the picked log-probabilities as cross_entropy's nll_loss adds them up (one class per row)
+        return F.nll_loss(picked, targets.clamp(max=0), ignore_index=-100, reduction="sum")
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        logits, targets = ctx.saved_tensors
+        rows = max(1, CHUNK_ELEMENTS // logits.shape[-1])
+        grads = torch.empty_like(logits)
+        with torch.enable_grad():
+            for start in range(0, len(logits), rows):
+                chunk = logits[start : start + rows].detach().requires_grad_()
+                loss = F.cross_entropy(chunk.float(), targets[start : start + rows], ignore_index=-100, reduction="sum")
+                (grads[start : start + rows],) = torch.autograd.grad(loss, chunk, grad)
+        return grads, None
+
+
 def summed_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy summed over the targets that are not -100."""
-    return F.cross_entropy(logits.flatten(0, -2).float(), targets.flatten(), ignore_index=-100, reduction="sum")
+    """Cross-entropy summed over the targets that are not -100 (computed in fp32; on the CPU in row chunks, with the
+    same result)."""
+    logits, targets = logits.flatten(0, -2), targets.flatten()
+    if logits.device.type == "cpu" and logits.requires_grad and torch.is_grad_enabled():
+        return _ChunkedCrossEntropy.apply(logits, targets)
+    return F.cross_entropy(logits.float(), targets, ignore_index=-100, reduction="sum")
 
 
 class CSCForCorrection(CSCPreTrainedModel):
