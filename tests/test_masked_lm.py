@@ -1,6 +1,8 @@
 """SparseBertForMaskedLM: BertForMaskedLM's loss and gradients with the output layer run only where labels are."""
 
 import json
+import logging
+import math
 
 import pytest
 import torch
@@ -100,3 +102,30 @@ def test_pretraining_trains_the_sparse_model_and_saves_a_plain_one(tmp_path, sma
     assert type(_mlm_model(model_args, None, 64)) is SparseBertForMaskedLM
     model_args = check_config({"task": "mlm", "output_dir": "x"})[0]
     assert type(_mlm_model(model_args, _Tokenizer(), 128)) is SparseBertForMaskedLM
+
+
+def test_unigram_cross_entropy_scores_the_validation_tokens_by_training_frequencies():
+    from csc_hf.training.run import unigram_cross_entropy
+
+    train, validation = [[2, 5, 5, 6, 3], [2, 5, 3]], [[2, 6, 5, 3]]  # special: 0, 2, 3, 4
+    # add-one counts of the other ids 1, 5, 6: 0 + 1, 3 + 1, 1 + 1 (7 in all); validation scores 6 and 5
+    expected = -(math.log(2 / 7) + math.log(4 / 7)) / 2
+    assert unigram_cross_entropy(train, validation, [0, 2, 3, 4]) == pytest.approx(expected)
+    assert math.isnan(unigram_cross_entropy(train, [[2, 3]], [0, 2, 3, 4]))
+
+
+def test_a_masked_lm_at_the_unigram_plateau_is_reported(tmp_path, small_params, caplog):
+    """Four steps of a tiny masked LM leave it predicting character frequencies: its evaluation says so."""
+    from csc_hf.training.run import UnigramPlateau
+
+    plateau = UnigramPlateau(6.5)
+    state = type("State", (), {"is_world_process_zero": True, "global_step": 1000})()
+    with caplog.at_level(logging.WARNING, logger="csc_hf"):
+        plateau.on_evaluate(None, state, None, metrics={"eval_loss": 5.7})  # reads its context: 0.8 below
+        assert "has not learned to read the context" not in caplog.text
+        plateau.on_evaluate(None, state, None, metrics={"eval_loss": 6.6})
+        assert "step 1000: the masked LM's validation loss 6.600 is within 0.2 of 6.500" in caplog.text
+        caplog.clear()
+        train_tiny(small_params, tmp_path / "m", task="mlm", max_steps=4, save_strategy="no", eval_strategy="steps",
+                   eval_steps=4)  # fmt: skip
+    assert "has not learned to read the context" in caplog.text

@@ -29,8 +29,8 @@ from csc_hf.modeling import (
     build_model,
     context_pinyin_ids,
     load_vectors,
+    modeling_csc,
 )
-from csc_hf.modeling import modeling_csc
 from csc_hf.modeling.configuration_csc import SOURCE_KINDS
 from csc_hf.pipeline import decode_edits
 
