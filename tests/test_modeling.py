@@ -346,6 +346,9 @@ def test_chunked_cross_entropy_gives_the_same_bytes(monkeypatch, dtype):
     (loss, grad), (reference, reference_grad) = results
     assert torch.equal(loss, reference) and grad.dtype == dtype and torch.equal(grad, reference_grad)
     assert torch.count_nonzero(grad[::5]) == 0 and torch.count_nonzero(grad) > 0
+    empty = values[:0].clone().requires_grad_()  # no rows (an edit head's insert scores where nothing is inserted)
+    modeling_csc.summed_cross_entropy(empty, targets[:0]).backward()
+    assert empty.grad.shape == (0, 300)
 
 
 def test_a_training_step_is_the_same_with_the_chunked_loss(monkeypatch, tokenizer, knowledge):

@@ -468,7 +468,7 @@ def summed_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.T
     """Cross-entropy summed over the targets that are not -100 (computed in fp32; on the CPU in row chunks, with the
     same result)."""
     logits, targets = logits.flatten(0, -2), targets.flatten()
-    if logits.device.type == "cpu" and logits.requires_grad and torch.is_grad_enabled():
+    if logits.device.type == "cpu" and logits.requires_grad and torch.is_grad_enabled() and len(logits):
         return _ChunkedCrossEntropy.apply(logits, targets)
     return F.cross_entropy(logits.float(), targets, ignore_index=-100, reduction="sum")
 
