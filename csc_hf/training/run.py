@@ -64,7 +64,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
         )
     logger.info("training in %s (weights in fp32)", precision)
     callbacks = _callbacks(model_args.save_every_seconds)
-    if model_args.task == "mlm" and eval_set:
+    if model_args.task == "mlm" and eval_set and training_args.eval_strategy != "no":  # only evaluations report it
         plateau = unigram_cross_entropy(train_set["input_ids"], eval_set["input_ids"], tokenizer.all_special_ids)
         callbacks.append(UnigramPlateau(plateau))
     trainer = Trainer(
