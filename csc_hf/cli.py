@@ -715,9 +715,9 @@ def parser_confusion(sub) -> None:
 
 def parser_run(sub) -> None:
     run = _command(sub, cmd_run)
-    defaults = {name: path for path, name in resources.DEFAULT_PRESETS.items()}
+    defaults = {name: cpus for cpus, name in resources.DEFAULT_PRESETS.items()}
     shipped = "; ".join(
-        f"{name}{f' (the default on a CPU with {defaults[name]} compute)' if name in defaults else ''}: {text}"
+        f"{name}{f' (the default on a CPU {defaults[name]})' if name in defaults else ''}: {text}"
         for name, text in resources.preset_descriptions().items()
     )
     run.add_argument("--preset", help=f"a shipped preset ({shipped}) or a YAML path")

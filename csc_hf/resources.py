@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from .precision import resolved
+from . import hardware
 
 SHIPPED = ("trainer_configs", "metrics", "dataset_scripts")  # the repository's top-level folders the package ships
 
@@ -54,14 +54,16 @@ def preset_path(name: str) -> Path:
     return shipped_dir("trainer_configs") / "presets" / f"{name}.yaml"
 
 
-DEFAULT_PRESETS = {"bf16": "cpu", "fp32": "cpu-fp32"}
-"""The shipped preset `csc-bench run` runs when none is named, by what ``precision: auto`` computes in on this CPU:
-``cpu`` where it has bf16 in hardware, ``cpu-fp32`` (the same study sized to about the same hours in fp32) elsewhere."""
+DEFAULT_PRESETS = {"with AMX": "cpu", "without AMX": "cpu-small"}
+"""The shipped preset `csc-bench run` runs when none is named, by the CPU: ``cpu`` where bf16 runs on AMX tiles,
+``cpu-small`` (the same study sized to fit 6 hours without them: a smaller encoder, one seed, smaller test sets)
+elsewhere, in bf16 on AVX512-BF16 and in fp32 on AVX2 or AVX-512 (their hours: BENCHMARKS.md)."""
 
 
-def default_preset() -> str:
-    """The name of this machine's default preset (`DEFAULT_PRESETS`, by `csc_hf.precision.resolved`)."""
-    return DEFAULT_PRESETS[resolved("auto")]
+def default_preset(path: str | None = None) -> str:
+    """The name of this machine's default preset (`DEFAULT_PRESETS`) by its compute path (`hardware.compute_path`)."""
+    path = hardware.compute_path() if path is None else path
+    return DEFAULT_PRESETS["with AMX" if path == "bf16 (AMX)" else "without AMX"]
 
 
 def preset_names() -> list[str]:

@@ -113,7 +113,18 @@ def test_held_kernels_take_the_fp32_path_and_preset(monkeypatch):
     assert "kernels held from avx512f avx512_bf16 avx512_fp16 amx_tile amx_bf16" in line
     assert line.endswith("compute path: fp32 (AVX2)")
     assert not hardware.cpu_has_bf16()
-    assert resources.default_preset() == "cpu-fp32"
+    assert resources.default_preset() == "cpu-small"
+
+
+def test_bf16_without_amx_takes_the_small_preset(monkeypatch):
+    """A Zen 4 computes in bf16 (AVX512-BF16) but without AMX's tiles: the cpu grid takes too long there."""
+    monkeypatch.setattr(hardware, "cpuinfo", lambda: ("AMD EPYC", {"avx2", "fma", "avx512f", "avx512_bf16"}))
+    for name in hardware.HOLD_TO_AVX2:
+        monkeypatch.delenv(name, raising=False)
+    assert hardware.describe().endswith("compute path: bf16 (AVX512-BF16)")
+    assert resources.default_preset() == "cpu-small"
+    monkeypatch.setattr(hardware, "cpuinfo", lambda: ("Xeon", SAPPHIRE_RAPIDS))
+    assert resources.default_preset() == "cpu"
 
 
 def test_openmp_defaults_leave_the_users_choice():

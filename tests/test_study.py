@@ -6,7 +6,7 @@ import shutil
 import pytest
 import yaml
 
-from csc_hf import resources
+from csc_hf import hardware, resources
 from csc_hf.benchmark.plan import AUGMENTED_COPIES
 from csc_hf.cli import main
 from csc_hf.files import read_predictions, write_predictions
@@ -396,22 +396,30 @@ def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
 
 
 def test_the_default_preset_follows_the_compute_path(monkeypatch, tmp_path, caplog):
-    """Without bf16 the default is cpu-fp32: the cpu study, its stages, recipe and tests, with a smaller encoder and
-    one seed (what fits the hours in fp32); `cpu` itself never changes with the machine, and the run says which."""
-    cpu, fp32 = Preset.load("cpu"), Preset.load("cpu-fp32")
-    assert set(resources.DEFAULT_PRESETS.values()) == {"cpu", "cpu-fp32"}
-    differ = {name for name in vars(cpu) if getattr(cpu, name) != getattr(fp32, name)}
-    assert differ == {"name", "description", "bench_params", "seeds", "model"} and fp32.seeds == [0]
-    assert fp32.bench_params == {"n_test": 2500}  # evaluation is a third of the job in fp32
-    assert fp32.model["hidden_size"] < cpu.model["hidden_size"]
-    assert fp32.model["hidden_size"] % fp32.model["num_attention_heads"] == 0
-    for path, name in (("bf16", "cpu"), ("fp32", "cpu-fp32")):
-        monkeypatch.setattr(resources, "resolved", lambda precision, path=path: path)
-        assert resources.default_preset() == name
+    """Without AMX the default is cpu-small: the cpu study, its stages, recipe and tests, with a smaller encoder and
+    one seed (what fits the hours without AMX, in bf16 on AVX512-BF16 as in fp32); `cpu` itself never changes with
+    the machine, and the run says which."""
+    cpu, small = Preset.load("cpu"), Preset.load("cpu-small")
+    assert set(resources.DEFAULT_PRESETS.values()) == {"cpu", "cpu-small"}
+    differ = {name for name in vars(cpu) if getattr(cpu, name) != getattr(small, name)}
+    assert differ == {"name", "description", "bench_params", "seeds", "model"} and small.seeds == [0]
+    assert small.bench_params == {"n_test": 2500}  # evaluation is a third of the job in fp32
+    assert small.model["hidden_size"] < cpu.model["hidden_size"]
+    assert small.model["hidden_size"] % small.model["num_attention_heads"] == 0
+    for path, name in (
+        ("bf16 (AMX)", "cpu"),
+        ("bf16 (AVX512-BF16)", "cpu-small"),  # a Zen 4: bf16 without AMX (BENCHMARKS.md)
+        ("fp32 (AVX-512)", "cpu-small"),
+        ("fp32 (AVX2)", "cpu-small"),
+        ("bf16", "cpu-small"),  # no /proc/cpuinfo: AMX unknown
+        ("fp32", "cpu-small"),
+    ):
+        assert resources.default_preset(path) == name
+    monkeypatch.setattr(hardware, "compute_path", lambda flags=None: "bf16 (AVX512-BF16)")
     output = tmp_path / "empty"
     with caplog.at_level("INFO", logger="csc_hf"):
         assert main(["run", "--output", str(output), "--finished-only"]) == 2  # nothing finished there
-    assert "preset: cpu-fp32, the default on this CPU" in caplog.text
+    assert "preset: cpu-small, the default on this CPU (compute path bf16 (AVX512-BF16)" in caplog.text
 
 
 # ---- progress and logging -------------------------------------------------------------------------------------------
