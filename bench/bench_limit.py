@@ -294,9 +294,11 @@ class Stage:
 
 
 class FastDropout(torch.nn.Module):
-    """Dropout whose mask comes from 16 random bits per element (two per 32-bit draw, `random_`), not from
-    `bernoulli_` (a 32-bit draw and a float compare per element): p is rounded to 1/65,536. A lever candidate, not in
-    the library: it changes the random draws (not their distribution), so it needs the paired quality check first."""
+    """Dropout whose mask comes from 16 random bits per element (two per 32-bit draw over int32's whole range), not
+    from `bernoulli_` (a 32-bit draw and a float compare per element): p is rounded to 1/65,536. A lever candidate, not
+    in the library: it changes the random draws (not their distribution), so it needs the paired quality check first.
+    `random_()` without bounds draws int32 in [0, 2^31): its upper 16 bits never go negative and half the elements
+    would be kept always (dropout p/2)."""
 
     def __init__(self, p: float):
         super().__init__()
@@ -305,7 +307,9 @@ class FastDropout(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0:
             return x
-        bits = torch.empty((x.numel() + 1) // 2, dtype=torch.int32).random_().view(torch.int16)[: x.numel()]
+        bits = (
+            torch.empty((x.numel() + 1) // 2, dtype=torch.int32).random_(-(2**31), 2**31).view(torch.int16)[: x.numel()]
+        )
         return x * ((bits.view(x.shape) >= self.threshold).to(x.dtype) * (1 / (1 - self.p)))
 
 
