@@ -243,12 +243,9 @@ def cmd_run(args: argparse.Namespace) -> None:
     from .study import Preset, Study
 
     if args.preset is None:
-        args.preset = resources.default_preset()
-        logger.info(
-            "preset: %s, the default on this CPU (compute path %s; name one with --preset)",
-            args.preset,
-            hardware.compute_path(),
-        )
+        path = hardware.compute_path()
+        args.preset = resources.default_preset(path)
+        logger.info("preset: %s, the default on this CPU (compute path %s; name one with --preset)", args.preset, path)
     preset = Preset.load(args.preset)
     output = args.output or str(Path(RUNS_DIR) / preset.name)
     study = Study(preset, output, finished_only=args.finished_only, estimate=not args.no_estimate)
