@@ -34,6 +34,10 @@ HOLD_TO_AVX2 = {"MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
 a CPU without AVX-512 or bf16 (a Zen 3), emulated on one that has them (``bench/bench_limit.py --isa avx2``; under them
 `csc-bench run` takes that CPU's fp32 path and default preset too, `kernel_flags`)."""
 
+AMX_PATH = "bf16 (AMX)"
+"""The compute path of bf16 on AMX tiles (`compute_path`): the one the ``cpu`` preset is the default on
+(`csc_hf.resources.default_preset`)."""
+
 _ONEDNN_BELOW_AVX512 = frozenset({"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2"})
 _ONEDNN_WITHOUT_BF16 = _ONEDNN_BELOW_AVX512 | {"AVX512_CORE", "AVX512_CORE_VNNI"}
 _MKL_BELOW_AVX512 = frozenset({"SSE4_2", "AVX", "AVX2"})
@@ -96,7 +100,7 @@ def compute_path(flags: set[str] | None = None) -> str:
     if not flags:
         return "bf16" if cpu_has_bf16() else "fp32"
     if "amx_bf16" in flags:
-        return "bf16 (AMX)"
+        return AMX_PATH
     if "avx512_bf16" in flags:
         return "bf16 (AVX512-BF16)"
     if "avx512f" in flags:

@@ -63,7 +63,7 @@ elsewhere, in bf16 on AVX512-BF16 and in fp32 on AVX2 or AVX-512 (their hours: B
 def default_preset(path: str | None = None) -> str:
     """The name of this machine's default preset (`DEFAULT_PRESETS`) by its compute path (`hardware.compute_path`)."""
     path = hardware.compute_path() if path is None else path
-    return DEFAULT_PRESETS["with AMX" if path == "bf16 (AMX)" else "without AMX"]
+    return DEFAULT_PRESETS["with AMX" if path == hardware.AMX_PATH else "without AMX"]
 
 
 def preset_names() -> list[str]:
