@@ -25,6 +25,7 @@ from .configuration_csc import (
     variant_family,
     variant_sources,
 )
+from .fast_dropout import FastDropout, use_fast_dropout
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
 from .masked_lm import SparseBertForMaskedLM
 from .modeling_csc import CSCForCorrection, CSCModel, CSCPreTrainedModel
@@ -110,6 +111,7 @@ def build_side_pretraining(
 
 __all__ = [
     "EDIT_OPS",
+    "FastDropout",
     "VARIANTS",
     "CSCConfig",
     "CSCForCorrection",
@@ -130,6 +132,7 @@ __all__ = [
     "load_vectors",
     "is_seq2seq",
     "register_auto",
+    "use_fast_dropout",
     "variant_family",
     "variant_sources",
 ]

@@ -16,6 +16,7 @@ from ..modeling import VARIANTS, variant_sources
 from ..precision import check_precision
 
 TASKS = ("correction", "mlm", "sides")
+ATTN_IMPLEMENTATIONS = (None, "sdpa", "eager")
 
 
 @dataclass
@@ -61,6 +62,21 @@ class ModelArguments:
         },
     )
 
+    attn_implementation: str | None = field(
+        default=None,
+        metadata={
+            "help": "the attention kernel while training: sdpa or eager (null: the model's default, sdpa); not saved "
+            "with the model, which evaluates with its default"
+        },
+    )
+    fast_dropout: bool = field(
+        default=False,
+        metadata={
+            "help": "dropout masks from 16 random bits per element instead of bernoulli_ "
+            "(csc_hf.modeling.FastDropout: the same distribution, other random draws, faster on the CPU)"
+        },
+    )
+
     save_every_seconds: float = field(
         default=300.0,
         metadata={
@@ -75,6 +91,8 @@ class ModelArguments:
         if self.task not in TASKS:
             raise ValueError(f"task={self.task!r}: choose one of {TASKS}")
         check_precision(self.precision)
+        if self.attn_implementation not in ATTN_IMPLEMENTATIONS:
+            raise ValueError(f"attn_implementation={self.attn_implementation!r}: choose one of {ATTN_IMPLEMENTATIONS}")
         if self.task != "mlm" and self.variant not in VARIANTS:
             raise ValueError(f"variant={self.variant!r}: choose one of {', '.join(VARIANTS)}")
         if self.task == "sides" and not variant_sources(self.variant, **self.model_overrides):
