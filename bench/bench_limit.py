@@ -63,7 +63,13 @@ from transformers.trainer_pt_utils import LengthGroupedSampler  # noqa: E402
 
 from csc_hf import resources  # noqa: E402
 from csc_hf.benchmark.builder import load_dataset  # noqa: E402
-from csc_hf.modeling import CSCTokenizer, SparseBertForMaskedLM, build_model, modeling_csc  # noqa: E402
+from csc_hf.modeling import (  # noqa: E402
+    CSCTokenizer,
+    SparseBertForMaskedLM,
+    build_model,
+    modeling_csc,
+    use_fast_dropout,
+)
 from csc_hf.pipeline import Corrector  # noqa: E402
 from csc_hf.precision import resolved  # noqa: E402
 from csc_hf.training.data import CorrectionCollator, encode_sentences  # noqa: E402
@@ -293,34 +299,6 @@ class Stage:
     padding: float = 0.0  # share of padding tokens
 
 
-class FastDropout(torch.nn.Module):
-    """Dropout whose mask comes from 16 random bits per element (two per 32-bit draw over int32's whole range), not
-    from `bernoulli_` (a 32-bit draw and a float compare per element): p is rounded to 1/65,536. A lever candidate, not
-    in the library: it changes the random draws (not their distribution), so it needs the paired quality check first.
-    `random_()` without bounds draws int32 in [0, 2^31): its upper 16 bits never go negative and half the elements
-    would be kept always (dropout p/2)."""
-
-    def __init__(self, p: float):
-        super().__init__()
-        self.p, self.threshold = p, round(p * 65536) - 32768
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0:
-            return x
-        bits = (
-            torch.empty((x.numel() + 1) // 2, dtype=torch.int32).random_(-(2**31), 2**31).view(torch.int16)[: x.numel()]
-        )
-        return x * ((bits.view(x.shape) >= self.threshold).to(x.dtype) * (1 / (1 - self.p)))
-
-
-def with_fast_dropout(model: torch.nn.Module) -> torch.nn.Module:
-    for module in list(model.modules()):
-        for name, child in list(module.named_children()):
-            if isinstance(child, torch.nn.Dropout):
-                setattr(module, name, FastDropout(child.p))
-    return model
-
-
 LEVERS = {  # name: how the model or the step differs from the stage's reference (`lever_model`)
     "output layer at masked positions": {"sparse": True},
     "masked positions + eager attention": {"sparse": True, "attention": "eager"},
@@ -378,7 +356,7 @@ def lever_model(
         model = copy.deepcopy(reference)
     if attention:
         model.set_attn_implementation(attention)
-    return with_fast_dropout(model) if fast_dropout else model
+    return use_fast_dropout(model) if fast_dropout else model
 
 
 def training_configs(
