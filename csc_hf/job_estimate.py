@@ -23,6 +23,7 @@ import statistics
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from transformers import BertConfig
@@ -36,6 +37,7 @@ from .modeling import (
     build_char_knowledge,
     build_model,
     is_seq2seq,
+    use_fast_dropout,
 )
 from .precision import resolved
 
@@ -101,6 +103,14 @@ def _correct_seconds(
     return statistics.median(times[1:])
 
 
+def _as_trained(model: torch.nn.Module, keys: Mapping[str, Any] | None) -> torch.nn.Module:
+    """``model`` (changed in place) as the training keys ``keys`` train it: their attention kernel and dropout."""
+    keys = keys or {}
+    if keys.get("attn_implementation"):
+        model.set_attn_implementation(keys["attn_implementation"])
+    return use_fast_dropout(model) if keys.get("fast_dropout") else model
+
+
 def is_seq2seq_model(model: torch.nn.Module) -> bool:
     return bool(getattr(model.config, "is_encoder_decoder", False))
 
@@ -134,12 +144,15 @@ class StepProbe:
         sides_batch: int = 64,
         steps: int = 2,
         threads: int | None = None,
-        attention: str | None = None,
+        pretrain_keys: Mapping[str, Any] | None = None,
+        finetune_keys: Mapping[str, Any] | None = None,
         clock=time.perf_counter,
     ) -> StepProbe:
         """Time `steps` steps of each stage (after a warm-up step) with the encoder sizes `model` (BertConfig
         fields; `bart`: the seq2seq variant's BartConfig fields over them, `bart_sizes`) over a `vocab_size`
-        vocabulary; the training models use the attention implementation `attention` (default: the model's).
+        vocabulary. `pretrain_keys` / `finetune_keys`: the training keys of the pretraining and of the fine-tunings
+        (a preset's `pretrain:` and `finetune:` blocks), of which those that change how a step computes
+        (`attn_implementation`, `fast_dropout`) are applied to the models the steps train.
         `sides`: the side sources whose pretraining step (batches of `sides_batch`) is timed too (`sides_step`).
         `clock`: wall time (what a run here and now takes); `time.process_time` with one thread gives what the steps
         cost a core of their own."""
@@ -151,9 +164,7 @@ class StepProbe:
             tokenizer = CSCTokenizer.from_vocab(chr(0x4E00 + i) for i in range(vocab_size - 5))
             ids = _ids(pretrain_batch, vocab_size, generator)
             labels = torch.where(torch.rand(ids.shape, generator=generator) < 0.15, ids, -100)
-            mlm = SparseBertForMaskedLM(BertConfig(vocab_size=vocab_size, **model))
-            if attention:
-                mlm.set_attn_implementation(attention)
+            mlm = _as_trained(SparseBertForMaskedLM(BertConfig(vocab_size=vocab_size, **model)), pretrain_keys)
             pretrain = _train_seconds(mlm, {"input_ids": ids, "labels": labels}, bf16, steps, clock)
             sides_step = None
             if sides:
@@ -172,11 +183,10 @@ class StepProbe:
             for variant in dict.fromkeys(variants):
                 seq2seq = is_seq2seq(variant)
                 built = build_model(variant, tokenizer, **(bart_sizes(model, bart or {}) if seq2seq else model))
-                if attention and not seq2seq:
-                    built.set_attn_implementation(attention)
-                finetune[variant] = _train_seconds(built, {"input_ids": ids, "labels": ids}, bf16, steps, clock)
-                if attention and not seq2seq:
-                    built.set_attn_implementation("sdpa")  # inference: SDPA's flash kernel
+                default_attention = built.config._attn_implementation
+                trained = _as_trained(built, finetune_keys)
+                finetune[variant] = _train_seconds(trained, {"input_ids": ids, "labels": ids}, bf16, steps, clock)
+                built.set_attn_implementation(default_attention)  # inference: as a saved model loads
                 sentence[variant] = _correct_seconds(built, tokenizer, texts, precision, steps, clock) / eval_batch
             precision_used = "bf16" if bf16 else "fp32"
             return cls(hardware.compute_path(), precision_used, used, pretrain, finetune, sentence, sides_step)

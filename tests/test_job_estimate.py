@@ -2,8 +2,11 @@
 
 import pytest
 from conftest import BART_TINY
+from torch import nn
 
+from csc_hf import job_estimate
 from csc_hf.job_estimate import StepProbe, bart_sizes
+from csc_hf.modeling import FastDropout
 
 TINY = {
     "hidden_size": 32,
@@ -25,7 +28,8 @@ def test_probe_times_every_stage_and_forecasts_the_plan():
         eval_batch=4,
         steps=1,
         threads=1,
-        attention="eager",
+        pretrain_keys={"attn_implementation": "eager", "fast_dropout": True},
+        finetune_keys={"attn_implementation": "eager", "fast_dropout": True},
     )
     assert probe.precision == "fp32" and probe.threads == 1 and probe.pretrain_step > 0
     assert list(probe.finetune_step) == list(probe.sentence) == ["bert", "bart", "bert+pinyin_gru"]
@@ -54,3 +58,29 @@ def test_probe_times_the_side_encoders_pretraining():
 def test_bart_takes_the_encoders_sizes_then_its_own():
     sizes = bart_sizes(TINY, {"decoder_layers": 1})
     assert sizes == BART_TINY
+
+
+def test_probe_trains_as_the_presets_blocks_say_and_evaluates_as_a_saved_model(monkeypatch):
+    """The steps it times use the `pretrain:` / `finetune:` blocks' attention kernel and dropout; the evaluation it
+    times uses the model's default attention, as a saved model loads."""
+    trained, corrected = [], []
+    monkeypatch.setattr(job_estimate, "_train_seconds", lambda model, *_: trained.append(_kernels(model)) or 1.0)
+    monkeypatch.setattr(
+        job_estimate, "_correct_seconds", lambda model, *_: corrected.append(model.config._attn_implementation) or 1.0
+    )
+    StepProbe.measure(
+        TINY,
+        vocab_size=300,
+        variants=["bert"],
+        steps=1,
+        threads=1,
+        pretrain_keys={"attn_implementation": "eager"},
+        finetune_keys={"attn_implementation": "eager", "fast_dropout": True},
+    )
+    assert trained == [("eager", "nn.Dropout"), ("eager", "FastDropout")] and corrected == ["sdpa"]
+
+
+def _kernels(model) -> tuple[str, str]:
+    """The attention kernel of ``model`` and the one kind of dropout module it has."""
+    (dropout,) = {type(m) for m in model.modules() if isinstance(m, (nn.Dropout, FastDropout))}
+    return model.config._attn_implementation, "FastDropout" if dropout is FastDropout else "nn.Dropout"

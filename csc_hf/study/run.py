@@ -711,6 +711,8 @@ class Study:
             sides_batch=sides_config.get("per_device_train_batch_size", 8),
             steps=1,
             threads=torch.get_num_threads(),
+            pretrain_keys=p.pretrain,
+            finetune_keys=p.finetune,
         )
         scored = {name: sum(splits.values()) for name, splits in sizes.items() if name != "train"}  # every split
         mean_test = sum(scored.values()) / len(scored) if scored else 0
