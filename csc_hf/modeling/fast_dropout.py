@@ -1,9 +1,10 @@
 """Dropout with a cheaper mask on the CPU: a training-time compute choice (the training key ``fast_dropout``).
 
-`torch.nn.Dropout` draws its mask with ``bernoulli_``: 32 random bits and a float compare per element, 9-17% of a
-`cpu` preset training step's CPU time. `FastDropout` takes 16 random bits per element (two per 32-bit draw) and
-compares them as integers: the same distribution with ``p`` rounded to 1/65,536, other random draws. It holds no
-weights and is the identity in eval mode, so a model trained with it saves, loads and predicts as any other.
+`torch.nn.Dropout` draws its mask with ``bernoulli_``: 32 random bits and a float compare per element, a large share
+of a small model's training step on a CPU (BENCHMARKS.md). `FastDropout` takes 16 random bits per element (two per
+32-bit draw) and compares them as integers: the same distribution with ``p`` rounded to 1/65,536, other random draws.
+It holds no weights and is the identity in eval mode, so a model trained with it saves, loads and predicts as any
+other.
 """
 
 import torch
