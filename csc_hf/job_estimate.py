@@ -37,7 +37,7 @@ from .modeling import (
     build_char_knowledge,
     build_model,
     is_seq2seq,
-    use_fast_dropout,
+    use_training_kernels,
 )
 from .precision import resolved
 
@@ -106,9 +106,7 @@ def _correct_seconds(
 def _as_trained(model: torch.nn.Module, keys: Mapping[str, Any] | None) -> torch.nn.Module:
     """``model`` (changed in place) as the training keys ``keys`` train it: their attention kernel and dropout."""
     keys = keys or {}
-    if keys.get("attn_implementation"):
-        model.set_attn_implementation(keys["attn_implementation"])
-    return use_fast_dropout(model) if keys.get("fast_dropout") else model
+    return use_training_kernels(model, keys.get("attn_implementation"), bool(keys.get("fast_dropout")))
 
 
 def is_seq2seq_model(model: torch.nn.Module) -> bool:

@@ -25,7 +25,7 @@ from .configuration_csc import (
     variant_family,
     variant_sources,
 )
-from .fast_dropout import FastDropout, use_fast_dropout
+from .kernels import FastDropout, use_fast_dropout, use_training_kernels
 from .knowledge import Vectors, build_char_knowledge, context_pinyin_ids, load_vectors
 from .masked_lm import SparseBertForMaskedLM
 from .modeling_csc import CSCForCorrection, CSCModel, CSCPreTrainedModel
@@ -133,6 +133,7 @@ __all__ = [
     "is_seq2seq",
     "register_auto",
     "use_fast_dropout",
+    "use_training_kernels",
     "variant_family",
     "variant_sources",
 ]

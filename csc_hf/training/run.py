@@ -33,7 +33,7 @@ from ..modeling import (
     build_model,
     build_side_pretraining,
     is_seq2seq,
-    use_fast_dropout,
+    use_training_kernels,
 )
 from ..run_layout import CHECKPOINT, TRAINER_STATE, TRAINING_RECORD
 from ..scoring import make_compute_metrics, preprocess_logits_for_metrics
@@ -57,8 +57,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     train_set, eval_set, pair_chars = training_data(data_args, equal_length_targets(model_args))
     tokenizer = training_tokenizer(model_args, data_args, train_set, pair_chars)
     model, encode, collator, extra_args = _task(model_args, data_args, training_args.seed, tokenizer)
-    if model_args.fast_dropout:
-        use_fast_dropout(model)
+    use_training_kernels(model, model_args.attn_implementation, model_args.fast_dropout)
     columns = train_set.column_names
     with training_args.main_process_first(desc="tokenize"):
         train_set = train_set.map(encode, batched=True, remove_columns=columns, desc="tokenize train")
@@ -119,7 +118,6 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
     tokenizer's vocabulary (``mlm``), the side encoders of ``variant``'s sources over the masked LM ``init_from``
     (``sides``; evaluated by its loss), or a model of ``variant`` (``correction``; a seq2seq one is evaluated by its
     loss alone)."""
-    overrides = construction_overrides(model_args)
     if model_args.task in ("mlm", "sides"):
         if model_args.task == "mlm":
             model = _mlm_model(model_args, tokenizer, data_args.max_length)
@@ -133,7 +131,7 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
                 tokenizer,
                 model_args.init_from,
                 fonts=model_args.fonts,
-                **overrides,
+                **model_args.model_overrides,
             )
             metrics = {}
 
@@ -154,7 +152,7 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
         init_from=model_args.init_from,
         init_sides_from=model_args.init_sides_from,
         fonts=model_args.fonts,
-        **overrides,
+        **model_args.model_overrides,
     )
     seq2seq = is_seq2seq(model_args.variant)
     edits = not seq2seq and model.config.edit_head  # the edit head's targets from each pair's alignment
@@ -184,24 +182,16 @@ def masked_lm_accuracy(prediction: Any) -> dict[str, float]:
     return {"accuracy": float((predicted[masked] == labels[masked]).mean()) if masked.any() else 0.0}
 
 
-def construction_overrides(model_args: ModelArguments) -> dict[str, Any]:
-    """The config fields the model is built with: ``model_overrides`` and the training's attention kernel (a
-    construction argument of every transformers config, not saved with the model)."""
-    kernel = {"attn_implementation": model_args.attn_implementation} if model_args.attn_implementation else {}
-    return {**model_args.model_overrides, **kernel}
-
-
 def _mlm_model(model_args: ModelArguments, tokenizer: CSCTokenizer, max_length: int) -> BertForMaskedLM:
     """The masked LM to pretrain: a `SparseBertForMaskedLM` (the output layer only at the masked positions; its
     checkpoints are plain `BertForMaskedLM`'s), new or from ``init_from`` (any BertForMaskedLM checkpoint)."""
-    overrides = construction_overrides(model_args)
     if model_args.init_from:
-        return SparseBertForMaskedLM.from_pretrained(model_args.init_from, **overrides)
+        return SparseBertForMaskedLM.from_pretrained(model_args.init_from, **model_args.model_overrides)
     config = BertConfig(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
         max_position_embeddings=max(512, max_length),
-        **overrides,
+        **model_args.model_overrides,
     )
     return SparseBertForMaskedLM(config)
 

@@ -1,4 +1,5 @@
-"""Dropout with a cheaper mask on the CPU: a training-time compute choice (the training key ``fast_dropout``).
+"""How a model computes while it trains, not what it is: the attention kernel (the training key
+``attn_implementation``) and dropout with a cheaper mask on the CPU (``fast_dropout``). Neither is saved with the model.
 
 `torch.nn.Dropout` draws its mask with ``bernoulli_``: 32 random bits and a float compare per element, a large share
 of a small model's training step on a CPU (BENCHMARKS.md). `FastDropout` takes 16 random bits per element (two per
@@ -51,4 +52,14 @@ def use_fast_dropout(model: nn.Module) -> nn.Module:
     return model
 
 
-__all__ = ["FastDropout", "use_fast_dropout"]
+def use_training_kernels(
+    model: nn.Module, attn_implementation: str | None = None, fast_dropout: bool = False
+) -> nn.Module:
+    """``model`` (changed in place; returned) with the attention kernel ``attn_implementation`` (None: its own) and,
+    with ``fast_dropout``, `FastDropout` for every `nn.Dropout`. A saved model loads with its default kernel."""
+    if attn_implementation:
+        model.set_attn_implementation(attn_implementation)
+    return use_fast_dropout(model) if fast_dropout else model
+
+
+__all__ = ["FastDropout", "use_fast_dropout", "use_training_kernels"]
