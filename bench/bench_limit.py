@@ -68,7 +68,7 @@ from csc_hf.modeling import (  # noqa: E402
     SparseBertForMaskedLM,
     build_model,
     modeling_csc,
-    use_fast_dropout,
+    use_training_kernels,
 )
 from csc_hf.pipeline import Corrector  # noqa: E402
 from csc_hf.precision import resolved  # noqa: E402
@@ -354,9 +354,7 @@ def lever_model(
         model.load_state_dict(reference.state_dict())
     else:
         model = copy.deepcopy(reference)
-    if attention:
-        model.set_attn_implementation(attention)
-    return use_fast_dropout(model) if fast_dropout else model
+    return use_training_kernels(model, attention, fast_dropout)
 
 
 def training_configs(
