@@ -40,7 +40,7 @@ from .model_folder import (
     is_local,
     training_record,
 )
-from .precision import PRECISIONS
+from .precision import PRECISIONS, check_bf16_weights
 from .run_layout import REPORT_FILE, RESULTS_CSV, RUNS_DIR
 from .scoring import HEADLINE
 from .stats import RESAMPLES, check_resamples
@@ -310,6 +310,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     seq2seq model or a tagging model with an edit head keeps its insertions and deletions (another tagging model cannot
     make them)."""
     check_resamples(args.bootstrap, "--bootstrap")
+    _check_precision(args)
     for name in ("keep_bias", "similarity_prior"):
         check_decoding_grid(name, getattr(args, name) or (), _option(name))
     data = [name for name in args.configs if is_data_spec(name)]
@@ -337,6 +338,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         save_decoding=tuned,
         trust_remote_code=args.trust_remote_code,
         precision=args.precision,
+        bf16_weights=args.bf16_weights,
         llm=llm,
         predictions_dir=None if args.predictions_dir is None else Path(args.predictions_dir),
         validation=args.validation,
@@ -451,6 +453,7 @@ def cmd_correct(args: argparse.Namespace) -> None:
 
     if bool(args.texts) == bool(args.file):
         raise ValueError("give TEXT arguments or --file, not both" if args.texts else "give TEXT arguments or --file")
+    _check_precision(args)
     for number, text in enumerate(args.texts, 1):
         if "\n" in text or "\r" in text:
             raise ValueError(
@@ -470,6 +473,8 @@ def cmd_correct(args: argparse.Namespace) -> None:
         given["batch_size"] = args.batch_size
     if args.edit_kinds is not None:
         given["edit_kinds"] = args.edit_kinds
+    if args.bf16_weights:
+        given["bf16_weights"] = True
     corrector = Corrector.from_pretrained(
         args.model, trust_remote_code=args.trust_remote_code, precision=args.precision, **given
     )
@@ -594,7 +599,7 @@ def _command(sub, func: Callable[[argparse.Namespace], None], bench: bool = Fals
 
 
 def _add_precision(command: argparse.ArgumentParser) -> None:
-    """The ``--precision`` option of the commands that run a model."""
+    """The ``--precision`` and ``--bf16-weights`` options of the commands that run a model."""
     command.add_argument(
         "--precision",
         choices=PRECISIONS,
@@ -602,6 +607,21 @@ def _add_precision(command: argparse.ArgumentParser) -> None:
         help="auto (default: bf16 autocast on a CPU "
         "with bf16 in hardware or a CUDA GPU that supports it, else fp32), bf16 or fp32",
     )
+    command.add_argument(
+        "--bf16-weights",
+        action="store_true",
+        help="where the model computes in bf16 (--precision bf16, or auto on such hardware), hold its weights in bf16 "
+        "and run without autocast: faster on a CPU, a few predictions may differ; not with --precision fp32, nor for "
+        "an LLM (its --precision sets its weights' dtype)",
+    )
+
+
+def _check_precision(args: argparse.Namespace) -> None:
+    """``--bf16-weights`` checked against ``--precision``, before any work."""
+    try:
+        check_bf16_weights(args.precision, args.bf16_weights)
+    except ValueError as err:
+        raise ValueError(f"--bf16-weights with --precision {args.precision}: {err}") from None
 
 
 def _policy_help(what: str) -> str:

@@ -37,6 +37,7 @@ from .files import Sentences, read_predictions, write_atomic, write_prediction_r
 from .llm.policy import apply_length_policy
 from .logging import get_logger
 from .model_folder import DECODING_KEYS, is_local, save_decoding, training_record
+from .precision import check_bf16_weights
 from .run_layout import PREDICTIONS, paired_file, predictions_file, predictions_split
 from .scoring import REPORTED, compare, score
 from .stats import RESAMPLES
@@ -285,8 +286,9 @@ class EvaluationOptions:
     (:func:`trained_sentences`; for a model that records no training, the first ``max_train_samples`` training
     sentences of ``training_params``, default ``bench_params``). A test split that shares sentences with the model's
     training sentences is an error before any correction, unless ``allow_train_overlap`` (then a warning, and each
-    record counts them). ``batch_size``, ``precision`` and ``trust_remote_code`` are the Corrector's
-    (``precision="auto"``: bf16 autocast where the CPU computes bf16). ``llm``: options of an LLM corrector
+    record counts them). ``batch_size``, ``precision``, ``bf16_weights`` and ``trust_remote_code`` are the Corrector's
+    (``precision="auto"``: bf16 autocast where the CPU computes bf16; ``bf16_weights``: the weights in bf16 there,
+    without autocast). ``llm``: options of an LLM corrector
     (``csc_hf.llm.corrector.LLM_OPTIONS``: ``template``, ``length_policy``, ``training_data``, ...); given or not, a
     causal LM loads as one, takes no decoding grid and saves no decoding."""
 
@@ -302,6 +304,7 @@ class EvaluationOptions:
     trust_remote_code: bool = False
     training_params: dict | None = None
     precision: str = "auto"
+    bf16_weights: bool = False
     llm: Mapping[str, Any] = field(default_factory=dict)
     validation: str | None = None
     allow_train_overlap: bool = False
@@ -320,11 +323,17 @@ def evaluate_model(
     from .pipeline import Corrector, loads_as_llm, loads_as_seq2seq  # torch: only here (csc-bench score reads us)
 
     o = options
+    check_bf16_weights(o.precision, o.bf16_weights)
     llm = loads_as_llm(model_dir, o.llm, o.trust_remote_code)
     if llm and (o.keep_bias_grid is not None or o.similarity_prior_grid is not None):
         raise ValueError(
             f"{model_dir} is an LLM corrector: it has no keep_bias or similarity_prior to tune (no --keep-bias or "
             "--similarity-prior grid)"
+        )
+    if llm and o.bf16_weights:
+        raise ValueError(
+            f"{model_dir} is an LLM corrector: its weights load in the dtype its precision gives (bf16 with "
+            "--precision bf16); bf16_weights is for a tagging or seq2seq model"
         )
     grids = {"keep_bias": o.keep_bias_grid, "similarity_prior": o.similarity_prior_grid}
     if any(set(grid or ()) - {0.0} for grid in grids.values()) and loads_as_seq2seq(model_dir, o.trust_remote_code):
@@ -337,8 +346,14 @@ def evaluate_model(
     else:  # its training sentences are unknown (the benchmark's stand in for its seen pairs alone)
         overlap = {}
         logger.info("%s records no training: its test sets are not checked against its training sentences", model_dir)
+    weights = {"bf16_weights": True} if o.bf16_weights else {}  # an LLM's weights follow precision: it takes none
     corrector = Corrector.from_pretrained(
-        str(model_dir), batch_size=o.batch_size, trust_remote_code=o.trust_remote_code, precision=o.precision, **o.llm
+        str(model_dir),
+        batch_size=o.batch_size,
+        trust_remote_code=o.trust_remote_code,
+        precision=o.precision,
+        **weights,
+        **o.llm,
     )
     tuning = None
     if not llm:

@@ -86,15 +86,23 @@ def _train_seconds(model: torch.nn.Module, batch: dict, bf16: bool, steps: int, 
 
 
 def _correct_seconds(
-    model: torch.nn.Module, tokenizer: CSCTokenizer, texts: list[str], precision: str, passes: int, clock
+    model: torch.nn.Module,
+    tokenizer: CSCTokenizer,
+    texts: list[str],
+    precision: str,
+    passes: int,
+    clock,
+    bf16_weights: bool = False,
 ) -> float:
     """Median seconds of `Corrector.correct` over `texts` (the evaluation's path: forward pass or generation, and
     decoding) after one warm-up pass; a tagging model keeps nearly every character (large keep_bias), as a trained
-    model does."""
+    model does. `bf16_weights`: the Corrector's (it converts `model` in place)."""
     from .pipeline import Corrector
 
     options = {} if is_seq2seq_model(model) else {"keep_bias": 8.0}
-    corrector = Corrector(model.eval(), tokenizer, batch_size=len(texts), precision=precision, **options)
+    corrector = Corrector(
+        model.eval(), tokenizer, batch_size=len(texts), precision=precision, bf16_weights=bf16_weights, **options
+    )
     times = []
     for _ in range(passes + 1):
         start = clock()
@@ -134,6 +142,7 @@ class StepProbe:
         vocab_size: int,
         variants: Iterable[str],
         precision: str = "auto",
+        bf16_weights: bool = False,
         bart: Mapping | None = None,
         pretrain_batch: int = 64,
         finetune_batch: int = 32,
@@ -150,7 +159,8 @@ class StepProbe:
         fields; `bart`: the seq2seq variant's BartConfig fields over them, `bart_sizes`) over a `vocab_size`
         vocabulary. `pretrain_keys` / `finetune_keys`: the training keys of the pretraining and of the fine-tunings
         (a preset's `pretrain:` and `finetune:` blocks), of which those that change how a step computes
-        (`attn_implementation`, `fast_dropout`) are applied to the models the steps train.
+        (`attn_implementation`, `fast_dropout`) are applied to the models the steps train; `bf16_weights`: the
+        evaluations', as `csc_hf.pipeline.Corrector` takes it.
         `sides`: the side sources whose pretraining step (batches of `sides_batch`) is timed too (`sides_step`).
         `clock`: wall time (what a run here and now takes); `time.process_time` with one thread gives what the steps
         cost a core of their own."""
@@ -185,7 +195,8 @@ class StepProbe:
                 trained = _as_trained(built, finetune_keys)
                 finetune[variant] = _train_seconds(trained, {"input_ids": ids, "labels": ids}, bf16, steps, clock)
                 built.set_attn_implementation(default_attention)  # inference: as a saved model loads
-                sentence[variant] = _correct_seconds(built, tokenizer, texts, precision, steps, clock) / eval_batch
+                seconds = _correct_seconds(built, tokenizer, texts, precision, steps, clock, bf16_weights)
+                sentence[variant] = seconds / eval_batch
             precision_used = "bf16" if bf16 else "fp32"
             return cls(hardware.compute_path(), precision_used, used, pretrain, finetune, sentence, sides_step)
         finally:

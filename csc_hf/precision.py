@@ -1,5 +1,6 @@
 """Which precision training and inference compute in: ``auto`` (bf16 autocast where the hardware computes bf16,
-fp32 elsewhere), ``bf16`` or ``fp32``. Weights stay fp32 either way."""
+fp32 elsewhere), ``bf16`` or ``fp32``. Weights stay fp32 in training; inference may hold them in bf16 instead of
+casting them under autocast (``bf16_weights``: :func:`check_bf16_weights`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,20 @@ def check_precision(precision: str) -> str:
     if precision not in PRECISIONS:
         raise ValueError(f"precision={precision!r}: choose one of {PRECISIONS}")
     return precision
+
+
+def check_bf16_weights(precision: str, bf16_weights: bool) -> bool:
+    """``bf16_weights`` once checked against ``precision``: a bool, and not asked of an ``fp32`` inference. With it a
+    model whose forward passes compute in bf16 (:func:`inference_bf16`) holds its weights in bf16 and runs without
+    autocast, LayerNorm and softmax in bf16 too; where ``auto`` resolves to fp32 the weights stay as they are."""
+    check_precision(precision)
+    if not isinstance(bf16_weights, bool):
+        raise TypeError(f"bf16_weights must be True or False, not {bf16_weights!r}")
+    if bf16_weights and precision == "fp32":
+        raise ValueError(
+            "bf16_weights=True holds the weights in bf16: it contradicts precision=fp32 (use auto or bf16)"
+        )
+    return bf16_weights
 
 
 def inference_bf16(precision: str, device: torch.device | str) -> bool:
@@ -39,4 +54,4 @@ def resolved(precision: str, device: torch.device | str = "cpu") -> str:
     return "bf16" if inference_bf16(precision, device) else "fp32"
 
 
-__all__ = ["PRECISIONS", "check_precision", "inference_bf16", "resolved"]
+__all__ = ["PRECISIONS", "check_bf16_weights", "check_precision", "inference_bf16", "resolved"]

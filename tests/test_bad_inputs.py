@@ -642,6 +642,16 @@ CLI_MODELS: list[BadCli] = [  # a model folder's problems named before it loads
     BadCli(
         "correct: config.json in GBK", ("correct", "{tmp}/model", "我门"), "config.json: not UTF-8", _model(config=GBK)
     ),
+    BadCli(
+        "correct: --bf16-weights with --precision fp32",
+        ("correct", "{tmp}/model", "我门", "--precision", "fp32", "--bf16-weights"),
+        "--bf16-weights with --precision fp32: bf16_weights=True holds the weights in bf16: it contradicts",
+    ),
+    BadCli(
+        "evaluate: --bf16-weights with --precision fp32",
+        ("evaluate", "{tmp}/model", "--configs", "test", "--precision", "fp32", "--bf16-weights"),
+        "--bf16-weights with --precision fp32: bf16_weights=True",
+    ),
     BadCli("correct: a TEXT with a line break", ("correct", "{tmp}/model", "我门\n他门"), "TEXT 1 holds a line break"),
     BadCli(
         "score: a wrong<TAB>correct file as predictions",
@@ -997,6 +1007,16 @@ LIBRARY_TRAINING: list[Bad] = [
     Bad("preset: seeds a number", _write("p.yaml", "seeds: 0\n", _preset), "seeds=0 must be a list of ints"),
     Bad("preset: a negative seed", _write("p.yaml", "seeds: [0, -1]\n", _preset), "seed=-1 must be at least 0"),
     Bad("preset: eval_batch_size 0", _write("p.yaml", "eval_batch_size: 0\n", _preset), "eval_batch_size=0 must be"),
+    Bad(
+        "preset: eval_bf16_weights with fp32 fine-tuning",
+        _write("p.yaml", "finetune: {precision: fp32}\neval_bf16_weights: true\n", _preset),
+        "p.yaml: eval_bf16_weights: bf16_weights=True holds the weights in bf16: it contradicts precision=fp32",
+    ),
+    Bad(
+        "preset: eval_bf16_weights a number",
+        _write("p.yaml", "eval_bf16_weights: 1\n", _preset),
+        "eval_bf16_weights=1 must be a bool (true or false)",
+    ),
     Bad("preset: no tests", _write("p.yaml", "tests: []\n", _preset), "tests is empty"),
     Bad("preset: variants a word", _write("p.yaml", "variants: bert\n", _preset), "variants='bert' must be a list"),
     Bad("preset: a YAML list", _write("p.yaml", "- variants: [bert]\n", _preset), "a preset is a mapping of keys"),

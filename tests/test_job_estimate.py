@@ -62,12 +62,15 @@ def test_bart_takes_the_encoders_sizes_then_its_own():
 
 def test_probe_trains_as_the_presets_blocks_say_and_evaluates_as_a_saved_model(monkeypatch):
     """The steps it times use the `pretrain:` / `finetune:` blocks' attention kernel and dropout; the evaluation it
-    times uses the model's default attention, as a saved model loads."""
+    times uses the model's default attention, as a saved model loads, and the evaluations' `bf16_weights`."""
     trained, corrected = [], []
     monkeypatch.setattr(job_estimate, "_train_seconds", lambda model, *_: trained.append(_kernels(model)) or 1.0)
-    monkeypatch.setattr(
-        job_estimate, "_correct_seconds", lambda model, *_: corrected.append(model.config._attn_implementation) or 1.0
-    )
+
+    def correct_seconds(model, tokenizer, texts, precision, passes, clock, bf16_weights):
+        corrected.append((model.config._attn_implementation, bf16_weights))
+        return 1.0
+
+    monkeypatch.setattr(job_estimate, "_correct_seconds", correct_seconds)
     StepProbe.measure(
         TINY,
         vocab_size=300,
@@ -76,8 +79,9 @@ def test_probe_trains_as_the_presets_blocks_say_and_evaluates_as_a_saved_model(m
         threads=1,
         pretrain_keys={"attn_implementation": "eager"},
         finetune_keys={"attn_implementation": "eager", "fast_dropout": True},
+        bf16_weights=True,
     )
-    assert trained == [("eager", "nn.Dropout"), ("eager", "FastDropout")] and corrected == ["sdpa"]
+    assert trained == [("eager", "nn.Dropout"), ("eager", "FastDropout")] and corrected == [("sdpa", True)]
 
 
 def _kernels(model) -> tuple[str, str]:

@@ -681,6 +681,10 @@ def test_csc_bench_evaluate_and_correct_with_an_llm(llm_dir, small_params, tmp_p
     assert "keep_bias belong to a tagging or seq2seq model's Corrector" in capsys.readouterr().err
     assert main(["evaluate", str(llm_dir), "--keep-bias", "0", "1", "--bootstrap", "0", *bench]) == 2
     assert "it has no keep_bias or similarity_prior to tune" in capsys.readouterr().err
+    assert main(["correct", str(llm_dir), "我门去公园。", "--bf16-weights"]) == 2
+    assert "bf16_weights belong to a tagging or seq2seq model's Corrector" in capsys.readouterr().err
+    assert main(["evaluate", str(llm_dir), "--bf16-weights", "--bootstrap", "0", *bench]) == 2
+    assert "an LLM corrector: its weights load in the dtype its precision gives" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["correct", str(llm_dir), "好", "--chat-template-kwargs", "[1]"])
     assert "expected a JSON object" in capsys.readouterr().err

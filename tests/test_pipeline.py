@@ -1,5 +1,6 @@
 """The Corrector and the `chinese-spelling-check` pipeline task: aligned outputs, options honoured, input order kept."""
 
+import copy
 import random
 
 import pytest
@@ -305,6 +306,36 @@ def test_precision_autocasts_the_forward_and_decodes_fp32_logits(trained, tokeni
     assert Corrector(trained, tokenizer).bf16
     with pytest.raises(ValueError, match=r"precision='fp16': choose one of \('auto', 'bf16', 'fp32'\)"):
         Corrector(trained, tokenizer, precision="fp16")
+
+
+def test_bf16_weights_convert_the_model_and_drop_autocast(trained, tokenizer, monkeypatch, tmp_path):
+    """`bf16_weights`: the model's weights in bf16, no autocast, the trained model's corrections kept; where `auto`
+    resolves to fp32 nothing changes; with `fp32`, or not a bool, it is an error before any loading."""
+    import csc_hf.precision
+
+    model = copy.deepcopy(trained)
+    autocast = []
+    model.register_forward_hook(lambda module, args, output: autocast.append(torch.is_autocast_enabled("cpu")))
+    corrector = Corrector(model, tokenizer, precision="bf16", bf16_weights=True)
+    assert corrector.bf16 and corrector.bf16_weights
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    assert corrector.correct(ERRORS) == TARGETS
+    assert autocast == [False]
+    assert {p.dtype for p in trained.parameters()} == {torch.float32}  # the copy converted, not the model it copied
+    monkeypatch.setattr(csc_hf.precision, "cpu_has_bf16", lambda: False)
+    kept = Corrector(trained, tokenizer, bf16_weights=True)  # auto: fp32 here, the weights untouched
+    assert not kept.bf16 and not kept.bf16_weights
+    assert {p.dtype for p in trained.parameters()} == {torch.float32}
+    with pytest.raises(ValueError, match="bf16_weights=True holds the weights in bf16: it contradicts precision=fp32"):
+        Corrector(trained, tokenizer, precision="fp32", bf16_weights=True)
+    with pytest.raises(TypeError, match="bf16_weights must be True or False, not 'yes'"):
+        Corrector(trained, tokenizer, bf16_weights="yes")
+    with pytest.raises(ValueError, match="contradicts precision=fp32"):
+        Corrector.from_pretrained(str(tmp_path / "absent"), precision="fp32", bf16_weights=True)
+    trained.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    loaded = Corrector.from_pretrained(str(tmp_path / "model"), precision="bf16", bf16_weights=True)
+    assert loaded.model.dtype == torch.bfloat16 and loaded.correct(ERRORS) == TARGETS
 
 
 def test_bart_keeps_insertions_and_deletions_only_when_asked(tokenizer, monkeypatch):

@@ -379,6 +379,23 @@ def test_a_similarity_prior_grid_changes_only_the_evaluations(tmp_path):
     assert model == tuned_model and evaluation != tuned_evaluation
 
 
+def test_bf16_weights_change_only_bf16_evaluations(tmp_path, monkeypatch):
+    """``eval_bf16_weights`` adds to an evaluation's key, and reaches its Corrector, only where the evaluation computes
+    in bf16: on a CPU without bf16 the stages stay those of a run without the key."""
+    import csc_hf.precision
+
+    preset = Preset.load("smoke")
+    weights = dataclasses.replace(preset, eval_bf16_weights=True)
+    for bf16 in (False, True):
+        monkeypatch.setattr(csc_hf.precision, "cpu_has_bf16", lambda bf16=bf16: bf16)
+        plain, held = Study(preset, tmp_path), Study(weights, tmp_path)
+        (model, evaluation), (held_model, held_evaluation) = plain.folders("bert", 0), held.folders("bert", 0)
+        assert model == held_model and (evaluation != held_evaluation) == bf16
+        stage = Stage(held_evaluation)
+        assert held._evaluation_options(stage, augmented=False).bf16_weights == bf16
+        assert not plain._evaluation_options(stage, augmented=False).bf16_weights
+
+
 def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the launcher path is found in the repository from any folder
     paper = Preset.load("paper")

@@ -18,6 +18,7 @@ from ..fields import Range, check_fields, check_range, field_types
 from ..files import read_yaml
 from ..model_folder import check_decoding_grid
 from ..modeling import VARIANTS, is_seq2seq
+from ..precision import check_bf16_weights
 from ..results import CONTROLLED
 from ..stats import RESAMPLES, check_resamples
 from ..training.arguments import DataArguments, ModelArguments
@@ -137,6 +138,7 @@ class Preset:
     pretrain_sides: dict = field(default_factory=dict)  # training-config keys of the side-encoder pretraining; {}: off
     finetune: dict = field(default_factory=dict)  # training-config keys of every variant
     eval_batch_size: int = 64
+    eval_bf16_weights: bool = False  # evaluations in bf16 hold the weights in bf16 (the Corrector's bf16_weights)
     augmentation: dict = field(default_factory=dict)  # the SIGHAN-credibility stage (AugmentationStudy); {}: off
     training_sets: dict = field(default_factory=dict)  # the training-distribution stage (TrainingSetsStudy); {}: off
 
@@ -168,6 +170,10 @@ class Preset:
                 raise ValueError(f"{origin}: {key} is empty; give at least one")
         check_seeds(self.seeds, f"{origin}: seeds")
         check_range("eval_batch_size", self.eval_batch_size, Range(1), str(origin))
+        try:
+            check_bf16_weights(self.finetune.get("precision", "auto"), self.eval_bf16_weights)
+        except ValueError as err:  # its type is checked with the other keys'
+            raise ValueError(f"{origin}: eval_bf16_weights: {err}") from None
         check_variants(self.variants, origin)
         check_resamples(self.bootstrap, f"{origin}: bootstrap")
         check_configs(self.tests, "test config", TEST_CONFIGS, where=f"{origin}: tests")

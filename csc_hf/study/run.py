@@ -239,6 +239,8 @@ class Study:
         """The name and inputs of the evaluation stage of the model trained in ``model_dir``."""
         p = self.preset
         decoding = {"precision": self._inference_precision()}
+        if self._bf16_weights():  # only where it changes the computation: other runs keep their stages' names
+            decoding["bf16_weights"] = True
         if p.similarity_prior_grid != [0.0]:  # the default stays out of the key: runs before the option keep theirs
             decoding["similarity_prior_grid"] = p.similarity_prior_grid
         common = (p.bootstrap, p.keep_bias_grid, build.name, decoding)
@@ -247,6 +249,11 @@ class Study:
         if training_set:
             return evaluation_stage(model_dir), p.tests, *common, self._training_params(training_set=training_set)
         return evaluation_stage(model_dir), p.tests, *common
+
+    def _bf16_weights(self) -> bool:
+        """Whether the evaluations hold the weights in bf16: the preset's ``eval_bf16_weights`` where they compute in
+        bf16."""
+        return self.preset.eval_bf16_weights and self._inference_precision() == "bf16"
 
     def _inference_precision(self) -> str:
         """What the evaluations compute in on this machine: the fine-tuning's ``precision`` (auto, bf16, fp32)
@@ -356,6 +363,7 @@ class Study:
             training_params=training_params,
             save_decoding=True,
             precision=self._inference_precision(),
+            bf16_weights=self._bf16_weights(),
         )
 
     # ---- the run ------------------------------------------------------------------------------------------------
@@ -703,6 +711,7 @@ class Study:
             vocab_size,
             variants,
             precision=p.finetune.get("precision", "auto"),
+            bf16_weights=p.eval_bf16_weights,
             bart=p.bart,
             pretrain_batch=p.pretrain.get("per_device_train_batch_size", 8),
             finetune_batch=p.finetune.get("per_device_train_batch_size", 8),
