@@ -288,6 +288,32 @@ def train_step(
     return run
 
 
+def master_weights_step(model, optimizer, schedule) -> Callable[[dict], float]:
+    """A step of a bf16 copy of `model` (forward and backward in bf16, no autocast, LayerNorm, softmax and loss in bf16
+    too) whose gradients update `model`, its fp32 master weights (`optimizer` steps them), copied back after each
+    step: no casts inside the step, the optimizer's arithmetic in fp32."""
+    working = copy.deepcopy(model).to(torch.bfloat16)
+
+    def run(batch: dict) -> float:
+        working.train()
+        items = int((batch["labels"] != -100).sum())
+        loss = working(**batch, num_items_in_batch=items).loss
+        loss.backward()
+        for master, weight in zip(model.parameters(), working.parameters()):
+            master.grad = None if weight.grad is None else weight.grad.float()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+        working.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            for master, weight in zip(model.parameters(), working.parameters()):
+                weight.copy_(master)
+        return loss.item()
+
+    return run
+
+
 @dataclass
 class Stage:
     name: str
@@ -316,6 +342,18 @@ LEVERS = {  # name: how the model or the step differs from the stage's reference
         "bf16_math": True,
         "floor_of": "output layer at masked positions",
     },
+    # the recipe's kernels, then the step in bf16 throughout with fp32 master weights (bf16 CPUs only)
+    "masked + eager + FastDropout, bf16 weights + fp32 master": {
+        "sparse": True,
+        "attention": "eager",
+        "fast_dropout": True,
+        "master_weights": True,
+    },
+    "eager + FastDropout, bf16 weights + fp32 master": {
+        "attention": "eager",
+        "fast_dropout": True,
+        "master_weights": True,
+    },
 }
 STAGE_LEVERS = {
     "pretrain": [
@@ -325,12 +363,14 @@ STAGE_LEVERS = {
         "no attention dropout (recipe change)",
         "AdamW foreach (not fused)",
         "masked positions, fp32, bf16 matmuls",
+        "masked + eager + FastDropout, bf16 weights + fp32 master",
     ],
     "finetune": [
         "one cross-entropy over all rows",
         "eager attention",
         "eager attention + FastDropout",
         "fp32, bf16 matmuls (no autocast)",
+        "eager + FastDropout, bf16 weights + fp32 master",
     ],
 }
 
@@ -363,18 +403,19 @@ def training_configs(
     configs = []
     for lever in [None, *levers]:
         options = LEVERS.get(lever, {})
+        if options.get("master_weights") and not bf16:
+            continue  # a bf16 step: nothing to compare on an fp32 path
         model = lever_model(reference, **options)
         optimizer, schedule = optimizer_for(model, recipe, options.get("fused", True))
         compiled = torch.compile(model) if options.get("compile") else None
         bf16_math = options.get("bf16_math", False)
         record = compiled is None and not bf16_math
+        if options.get("master_weights"):
+            step = master_weights_step(model, optimizer, schedule)
+        else:
+            step = train_step(model, optimizer, schedule, bf16, compiled, bf16_math, options.get("plain_loss", False))
         configs.append(
-            Config(
-                lever or name,
-                train_step(model, optimizer, schedule, bf16, compiled, bf16_math, options.get("plain_loss", False)),
-                record=record,
-                floor_of=None if record else options.get("floor_of", name),
-            )
+            Config(lever or name, step, record=record, floor_of=None if record else options.get("floor_of", name))
         )
     return configs
 
@@ -465,6 +506,15 @@ def evaluate_stage(data: Data, bf16: bool, levers: bool) -> Stage:
         if bf16:
             weights = copy.deepcopy(model).to(torch.bfloat16)
             configs.append(Config("forward, bf16 weights (no autocast)", forward_pass(size, weights, False)))
+            held = Corrector(
+                copy.deepcopy(model),
+                data.tokenizer,
+                batch_size=size,
+                precision=precision,
+                bf16_weights=True,
+                keep_bias=keep_bias,
+            )  # the library's bf16_weights (the `cpu` preset's eval_bf16_weights)
+            configs.append(Config(f"correct(), batch {size}, bf16 weights", lambda _: held.correct(data.test)))
             fp32_math = forward_pass(size, model, False, True)  # its floor: the autocast forward pass's
             configs.append(Config("forward, fp32, bf16 matmuls", fp32_math, record=False, floor_of=configs[0].name))
         configs.append(Config("correct(), batch 32", correct(32)))
