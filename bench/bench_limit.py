@@ -1,6 +1,7 @@
 """How far each stage of the study runs from what this CPU can compute: its time against its GEMM floor, in one run.
 
     python bench/bench_limit.py [--rounds 5] [--precision auto] [--levers] [--compile] [--contention] [--profile]
+    python bench/bench_limit.py --batch-scaling 16 32 64 128 --threads 1
     python bench/bench_limit.py --isa avx2 ...   # the same with MKL, oneDNN and ATen held to AVX2 (a Zen 3-like ISA)
 
 1. The CPU: its flags that matter (avx2, avx512f, avx512_bf16, amx_bf16, ...), torch's kernel level, threads, load.
@@ -22,6 +23,9 @@
    and the operators that take most of it.
 6. `--contention`: a pretraining step with 2 and 1 torch threads (and other OpenMP wait policies), each alone and
    beside a competing CPU-bound process that the script starts, in separate processes.
+7. `--batch-scaling 16 32 64 128`: `bert`'s fine-tuning step with the recipe's kernels at each batch size, in CPU
+   time per token: whether the time beyond the floor is a cost per operator call (it would shrink with the batch) or
+   work per element.
 
 Every figure is the median over rounds that visit every configuration in turn, so load from other processes hits all
 alike; record `uptime` beside it. Times are per step (training) or per pass over the sentences (evaluation).
@@ -451,11 +455,13 @@ def pretrain_stage(data: Data, n: int, bf16: bool, levers: list[str]) -> Stage:
     return Stage("pretraining (masked LM)", batches, configs, collate_ms=collate_ms, **shape_stats(batches))
 
 
-def finetune_stage(data: Data, variant: str, n: int, bf16: bool, levers: list[str]) -> Stage:
+def finetune_stage(
+    data: Data, variant: str, n: int, bf16: bool, levers: list[str], batch_size: int | None = None
+) -> Stage:
     recipe = PRESET["finetune"]
     encoded = encode_sentences(data.tokenizer, data.sources, data.targets, 128)
     collator = CorrectionCollator(data.tokenizer, recipe["mask_rate"], 0)
-    groups = length_grouped(encoded["length"], recipe["per_device_train_batch_size"], n, seed=1)
+    groups = length_grouped(encoded["length"], batch_size or recipe["per_device_train_batch_size"], n, seed=1)
     start = time.perf_counter()
     batches = [
         collator([{"input_ids": encoded["input_ids"][i], "labels": encoded["labels"][i]} for i in group])
@@ -676,6 +682,30 @@ def numerics(data: Data, steps: int, bf16: bool) -> None:
 # ---- encoder sizes --------------------------------------------------------------------------------------------------
 
 
+def batch_scaling(data: Data, sizes: list[int], steps: int, rounds: int, bf16: bool) -> None:
+    """`bert`'s fine-tuning step with the recipe's attention kernel and dropout, at each batch size of `sizes`
+    (`steps` length-grouped batches, `rounds` rounds after a warm-up step): median CPU microseconds per token."""
+    keys = PRESET["finetune"]
+    print("\n`bert` fine-tuning step by batch size (CPU time per token, padding included)")
+    print("  batch  tokens/batch  us/token  x batch " + str(sizes[0]))
+    first = None
+    for size in sizes:
+        stage = finetune_stage(data, "bert", steps, bf16, [], batch_size=size)
+        torch.manual_seed(0)
+        model = use_training_kernels(
+            build_model("bert", data.tokenizer, **MODEL), keys.get("attn_implementation"), bool(keys.get("fast_dropout"))
+        )
+        step = train_step(model, *optimizer_for(model, keys), bf16)
+        step(stage.batches[0])
+        per_token = []
+        for _ in range(rounds):
+            for batch in stage.batches:
+                per_token.append(timed(step, batch)[1] / batch["input_ids"].numel())
+        micro = 1e6 * statistics.median(per_token)
+        first = first or micro
+        print(f"  {size:5d}  {stage.tokens:12.0f}  {micro:8.1f}  {first / micro:7.2f}", flush=True)
+
+
 def evaluation_sentences() -> int:
     """Sentences one evaluation of the study corrects: every split of the `cpu` preset's test configs, plus the
     validation sentences its decoding is tuned on."""
@@ -884,6 +914,9 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="*", metavar="LxH", help="only the encoder-size table (e.g. 4x256 6x384)")
     parser.add_argument("--attention", default=None, help="--sizes: attention implementation of the training models")
     parser.add_argument("--steps", type=int, default=12, help="steps per process of the contention table")
+    parser.add_argument(
+        "--batch-scaling", nargs="*", type=int, metavar="N", help="only bert's fine-tuning step at these batch sizes"
+    )
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
@@ -904,6 +937,8 @@ def main() -> None:
         return numerics(data, args.numerics, bf16)
     if args.sizes:
         return sizes(data, args.sizes, args.attention, args.precision)
+    if args.batch_scaling:
+        return batch_scaling(data, args.batch_scaling, args.batches, args.rounds, bf16)
     if not args.profile:
         gemm_table(len(data.tokenizer), PRESET["pretrain"]["per_device_train_batch_size"] * 43, bf16)
     chosen = STAGE_LEVERS if args.levers else {"pretrain": [], "finetune": []}
