@@ -693,7 +693,9 @@ def batch_scaling(data: Data, sizes: list[int], steps: int, rounds: int, bf16: b
         stage = finetune_stage(data, "bert", steps, bf16, [], batch_size=size)
         torch.manual_seed(0)
         model = use_training_kernels(
-            build_model("bert", data.tokenizer, **MODEL), keys.get("attn_implementation"), bool(keys.get("fast_dropout"))
+            build_model("bert", data.tokenizer, **MODEL),
+            keys.get("attn_implementation"),
+            bool(keys.get("fast_dropout")),
         )
         step = train_step(model, *optimizer_for(model, keys), bf16)
         step(stage.batches[0])
