@@ -125,7 +125,10 @@ def decode_edits(
     probabilities are those of the fp32 logits)."""
     source_ids = input_ids.unsqueeze(-1)
     boosted = similar[input_ids] if similar is not None and similarity_prior else None
-    biased = bool(keep_bias) or boosted is not None
+    # a positive keep_bias alone raises one logit per position: the argmax of the biased logits follows from the
+    # unbiased maximum and the biased source logit, without a biased copy of the whole [batch, length, vocab] tensor
+    source_only = keep_bias > 0 and boosted is None
+    biased = (bool(keep_bias) or boosted is not None) and not source_only
     if biased:
         logits = logits.float() if logits.dtype != torch.float32 else logits.clone()
     source = logits.gather(-1, source_ids)
@@ -135,10 +138,18 @@ def decode_edits(
     if biased:
         logits.scatter_(-1, source_ids, source + keep_bias)
     # max's indices are argmax's (the first of equal values) at half its time on the CPU
-    predicted = logits.max(-1).indices
+    best, predicted = logits.max(-1)
+    if source_only:  # the first of the biased maxima: the source where its biased logit ties or beats the best
+        raised, best, tie = source.squeeze(-1).float() + keep_bias, best.float(), source_ids.squeeze(-1)
+        predicted = torch.where(
+            raised > best, tie, torch.where(raised == best, torch.minimum(tie, predicted), predicted)
+        )
     retry = editable & ~han[predicted]  # the best token is not Han: take the best Han one
     if retry.any():
-        predicted[retry] = logits[retry].masked_fill(~han, float("-inf")).max(-1).indices
+        rows_logits = logits[retry].float()  # a copy of those rows only
+        if source_only:
+            rows_logits.scatter_(-1, source_ids[retry], source[retry].float() + keep_bias)
+        predicted[retry] = rows_logits.masked_fill(~han, float("-inf")).max(-1).indices
     rows, columns = (editable & (predicted != input_ids)).nonzero(as_tuple=True)
     ids = predicted[rows, columns]
     scores = logits[rows, columns].double()

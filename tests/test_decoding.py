@@ -338,3 +338,43 @@ def test_evaluate_model_of_a_hub_id_does_not_save(monkeypatch, tiny_dir, small_p
         EvaluationOptions(small_params, bootstrap=0, keep_bias_grid=[0.0], save_decoding=True),
     )
     assert records and not (tiny_dir / DECODING_FILE).exists() and "not a local folder" in caplog.text
+
+
+def _decode_with_a_biased_copy(input_ids, logits, han, editable, keep_bias, threshold):
+    """The rule of `decode_edits` written plainly: the source's logit raised in an fp32 copy, then the argmax."""
+    biased = logits.float().clone()
+    source = biased.gather(-1, input_ids.unsqueeze(-1))
+    biased.scatter_(-1, input_ids.unsqueeze(-1), source + keep_bias)
+    predicted = biased.argmax(-1)
+    retry = editable & ~han[predicted]
+    predicted[retry] = biased[retry].masked_fill(~han, float("-inf")).argmax(-1)
+    rows, columns = (editable & (predicted != input_ids)).nonzero(as_tuple=True)
+    ids = predicted[rows, columns]
+    scores = logits[rows, columns].double()
+    probabilities = (scores.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - scores.logsumexp(-1)).exp()
+    kept = probabilities >= threshold
+    return rows[kept], columns[kept], ids[kept], probabilities[kept]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_positive_keep_bias_decodes_as_a_biased_copy_would(dtype):
+    """`decode_edits` takes the argmax of the biased logits without copying them; on logits full of ties (integers
+    and halves, where keep_bias makes the source tie the best) it gives the edits of the plain rule, first index of
+    equal values included, in fp32 and bf16, with non-Han tokens that win and retry."""
+    generator = torch.Generator().manual_seed(0)
+    vocab, han = 12, torch.ones(12, dtype=torch.bool)
+    han[[0, 3, 7]] = False  # 7 beats the Han tokens often: the retry path
+    input_ids = torch.randint(0, vocab, (16, 9), generator=generator)
+    logits = (torch.randint(0, 8, (16, 9, vocab), generator=generator) / 2).to(dtype)
+    logits[..., 7] += 0.5
+    editable = han[input_ids] & (torch.rand(input_ids.shape, generator=generator) < 0.9)
+    for keep_bias in (0.5, 1.0, 1.5, 3.0):
+        for threshold in (0.0, 0.2):
+            got = decode_edits(input_ids, logits, han, editable, keep_bias, threshold)
+            want = _decode_with_a_biased_copy(input_ids, logits, han, editable, keep_bias, threshold)
+            assert len(got[0]) > 0
+            for a, b in zip(got, want):
+                assert torch.equal(a, b), (keep_bias, threshold)
+    before = logits.clone()
+    decode_edits(input_ids, logits, han, editable, 2.0)
+    assert torch.equal(logits, before)  # the model's logits are left as they are
