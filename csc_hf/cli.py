@@ -248,7 +248,9 @@ def cmd_run(args: argparse.Namespace) -> None:
         logger.info("preset: %s, the default on this CPU (compute path %s; name one with --preset)", args.preset, path)
     preset = Preset.load(args.preset)
     output = args.output or str(Path(RUNS_DIR) / preset.name)
-    study = Study(preset, output, finished_only=args.finished_only, estimate=not args.no_estimate)
+    study = Study(
+        preset, output, finished_only=args.finished_only, estimate=not args.no_estimate, processes=args.processes
+    )
     results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all finished
     print(f"results: {results}, {results.with_name(RESULTS_CSV)}; report: {results.with_name(REPORT_FILE)}")
 
@@ -758,6 +760,13 @@ def parser_run(sub) -> None:
         action="store_true",
         help="skip the forecast of the whole job (a step of each kind of stage timed after the build, a few "
         "seconds per variant)",
+    )
+    run.add_argument(
+        "--processes",
+        type=int,
+        metavar="N",
+        help="processes that share the models' stages once the encoder is pretrained, each with 1/N of the torch "
+        "threads (default: the preset's processes; the others log to RUN/workers/)",
     )
 
 

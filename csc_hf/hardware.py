@@ -38,6 +38,10 @@ AMX_PATH = "bf16 (AMX)"
 """The compute path of bf16 on AMX tiles (`compute_path`): the one the ``cpu`` preset is the default on
 (`csc_hf.resources.default_preset`)."""
 
+AVX2_PATH = "fp32 (AVX2)"
+"""The compute path of fp32 on AVX2 without AVX-512 (`compute_path`): the slowest the default presets are sized for,
+where ``cpu-tiny`` is the default (`csc_hf.resources.default_preset`)."""
+
 _ONEDNN_BELOW_AVX512 = frozenset({"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2"})
 _ONEDNN_WITHOUT_BF16 = _ONEDNN_BELOW_AVX512 | {"AVX512_CORE", "AVX512_CORE_VNNI"}
 _MKL_BELOW_AVX512 = frozenset({"SSE4_2", "AVX", "AVX2"})
@@ -105,7 +109,7 @@ def compute_path(flags: set[str] | None = None) -> str:
         return "bf16 (AVX512-BF16)"
     if "avx512f" in flags:
         return "fp32 (AVX-512)"
-    return "fp32 (AVX2)" if "avx2" in flags else "fp32"
+    return AVX2_PATH if "avx2" in flags else "fp32"
 
 
 def usable_cpus() -> int:

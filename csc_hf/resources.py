@@ -54,16 +54,25 @@ def preset_path(name: str) -> Path:
     return shipped_dir("trainer_configs") / "presets" / f"{name}.yaml"
 
 
-DEFAULT_PRESETS = {"with AMX": "cpu", "without AMX": "cpu-small"}
-"""The shipped preset `csc-bench run` runs when none is named, by the CPU: ``cpu`` where bf16 runs on AMX tiles,
-``cpu-small`` (the same study sized to fit 6 hours without them: a smaller encoder, one seed, smaller test sets)
-elsewhere, in bf16 on AVX512-BF16 and in fp32 on AVX2 or AVX-512 (their hours: BENCHMARKS.md)."""
+DEFAULT_PRESETS = {
+    "with AMX": "cpu",
+    "with AVX-512 but without AMX": "cpu-small",
+    "with AVX2 but without AVX-512": "cpu-tiny",
+}
+"""The shipped preset `csc-bench run` runs when none is named, by the CPU (its compute path): ``cpu`` where bf16 runs
+on AMX tiles; ``cpu-tiny`` where the kernels stop at AVX2 (fp32: a Zen 3), the same study sized to fit 6 hours there
+(a smaller encoder, one seed, smaller test sets); ``cpu-small`` (its encoder between the two) on the rest: AVX-512 in
+bf16 (AVX512-BF16) or fp32, and a CPU whose flags are unknown. Their hours: BENCHMARKS.md."""
 
 
 def default_preset(path: str | None = None) -> str:
     """The name of this machine's default preset (`DEFAULT_PRESETS`) by its compute path (`hardware.compute_path`)."""
     path = hardware.compute_path() if path is None else path
-    return DEFAULT_PRESETS["with AMX" if path == hardware.AMX_PATH else "without AMX"]
+    if path == hardware.AMX_PATH:
+        return DEFAULT_PRESETS["with AMX"]
+    if path == hardware.AVX2_PATH:
+        return DEFAULT_PRESETS["with AVX2 but without AVX-512"]
+    return DEFAULT_PRESETS["with AVX-512 but without AMX"]
 
 
 def preset_names() -> list[str]:

@@ -38,6 +38,7 @@ PLOTS = {
     "training_sets": "train_x_test.png",
 }
 STAGES = "stages"
+WORKERS = "workers"  # a run's other processes of the models' stages: their preset and logs
 
 # ---- a stage folder
 DONE = "done.json"  # the marker that the stage finished

@@ -412,6 +412,21 @@ def test_a_forecast_fills_the_eta_until_stages_of_its_kind_finish(tmp_path):
     assert progress.line(tmp_path / "t", "train bert").endswith("elapsed 0:00:00")  # nothing to estimate it by
 
 
+def test_processes_sharing_the_models_share_their_time_in_the_eta(tmp_path):
+    """With ``processes`` running the models' stages side by side, those count for their share of the ETA; the
+    pretraining, which one process runs with every thread, counts whole."""
+    plan = [
+        Step("pretrain", tmp_path / "p", ("pretrain",)),
+        Step("train bert", tmp_path / "t", ("train bert", "train"), variant="bert"),
+        Step("evaluate bert", tmp_path / "e", ("evaluate bert", "evaluate"), variant="bert"),
+    ]
+    forecast = {tmp_path / "p": 100.0, tmp_path / "t": 60.0, tmp_path / "e": 40.0}
+    assert Progress(plan, forecast=forecast).eta() == (200.0, True)
+    assert Progress(plan, forecast=forecast, processes=2).eta() == (150.0, True)
+    finished(tmp_path / "p", 120)
+    assert Progress(plan, forecast=forecast, processes=4).eta() == (25.0, True)
+
+
 def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_path, caplog, monkeypatch):
     """`Study.forecast`: every pretraining, training and evaluation stage of the plan gets seconds from a step of its
     kind timed here (an augmented training twice its plain one's: twice the steps); the log names the CPU's compute

@@ -243,6 +243,36 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
     assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
 
+def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
+    """``processes: 2`` (or ``--processes 2``): once the encoder is pretrained, a second ``csc-bench run`` of the same
+    grid and preset joins the run folder with half of the threads, the stage locks share the models out, and the run
+    ends, with the results of every model, after the other process has exited (its log under ``workers/``)."""
+    run = tmp_path / "two"
+    run.mkdir()
+    for name in ("build", "pretrain"):  # the smoke run's finished stages: the two processes share only the models
+        for stage in (smoke_run / "stages").glob(f"{name}-*"):
+            shutil.copytree(stage, run / "stages" / stage.name)
+    preset = tmp_path / "two.yaml"
+    preset.write_text(
+        yaml.safe_dump({"base": "smoke", "variants": ["bert", "plome"], "augmentation": {}, "training_sets": {}}),
+        encoding="utf-8",
+    )
+    assert Preset.load(str(preset)).processes == 1
+    with caplog.at_level("INFO", logger="csc_hf"):
+        assert main(["run", "--preset", str(preset), "--output", str(run), "--processes", "2", "--no-estimate"]) == 0
+    assert "the models' stages: 2 processes with" in caplog.text and "worker process exited" not in caplog.text
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    assert list(dict.fromkeys(r["model"] for r in results["records"])) == ["bert", "plome"]
+    log = (run / "workers" / "worker-1.log").read_text(encoding="utf-8")
+    assert "finished: resuming after them" in log and "pretrain the encoder" not in log  # it came after it
+    assert Preset.load(str(run / "workers" / "two.yaml")) == Preset.load(str(preset))  # the worker's preset: the same
+    with pytest.raises(ValueError, match="--processes: processes=0 must be"):
+        Study(Preset.load(str(preset)), run, processes=0)
+    preset.write_text(yaml.safe_dump({"base": "smoke", "processes": 0}), encoding="utf-8")
+    with pytest.raises(ValueError, match="processes=0 must be"):
+        Preset.load(str(preset))
+
+
 def test_pretrained_side_encoders_start_the_variants_with_sources(smoke_run, tmp_path, caplog):
     """``pretrain_sides``: one stage pretrains the encoders of every source the preset's variants fuse, over the
     pretrained masked LM (reused), and each variant with sources starts from it in a stage of its own; a variant
@@ -413,21 +443,24 @@ def test_presets_load_and_resolve_their_launcher(tmp_path, monkeypatch):
 
 
 def test_the_default_preset_follows_the_compute_path(monkeypatch, tmp_path, caplog):
-    """Without AMX the default is cpu-small: the cpu study, its stages, recipe and tests, with a smaller encoder and
-    one seed (what fits the hours without AMX, in bf16 on AVX512-BF16 as in fp32); `cpu` itself never changes with
-    the machine, and the run says which."""
-    cpu, small = Preset.load("cpu"), Preset.load("cpu-small")
-    assert set(resources.DEFAULT_PRESETS.values()) == {"cpu", "cpu-small"}
-    differ = {name for name in vars(cpu) if getattr(cpu, name) != getattr(small, name)}
-    assert differ == {"name", "description", "bench_params", "seeds", "model"} and small.seeds == [0]
-    assert small.bench_params == {"n_test": 2500}  # evaluation is a third of the job in fp32
-    assert small.model["hidden_size"] < cpu.model["hidden_size"]
-    assert small.model["hidden_size"] % small.model["num_attention_heads"] == 0
+    """Without AMX the default is cpu-small, and where the kernels stop at AVX2 cpu-tiny: the cpu study, its stages,
+    recipe and tests, with a smaller encoder and one seed (what fits the hours there, in bf16 on AVX512-BF16 as in
+    fp32); `cpu` itself never changes with the machine, and the run says which."""
+    cpu, small, tiny = Preset.load("cpu"), Preset.load("cpu-small"), Preset.load("cpu-tiny")
+    assert set(resources.DEFAULT_PRESETS.values()) == {"cpu", "cpu-small", "cpu-tiny"}
+    for sized, more in ((small, set()), (tiny, {"processes"})):  # cpu-tiny's models: two 1-thread processes
+        differ = {name for name in vars(cpu) if getattr(cpu, name) != getattr(sized, name)}
+        assert differ == {"name", "description", "bench_params", "seeds", "model", *more} and sized.seeds == [0]
+        assert sized.bench_params == {"n_test": 2500}  # evaluation is a third of the job in fp32
+        assert sized.model["hidden_size"] % sized.model["num_attention_heads"] == 0
+        assert sized.model["hidden_size"] // sized.model["num_attention_heads"] == 64  # cpu's heads, fewer of them
+    assert tiny.model["hidden_size"] < small.model["hidden_size"] < cpu.model["hidden_size"]
+    assert (cpu.processes, small.processes, tiny.processes) == (1, 1, 2)
     for path, name in (
         ("bf16 (AMX)", "cpu"),
         ("bf16 (AVX512-BF16)", "cpu-small"),  # a Zen 4: bf16 without AMX (BENCHMARKS.md)
         ("fp32 (AVX-512)", "cpu-small"),
-        ("fp32 (AVX2)", "cpu-small"),
+        ("fp32 (AVX2)", "cpu-tiny"),  # a Zen 3
         ("bf16", "cpu-small"),  # no /proc/cpuinfo: AMX unknown
         ("fp32", "cpu-small"),
     ):

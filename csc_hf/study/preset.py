@@ -132,6 +132,7 @@ class Preset:
     keep_bias_grid: list[float] = field(default_factory=lambda: [0.0])  # source-logit bias, tuned on validation
     similarity_prior_grid: list[float] = field(default_factory=lambda: [0.0])  # decoding prior, tuned with keep_bias
     launcher: str | None = None  # an accelerate config file: trainings run under `accelerate launch`
+    processes: int = 1  # processes that train and evaluate the models once the encoder is pretrained (threads shared)
     model: dict = field(default_factory=dict)  # BertConfig fields of the semantic encoder (pretrained once)
     bart: dict = field(default_factory=dict)  # BartConfig fields of the seq2seq baseline over the encoder's sizes
     pretrain: dict = field(default_factory=dict)  # training-config keys of the masked-LM stage
@@ -170,6 +171,12 @@ class Preset:
                 raise ValueError(f"{origin}: {key} is empty; give at least one")
         check_seeds(self.seeds, f"{origin}: seeds")
         check_range("eval_batch_size", self.eval_batch_size, Range(1), str(origin))
+        check_range("processes", self.processes, Range(1), str(origin))
+        if self.processes > 1 and self.launcher:
+            raise ValueError(
+                f"{origin}: processes={self.processes} and a launcher: `accelerate launch` starts the "
+                "processes of each training; give one of them"
+            )
         try:
             check_bf16_weights(self.finetune.get("precision", "auto"), self.eval_bf16_weights)
         except ValueError as err:  # its type is checked with the other keys'

@@ -141,11 +141,13 @@ class Progress:
     of its first kind that has one, times its work; the ETA is their sum (a lower bound, ``≥``, while some remaining
     kind has no finished stage). A remaining stage of a kind with no finished stage yet takes its ``forecast`` (the
     seconds `csc_hf.job_estimate.StepProbe` predicts for it, by its folder) where there is one: the line then says
-    ``ETA ~``, a forecast until every remaining kind has a measured stage."""
+    ``ETA ~``, a forecast until every remaining kind has a measured stage. With ``processes`` sharing the models'
+    stages, those (the stages of a variant) count for 1/``processes`` of their time."""
 
     plan: list[Step]
     started: float = field(default_factory=time.monotonic)
     forecast: dict[Path, float] = field(default_factory=dict)
+    processes: int = 1
 
     def finished(self) -> dict[Path, float | None]:
         """The planned stages that have finished, with the seconds each recorded."""
@@ -153,6 +155,9 @@ class Progress:
 
     def estimates(self) -> list[tuple[float | None, bool]]:
         """Each unfinished stage's estimated seconds (None: none) and whether it is a forecast."""
+        return [(seconds, is_forecast) for _, seconds, is_forecast in self._estimates()]
+
+    def _estimates(self) -> list[tuple[Step, float | None, bool]]:
         finished, times = self.finished(), {}
         for step in self.plan:
             if finished.get(step.directory) is not None:
@@ -164,14 +169,17 @@ class Progress:
                 continue
             measured = next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
             forecast = self.forecast.get(step.directory) if measured is None else None
-            estimates.append((measured if forecast is None else forecast, forecast is not None))
+            estimates.append((step, measured if forecast is None else forecast, forecast is not None))
         return estimates
 
     def eta(self) -> tuple[float, bool] | None:
-        """The estimated seconds of the unfinished stages and whether every one of them has an estimate (``None``
-        while none has)."""
-        known = [seconds for seconds, _ in self.estimates() if seconds is not None]
-        return (sum(known), len(known) == len(self.estimates())) if known else None
+        """The estimated seconds of the unfinished stages (the models' shared by ``processes``) and whether every one
+        of them has an estimate (``None`` while none has)."""
+        estimates = self._estimates()
+        known = [(step, seconds) for step, seconds, _ in estimates if seconds is not None]
+        if not known:
+            return None
+        return sum(s / (self.processes if step.variant else 1) for step, s in known), len(known) == len(estimates)
 
     def line(self, directory: Path, label: str) -> str:
         """The progress line of the stage in ``directory`` as it starts: ``stage 5/30: evaluate bert (seed 0) ·

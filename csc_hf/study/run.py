@@ -4,7 +4,9 @@ outputs :mod:`csc_hf.study.outputs`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,7 +28,8 @@ from ..evaluation import (
     paired_comparisons,
     training_set_comparisons,
 )
-from ..files import check_output_folder
+from ..fields import Range, check_range
+from ..files import check_output_folder, write_atomic
 from ..logging import get_logger, plain_transformers_output
 from ..model_folder import copy_decoding
 from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq, variant_sources
@@ -41,6 +44,7 @@ from ..run_layout import (
     RECORDS,
     STAGES,
     TRAIN_CONFIG,
+    WORKERS,
     evaluation_stage,
     stage_dir,
     train_stage,
@@ -91,10 +95,21 @@ class Study:
     every later one needs (build, pretraining) is waited for at once."""
 
     LOCK_POLL = 10.0  # seconds between two looks at a stage another process runs
+    WORKER_EXIT = 60.0  # seconds a worker gets to stop on its own (Ctrl-C reaches it too) before it is terminated
 
-    def __init__(self, preset: Preset, run_dir: str | Path, finished_only: bool = False, estimate: bool = False):
+    def __init__(
+        self,
+        preset: Preset,
+        run_dir: str | Path,
+        finished_only: bool = False,
+        estimate: bool = False,
+        processes: int | None = None,
+    ):
         self.preset, self.run_dir, self.finished_only = preset, Path(run_dir), finished_only
         self.estimate = estimate
+        self.processes = preset.processes if processes is None else processes  # of the models' stages
+        check_range("processes", self.processes, Range(1), "--processes")
+        self._workers: list[tuple[subprocess.Popen, Path]] = []  # the other processes of the models' stages
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
         self.wait = True  # whether a stage another process runs is waited for (else: Busy)
         self.put_off: list[tuple[Callable[..., None], Any]] = []  # (run, model) pairs that `each` met busy
@@ -657,7 +672,7 @@ class Study:
         if not self.finished_only:
             self.check(grid)
             threads_before = hardware.set_threads()
-            self.progress = Progress(self.plan(grid))
+            self.progress = Progress(self.plan(grid), processes=self.processes)
             total, finished = len(self.progress.plan), len(self.progress.finished())
             logger.info(
                 "%s: %d stages%s",
@@ -683,6 +698,68 @@ class Study:
             )
         return path
 
+    def start_workers(self, grid: Sequence[tuple[str, int]]) -> None:
+        """With ``processes`` N > 1, once the encoder is pretrained (with every thread): N - 1 more processes, each a
+        ``csc-bench run`` of the same grid and preset (written to ``RUN/workers/PRESET.yaml``) in this run folder
+        with 1/N of this process's torch threads, which this process keeps for itself; the stage locks share the
+        models out. Each logs to ``RUN/workers/worker-K.log``. Every model's stage then trains and evaluates with
+        the same thread count, whichever process takes it: same seed, same bytes."""
+        if self.processes <= 1 or self.finished_only:
+            return
+        import torch
+
+        threads = max(1, torch.get_num_threads() // self.processes)
+        torch.set_num_threads(threads)
+        folder = self.run_dir / WORKERS
+        data = {k: v for k, v in dataclasses.asdict(self.preset).items() if k != "name"}
+        preset = write_atomic(
+            folder / f"{self.preset.name}.yaml",
+            yaml.safe_dump(json.loads(json.dumps(data)), allow_unicode=True, sort_keys=False),
+            make_parents=True,
+        )
+        command = [sys.executable, "-m", "csc_hf", "run", "--preset", str(preset), "--output", str(self.run_dir)]
+        command += [
+            "--variants",
+            *dict.fromkeys(v for v, _ in grid),
+            "--seeds",
+            *dict.fromkeys(str(s) for _, s in grid),
+        ]
+        command += ["--no-estimate", "--processes", "1"]
+        environ = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        for k in range(1, self.processes):
+            log = folder / f"worker-{k}.log"
+            with log.open("a", encoding="utf-8") as out:
+                self._workers.append(
+                    (subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environ), log)
+                )
+        logger.info(
+            "the models' stages: %d processes with %d torch thread(s) each (this one; the others log to %s)",
+            self.processes,
+            threads,
+            folder,
+        )
+
+    def wait_for_workers(self) -> None:
+        """Wait for the processes of :meth:`start_workers`; one that failed is named with its log (its stages were
+        finished by the others, which take over a dead process's locks)."""
+        for process, log in self._workers:
+            if process.wait() != 0:
+                logger.warning("a worker process exited with code %s: its log is %s", process.returncode, log)
+        self._workers.clear()
+
+    def stop_workers(self, interrupted: bool = False) -> None:
+        """Stop the processes of :meth:`start_workers` when this one stops early. After a Ctrl-C (which reaches them
+        too: they stop after their own checkpoint) each gets `WORKER_EXIT` seconds; then, or at once after an error,
+        it is terminated (it loses the steps since its last checkpoint)."""
+        deadline = time.monotonic() + (self.WORKER_EXIT if interrupted else 0.0)
+        for process, _ in self._workers:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.terminate()
+                process.wait()
+        self._workers.clear()
+
     def forecast(self, plan: Sequence[Step], build: Stage) -> dict[Path, float]:
         """The seconds each model and pretraining stage of ``plan`` (the side encoders' too) will take here: one step
         of each kind timed now (`csc_hf.job_estimate.StepProbe`, a few seconds per variant at the preset's sizes,
@@ -706,23 +783,24 @@ class Study:
         sides = self._sides_inputs(self.directory(*self._pretrain_inputs()))
         pending_sides = any(s.kinds[-1] == "pretrain-sides" and not Stage(s.directory).done for s in plan)
         sides_config = sides[1] if sides and pending_sides else {}
-        probe = StepProbe.measure(
-            p.model,
-            vocab_size,
-            variants,
-            precision=p.finetune.get("precision", "auto"),
-            bf16_weights=p.eval_bf16_weights,
-            bart=p.bart,
-            pretrain_batch=p.pretrain.get("per_device_train_batch_size", 8),
-            finetune_batch=p.finetune.get("per_device_train_batch_size", 8),
-            eval_batch=p.eval_batch_size,
-            sides=sides_config.get("model_overrides", {}).get("sources", ()),
-            sides_batch=sides_config.get("per_device_train_batch_size", 8),
-            steps=1,
-            threads=torch.get_num_threads(),
-            pretrain_keys=p.pretrain,
-            finetune_keys=p.finetune,
-        )
+        threads = torch.get_num_threads()
+        shared = max(1, threads // self.processes)  # each process's threads in the models' stages
+        options = {
+            "precision": p.finetune.get("precision", "auto"),
+            "bf16_weights": p.eval_bf16_weights,
+            "bart": p.bart,
+            "pretrain_batch": p.pretrain.get("per_device_train_batch_size", 8),
+            "finetune_batch": p.finetune.get("per_device_train_batch_size", 8),
+            "eval_batch": p.eval_batch_size,
+            "sides": sides_config.get("model_overrides", {}).get("sources", ()),
+            "sides_batch": sides_config.get("per_device_train_batch_size", 8),
+            "steps": 1,
+            "pretrain_keys": p.pretrain,
+            "finetune_keys": p.finetune,
+        }
+        probe = StepProbe.measure(p.model, vocab_size, variants, threads=shared, **options)
+        if shared != threads:  # the encoder pretrains with every thread, before the processes share the models
+            probe.pretrain_step = StepProbe.measure(p.model, vocab_size, [], threads=threads, **options).pretrain_step
         scored = {name: sum(splits.values()) for name, splits in sizes.items() if name != "train"}  # every split
         mean_test = sum(scored.values()) / len(scored) if scored else 0
         validation = sizes.get("train", {}).get("validation", 0)
@@ -740,12 +818,18 @@ class Study:
                 sentences = tuned + sum(scored.get(test, mean_test) for test in step.tests)
                 seconds[step.directory] = sentences * probe.sentence[step.variant]
         logger.info("step times here: %s", probe.summary())
+        if shared != threads:
+            logger.info(
+                "(pretraining with %d torch threads, the models' stages with %d in each process)", threads, shared
+            )
         pending = [step for step in plan if step.directory in seconds and not Stage(step.directory).done]
+        models = f" ({self.processes} processes sharing the models' stages)" if self.processes > 1 else ""
         logger.info(
-            "forecast of the %d pretraining, training and evaluation stages left: %s (build and augment stages not "
+            "forecast of the %d pretraining, training and evaluation stages left%s: %s (build and augment stages not "
             "included; measured stages replace the forecast in the progress line as they finish)",
             len(pending),
-            clock(sum(seconds[step.directory] for step in pending)),
+            models,
+            clock(sum(seconds[s.directory] / (self.processes if s.variant else 1) for s in pending)),
         )
         return seconds
 
@@ -762,10 +846,16 @@ class Study:
             except Unfinished as missing:
                 logger.info("skipping %s (seed %s): %s", variant, seed, missing)
 
-        self.each(grid, model)
-        summary = self.run_augmentation(pretrained, build, grid)
-        self.run_training_sets(pretrained, build, grid)
-        self.finish_put_off()  # what another process ran when this one reached it, now that nothing else is left
+        self.start_workers(grid)
+        try:
+            self.each(grid, model)
+            summary = self.run_augmentation(pretrained, build, grid)
+            self.run_training_sets(pretrained, build, grid)
+            self.finish_put_off()  # what another process ran when this one reached it, now that nothing else is left
+        except BaseException as stopped:
+            self.stop_workers(interrupted=isinstance(stopped, KeyboardInterrupt))
+            raise
+        self.wait_for_workers()
         augmentation = self.augmentation_results(summary, grid)
         training_sets = self.training_sets_results(grid)
         evaluations = self.finished(grid)
