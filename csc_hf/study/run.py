@@ -8,8 +8,10 @@ import dataclasses
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -61,6 +63,20 @@ FORECAST_KINDS = ("pretrain", "pretrain-sides", "train", "evaluate")
 """The kinds of stage the forecast times (the build and augmentation stages it leaves out)."""
 
 
+def _ends_with_its_parent() -> None:
+    """In a worker process (`Study.start_workers`), before it runs: on Linux, a SIGTERM when the process that started
+    it dies, however it dies (killed too), so that no worker trains on alone; elsewhere nothing."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM's handler while a run's workers run: an exit that stops them on the way out (`Study.stop_workers`)."""
+    raise SystemExit(128 + signum)
+
+
 def _resolved(config: dict) -> dict:
     """A training config with its ``precision`` as this machine resolves it (``auto`` is bf16 on a CPU with bf16 in
     hardware, else fp32): a stage's address says which precision trained it."""
@@ -110,6 +126,7 @@ class Study:
         self.processes = preset.processes if processes is None else processes  # of the models' stages
         check_range("processes", self.processes, Range(1), "--processes")
         self._workers: list[tuple[subprocess.Popen, Path]] = []  # the other processes of the models' stages
+        self._sigterm: Any = None  # SIGTERM's handler before the workers started
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
         self.wait = True  # whether a stage another process runs is waited for (else: Busy)
         self.put_off: list[tuple[Callable[..., None], Any]] = []  # (run, model) pairs that `each` met busy
@@ -729,15 +746,23 @@ class Study:
         for k in range(1, self.processes):
             log = folder / f"worker-{k}.log"
             with log.open("a", encoding="utf-8") as out:
-                self._workers.append(
-                    (subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=environ), log)
+                worker = subprocess.Popen(
+                    command, stdout=out, stderr=subprocess.STDOUT, env=environ, preexec_fn=_ends_with_its_parent
                 )
+            self._workers.append((worker, log))
+        if threading.current_thread() is threading.main_thread():  # a kill stops the workers too (stop_workers)
+            self._sigterm = signal.signal(signal.SIGTERM, _terminated)
         logger.info(
             "the models' stages: %d processes with %d torch thread(s) each (this one; the others log to %s)",
             self.processes,
             threads,
             folder,
         )
+
+    def _restore_sigterm(self) -> None:
+        if self._sigterm is not None:
+            signal.signal(signal.SIGTERM, self._sigterm)
+            self._sigterm = None
 
     def wait_for_workers(self) -> None:
         """Wait for the processes of :meth:`start_workers`; one that failed is named with its log (its stages were
@@ -855,6 +880,8 @@ class Study:
         except BaseException as stopped:
             self.stop_workers(interrupted=isinstance(stopped, KeyboardInterrupt))
             raise
+        finally:
+            self._restore_sigterm()
         self.wait_for_workers()
         augmentation = self.augmentation_results(summary, grid)
         training_sets = self.training_sets_results(grid)
