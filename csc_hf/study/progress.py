@@ -133,6 +133,12 @@ class Step:
     tests: tuple[str, ...] = ()  # an evaluation: the test configs it scores
 
 
+def wall_seconds(step: Step, seconds: float, processes: int) -> float:
+    """The run's wall time that a stage of ``seconds`` takes: a model's stage (a variant's) runs beside those of the
+    other ``processes`` sharing the models, so it counts for its share; the rest (build, pretraining) runs alone."""
+    return seconds / processes if step.variant else seconds
+
+
 @dataclass
 class Progress:
     """The study-level progress of a run: every stage it goes through (``plan``), in order. A stage whose
@@ -179,7 +185,7 @@ class Progress:
         known = [(step, seconds) for step, seconds, _ in estimates if seconds is not None]
         if not known:
             return None
-        return sum(s / (self.processes if step.variant else 1) for step, s in known), len(known) == len(estimates)
+        return sum(wall_seconds(step, s, self.processes) for step, s in known), len(known) == len(estimates)
 
     def line(self, directory: Path, label: str) -> str:
         """The progress line of the stage in ``directory`` as it starts: ``stage 5/30: evaluate bert (seed 0) ·

@@ -55,7 +55,7 @@ from ..training import check_config, train
 from ..training.config import precision_keys, trains_on_cpu
 from .outputs import augmentation_coverage, domain_error_groups, write_results
 from .preset import Preset, check_seeds, check_variants
-from .progress import Progress, Stage, Step, clock, model_label
+from .progress import Progress, Stage, Step, clock, model_label, wall_seconds
 
 logger = get_logger(__name__)
 
@@ -715,6 +715,10 @@ class Study:
             )
         return path
 
+    def model_threads(self, threads: int) -> int:
+        """The torch threads of each of the ``processes`` in the models' stages, out of the run's ``threads``."""
+        return max(1, threads // self.processes)
+
     def start_workers(self, grid: Sequence[tuple[str, int]]) -> None:
         """With ``processes`` N > 1, once the encoder is pretrained (with every thread): N - 1 more processes, each a
         ``csc-bench run`` of the same grid and preset (written to ``RUN/workers/PRESET.yaml``) in this run folder
@@ -725,7 +729,7 @@ class Study:
             return
         import torch
 
-        threads = max(1, torch.get_num_threads() // self.processes)
+        threads = self.model_threads(torch.get_num_threads())
         torch.set_num_threads(threads)
         folder = self.run_dir / WORKERS
         data = {k: v for k, v in dataclasses.asdict(self.preset).items() if k != "name"}
@@ -809,7 +813,7 @@ class Study:
         pending_sides = any(s.kinds[-1] == "pretrain-sides" and not Stage(s.directory).done for s in plan)
         sides_config = sides[1] if sides and pending_sides else {}
         threads = torch.get_num_threads()
-        shared = max(1, threads // self.processes)  # each process's threads in the models' stages
+        shared = self.model_threads(threads)
         options = {
             "precision": p.finetune.get("precision", "auto"),
             "bf16_weights": p.eval_bf16_weights,
@@ -854,7 +858,7 @@ class Study:
             "included; measured stages replace the forecast in the progress line as they finish)",
             len(pending),
             models,
-            clock(sum(seconds[s.directory] / (self.processes if s.variant else 1) for s in pending)),
+            clock(sum(wall_seconds(s, seconds[s.directory], self.processes) for s in pending)),
         )
         return seconds
 
