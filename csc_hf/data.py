@@ -20,7 +20,7 @@ from typing import Any
 
 import datasets
 
-from .benchmark import CONFIGS, BenchParams, load_dataset, plan_for
+from .benchmark import CONFIGS, BenchParams, columns, load_dataset, plan_for
 from .benchmark.configs import CONFUSION_SUBSETS, split_name, splits_of
 from .benchmark.export import stale_export
 from .confusion import ConfusionSet
@@ -129,7 +129,7 @@ def _split(name: str, data: Any, bench_config: str | None, equal_lengths: bool) 
     missing = [c for c in ("source", "target") if c not in data.column_names]
     if missing:
         raise ValueError(f"{name}: no column {', '.join(missing)} (has {', '.join(data.column_names)})")
-    sources, targets = list(data["source"]), list(data["target"])
+    sources, targets = columns(data, "source", "target")
     try:
         check_sentences(sources, targets, equal_lengths)
     except ValueError as err:

@@ -26,7 +26,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from .benchmark.builder import load_dataset
+from .benchmark.builder import columns, load_dataset
 from .benchmark.configs import CONFIGS, depends_on_training, split_name, splits_of
 from .benchmark.plan import BenchParams
 from .corruption import ERROR_TYPES
@@ -62,7 +62,7 @@ def _metadata(dataset) -> list[dict]:
                 for e in errors
             ]
         }
-        for errors in dataset["errors"]
+        for errors in columns(dataset, "errors")[0]
     ]
 
 
@@ -97,9 +97,9 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
     for name in tests:
         if is_data_spec(name) or name not in CONFIGS:
             for part in read_data(name, bench_params, equal_lengths=False).values():
-                columns = part.rows.column_names if part.rows is not None else []
-                metadata = _metadata(part.rows) if "errors" in columns else None
-                ids = list(part.rows["id"]) if "id" in columns else list(range(len(part.sources)))
+                names = part.rows.column_names if part.rows is not None else []
+                metadata = _metadata(part.rows) if "errors" in names else None
+                ids = columns(part.rows, "id")[0] if "id" in names else list(range(len(part.sources)))
                 aligned = needs_alignment(part.sources, part.targets, metadata)
                 found.append(
                     ScoredSplit(
@@ -117,9 +117,7 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
                 ScoredSplit(
                     name,
                     spec.split,
-                    data["id"],
-                    data["source"],
-                    data["target"],
+                    *columns(data, "id", "source", "target"),
                     _metadata(data),
                     params.error_prob_of(spec),
                     seen_context=spec.pool == "scontext",
@@ -214,7 +212,7 @@ def benchmark_train(bench_params: dict, max_samples: int | None = None, cache_di
     train = load_dataset("csc_bench", "train", split="train", cache_dir=cache_dir, **bench_params)
     if max_samples:
         train = train.select(range(min(max_samples, len(train))))
-    return list(train["source"]), list(train["target"])
+    return columns(train, "source", "target")
 
 
 def training_pairs(
@@ -495,7 +493,7 @@ def _validation(o: EvaluationOptions) -> Sentences | None:
         return None
     data = load_dataset("csc_bench", "train", split="validation", **o.bench_params)
     data = data.select(range(min(o.max_validation, len(data)))) if o.max_validation else data
-    return list(data["source"]), list(data["target"])
+    return columns(data, "source", "target")
 
 
 def _tuned(
@@ -624,7 +622,7 @@ def compare_predictions(
         ):
             continue
         data = load_dataset("csc_bench", config, split=split, **bench_params)
-        sources, targets = data["source"], data["target"]
+        sources, targets = columns(data, "source", "target")
         stats = compare(
             sources,
             read_predictions(path, sources),

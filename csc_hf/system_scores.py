@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .benchmark import columns
 from .corruption import ERROR_TYPES
 from .data import DataSplit, needs_alignment, read_data, read_split, spec_paths, training_sentences
 from .dataset_stats import error_pairs, judge_pair
@@ -127,7 +128,7 @@ def _row_errors(data) -> list[dict] | None:
                 for e in errors
             ]
         }
-        for errors in data["errors"]
+        for errors in columns(data, "errors")[0]
     ]
 
 
@@ -135,7 +136,7 @@ def references_of(split: DataSplit, alignment_mode: str = "auto") -> References:
     """The references of one split of CSC data: its ids and typed errors where its rows have them, and whether they
     are scored by alignment (``alignment_mode``: one of :data:`ALIGNMENT_MODES`)."""
     rows = split.rows
-    ids = [str(i) for i in rows["id"]] if rows is not None and "id" in rows.column_names else None
+    ids = [str(i) for i in columns(rows, "id")[0]] if rows is not None and "id" in rows.column_names else None
     metadata = _row_errors(rows) if rows is not None else None
     typed = metadata is not None
     aligned = alignment_mode == "on" or (

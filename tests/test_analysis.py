@@ -91,6 +91,24 @@ def test_coverage_and_context_overlap_match_hand_computed_values():
     assert context_overlap(SOURCES, TARGETS, ["x"], n=4)["ngram_overlap"] == 0.0
 
 
+def test_training_ngrams_are_the_distinct_sorted_hashes_and_membership_is_isins():
+    import numpy as np
+
+    from csc_hf.dataset_stats import _in_sorted, _ngram_hashes, training_ngrams
+
+    train = ["我们去学校", "他们已经来了", "我们去学校", "好"]  # a repeated sentence and one shorter than n
+    hashes, inside = _ngram_hashes(pack(train), 2)
+    distinct = training_ngrams(train, 2)
+    assert distinct.tolist() == sorted(set(hashes[inside].tolist())) and len(distinct) == 4 + 5
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 5, 1000):
+        values = rng.integers(0, 3000, 4000).astype(np.uint64)
+        reference = np.sort(np.unique(rng.integers(0, 3000, n).astype(np.uint64)))
+        assert np.array_equal(_in_sorted(values, reference), np.isin(values, reference))
+    assert _in_sorted(np.array([], dtype=np.uint64), distinct).shape == (0,)
+    assert training_ngrams(["好"], 2).shape == (0,)
+
+
 def test_missing_and_redundant_characters_are_counted_by_kind():
     # 们 missing, 去 replaced by 取 (a substitution), 的 doubled (redundant), 了 missing at the end
     sources, targets = ["我去学校", "我们取学校", "我的的书", "走"], ["我们去学校", "我们去学校", "我的书", "走了"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..benchmark.builder import load_dataset
+from ..benchmark.builder import columns, load_dataset
 from ..benchmark.configs import DOMAINS, domain_reference, split_name, splits_of
 from ..benchmark.plan import BenchParams
 from ..confusion import ConfusionSet
@@ -45,7 +45,7 @@ def augmentation_coverage(
             except FileNotFoundError as err:
                 logger.warning("coverage: skipping %s: %s", name, err)
                 continue
-            test_pairs = error_pairs(data["source"], data["target"])
+            test_pairs = error_pairs(*columns(data, "source", "target"))
             result[split_name(name, spec.split)] = {
                 ref: coverage(test_pairs, pairs) for ref, pairs in references.items()
             }
@@ -80,10 +80,10 @@ def domain_error_groups(
         if not folders:
             continue
         if train_ngrams is None:
-            train_targets = load_dataset("csc_bench", "train", split="train", **bench_params)["target"]
+            (train_targets,) = columns(load_dataset("csc_bench", "train", split="train", **bench_params), "target")
             train_ngrams = training_ngrams(train_targets, n)
         data = load_dataset("csc_bench", config, split=split, **bench_params)
-        sources, targets = data["source"], data["target"]
+        sources, targets = columns(data, "source", "target")
         groups = error_groups(sources, targets, train_ngrams, known, n)
         wrong = [(i, j) for i, (s, t) in enumerate(zip(sources, targets)) for j in range(len(t)) if s[j] != t[j]]
         for (variant, seed), path in folders.items():

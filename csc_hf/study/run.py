@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from .. import hardware
-from ..benchmark.builder import load_dataset
+from ..benchmark.builder import columns, load_dataset
 from ..benchmark.configs import DOMAINS
 from ..benchmark.plan import AUGMENTED_COPIES, BenchParams, input_files, plan_for
 from ..evaluation import (
@@ -806,7 +806,7 @@ class Study:
             logger.info("no forecast: the probe times one process on the CPU, and this preset trains otherwise")
             return {}
         sizes = json.loads((build.directory / DONE).read_text(encoding="utf-8")).get("configs", {})
-        train_targets = load_dataset("csc_bench", "train", split="train", **p.bench_params)["target"]
+        (train_targets,) = columns(load_dataset("csc_bench", "train", split="train", **p.bench_params), "target")
         vocab_size = len(set("".join(train_targets))) + 5  # + the special tokens
         variants = list(dict.fromkeys(step.variant for step in plan if step.variant))
         sides = self._sides_inputs(self.directory(*self._pretrain_inputs()))

@@ -11,7 +11,7 @@ import datasets
 import torch
 from transformers import DataCollatorForLanguageModeling
 
-from ..benchmark.builder import load_dataset
+from ..benchmark.builder import columns, load_dataset
 from ..benchmark.plan import BenchParams, plan_for
 from ..corpus import corpus_sentences, overlaps
 from ..data import read_data, training_sentences, validation_sentences
@@ -126,7 +126,7 @@ def training_tokenizer(
         if data_args.use_benchmark:
             confusion = plan_for(BenchParams(**data_args.bench_params)).confusion
             extra += "".join(sorted({c for k, cands in confusion.items() for c in (k, *cands)}))
-        tokenizer = build_tokenizer(train_set["target"], extra, model_args.vocab_min_freq)
+        tokenizer = build_tokenizer(columns(train_set, "target")[0], extra, model_args.vocab_min_freq)
     tokenizer.model_max_length = data_args.max_length
     return tokenizer
 
