@@ -249,7 +249,12 @@ def cmd_run(args: argparse.Namespace) -> None:
     preset = Preset.load(args.preset)
     output = args.output or str(Path(RUNS_DIR) / preset.name)
     study = Study(
-        preset, output, finished_only=args.finished_only, estimate=not args.no_estimate, processes=args.processes
+        preset,
+        output,
+        finished_only=args.finished_only,
+        estimate=not args.no_estimate,
+        processes=args.processes,
+        worker=args.worker,
     )
     results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all finished
     print(f"results: {results}, {results.with_name(RESULTS_CSV)}; report: {results.with_name(REPORT_FILE)}")
@@ -767,6 +772,12 @@ def parser_run(sub) -> None:
         metavar="N",
         help="processes that share the models' stages once the encoder is pretrained, each with 1/N of the torch "
         "threads (default: the preset's processes; the others log to RUN/workers/)",
+    )
+    run.add_argument(
+        "--worker",
+        action="store_true",
+        help="set by a run with --processes N for the processes it starts: start no others (the progress line counts "
+        "the models' stages for 1/N)",
     )
 
 

@@ -265,9 +265,14 @@ def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
     assert list(dict.fromkeys(r["model"] for r in results["records"])) == ["bert", "plome"]
     log = (run / "workers" / "worker-1.log").read_text(encoding="utf-8")
     assert "finished: resuming after them" in log and "pretrain the encoder" not in log  # it came after it
+    assert "a worker: one of 2 processes that share the models' stages" in log  # its ETA counts the shares too
+    assert "the models' stages: 2 processes with" not in log  # it started no worker of its own
     assert Preset.load(str(run / "workers" / "two.yaml")) == Preset.load(str(preset))  # the worker's preset: the same
     with pytest.raises(ValueError, match="--processes: processes=0 must be"):
         Study(Preset.load(str(preset)), run, processes=0)
+    worker = Study(Preset.load(str(preset)), run, processes=2, worker=True)
+    assert worker.model_threads(1) == 1 and Study(Preset.load(str(preset)), run, processes=2).model_threads(4) == 2
+    assert worker.model_threads(3) == 3  # a worker's threads are its share already
     preset.write_text(yaml.safe_dump({"base": "smoke", "processes": 0}), encoding="utf-8")
     with pytest.raises(ValueError, match="processes=0 must be"):
         Preset.load(str(preset))

@@ -108,7 +108,9 @@ class Study:
     Processes may share a run folder (one per seed, or the same command twice): each stage is run by one process at a
     time (its :class:`StageLock`). A process that finds a model's stage taken moves on to the next model and comes back
     to it at the end, then waits for it (every ``LOCK_POLL`` seconds) and uses what the other process made; a stage
-    every later one needs (build, pretraining) is waited for at once."""
+    every later one needs (build, pretraining) is waited for at once. A ``worker`` is one of the processes that a run
+    with ``processes`` N > 1 starts (:meth:`start_workers`): it starts none itself, and its progress line, like the
+    first process's, counts the models' stages for 1/N."""
 
     LOCK_POLL = 10.0  # seconds between two looks at a stage another process runs
     WORKER_EXIT = 60.0  # seconds a worker gets to stop on its own (Ctrl-C reaches it too) before it is terminated
@@ -120,11 +122,13 @@ class Study:
         finished_only: bool = False,
         estimate: bool = False,
         processes: int | None = None,
+        worker: bool = False,
     ):
         self.preset, self.run_dir, self.finished_only = preset, Path(run_dir), finished_only
         self.estimate = estimate
         self.processes = preset.processes if processes is None else processes  # of the models' stages
         check_range("processes", self.processes, Range(1), "--processes")
+        self.worker = worker  # started by another process of this run (`start_workers`)
         self._workers: list[tuple[subprocess.Popen, Path]] = []  # the other processes of the models' stages
         self._sigterm: Any = None  # SIGTERM's handler before the workers started
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
@@ -697,6 +701,8 @@ class Study:
                 total,
                 f", {finished} finished: resuming after them" if finished else "",
             )
+            if self.worker:
+                logger.info("a worker: one of %d processes that share the models' stages", self.processes)
         try:
             with plain_transformers_output():
                 path = self._run(grid)
@@ -716,8 +722,9 @@ class Study:
         return path
 
     def model_threads(self, threads: int) -> int:
-        """The torch threads of each of the ``processes`` in the models' stages, out of the run's ``threads``."""
-        return max(1, threads // self.processes)
+        """The torch threads of each of the ``processes`` in the models' stages, out of the run's ``threads`` (a
+        worker's threads are its share already)."""
+        return threads if self.worker else max(1, threads // self.processes)
 
     def start_workers(self, grid: Sequence[tuple[str, int]]) -> None:
         """With ``processes`` N > 1, once the encoder is pretrained (with every thread): N - 1 more processes, each a
@@ -725,7 +732,7 @@ class Study:
         with 1/N of this process's torch threads, which this process keeps for itself; the stage locks share the
         models out. Each logs to ``RUN/workers/worker-K.log``. Every model's stage then trains and evaluates with
         the same thread count, whichever process takes it: same seed, same bytes."""
-        if self.processes <= 1 or self.finished_only:
+        if self.processes <= 1 or self.finished_only or self.worker:
             return
         import torch
 
@@ -745,7 +752,7 @@ class Study:
             "--seeds",
             *dict.fromkeys(str(s) for _, s in grid),
         ]
-        command += ["--no-estimate", "--processes", "1"]
+        command += ["--no-estimate", "--processes", str(self.processes), "--worker"]
         environ = {**os.environ, "OMP_NUM_THREADS": str(threads)}
         for k in range(1, self.processes):
             log = folder / f"worker-{k}.log"
