@@ -12,6 +12,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # one of several test processes: one 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+FIRST = ("test_study.py",)
+"""Test files that run first: test_study.py's module fixture (the smoke study) and tests are the longest file by far;
+under xdist a file runs in one process, and started last it would leave the other process idle at the end."""
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.path.name not in FIRST)  # stable: every file's tests keep their order
+
+
 @pytest.fixture(scope="session")
 def small_corpus(tmp_path_factory):
     """A text file of 800 People's Daily sentences (one per line)."""
