@@ -26,9 +26,21 @@ def main(argv: list[str] | None = None) -> int:
         arguments = training.load_config(args[0], args[1:])
         if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: torch's threads, and advice on a busy machine
             hardware.set_threads()
-        training.train(*arguments)
+        try:
+            training.train(*arguments)
+        finally:
+            _leave_process_group()
 
     return run_guarded("csc_hf.train", run)
+
+
+def _leave_process_group() -> None:
+    """Under a launcher (``accelerate launch``, torchrun): destroy the process group the training made, before the
+    process exits, as torch asks, rather than leave its connections to the interpreter's teardown."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
