@@ -215,8 +215,10 @@ def training_ngrams(train_targets: Sequence[str], n: int) -> np.ndarray:
 def _in_sorted(values: np.ndarray, distinct: np.ndarray) -> np.ndarray:
     """Whether each of ``values`` is in ``distinct`` (sorted, without repeats: :func:`training_ngrams`), by binary
     search (np.isin would make ``distinct`` unique again at every call)."""
-    at = np.minimum(np.searchsorted(distinct, values), max(len(distinct) - 1, 0))
-    return distinct[at] == values if len(distinct) else np.zeros(np.shape(values), dtype=bool)
+    if not len(distinct):
+        return np.zeros(np.shape(values), dtype=bool)
+    at = np.minimum(np.searchsorted(distinct, values), len(distinct) - 1)  # past the last: compared with the last
+    return distinct[at] == values
 
 
 def context_overlap(
