@@ -168,6 +168,27 @@ def read_split(
     return _split(matches[0], candidates[matches[0]][1](), bench, equal_lengths)
 
 
+def error_metadata(rows: Any) -> list[dict] | None:
+    """The typed errors that rows carry, as :func:`csc_hf.score`'s ``metadata`` (each error's position, type name
+    and, where the rows have one, edit kind: the kinds serve ``alignment=True``): csc_bench rows and their exports,
+    whose ``errors`` name their types and kinds as ``ClassLabel`` features. None for rows without such errors."""
+    feature = rows.features.get("errors")
+    try:
+        types = feature.feature["type"].names
+    except (AttributeError, KeyError, TypeError):
+        return None
+    kinds = getattr(feature.feature.get("kind"), "names", None)
+    return [
+        {
+            "errors": [
+                {"position": e["position"], "type": types[e["type"]], **({"kind": kinds[e["kind"]]} if kinds else {})}
+                for e in errors
+            ]
+        }
+        for errors in columns(rows, "errors")[0]
+    ]
+
+
 def needs_alignment(
     sources: Sequence[str],
     targets: Sequence[str],

@@ -29,8 +29,7 @@ from tqdm.auto import tqdm
 from .benchmark.builder import columns, load_dataset
 from .benchmark.configs import CONFIGS, depends_on_training, split_name, splits_of
 from .benchmark.plan import BenchParams
-from .corruption import ERROR_TYPES
-from .data import is_data_spec, needs_alignment, read_data, training_sentences, validation_sentences
+from .data import error_metadata, is_data_spec, needs_alignment, read_data, training_sentences, validation_sentences
 from .dataset_stats import error_pairs
 from .edits import EDIT_KINDS, SUBSTITUTION
 from .files import Sentences, read_predictions, write_atomic, write_prediction_records, write_predictions
@@ -46,24 +45,6 @@ logger = get_logger(__name__)
 
 
 # ---- correcting and scoring ----------------------------------------------------------------------------------------
-
-
-def _metadata(dataset) -> list[dict]:
-    """Each row's errors (position, type name and, where the rows have one, edit kind): the ``metadata`` of
-    :func:`csc_hf.score`'s breakdown by type (the kinds serve ``alignment=True``)."""
-    return [
-        {
-            "errors": [
-                {
-                    "position": e["position"],
-                    "type": ERROR_TYPES[e["type"]],
-                    **({"kind": EDIT_KINDS[e["kind"]]} if "kind" in e else {}),
-                }
-                for e in errors
-            ]
-        }
-        for errors in columns(dataset, "errors")[0]
-    ]
 
 
 @dataclass(frozen=True)
@@ -98,7 +79,7 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
         if is_data_spec(name) or name not in CONFIGS:
             for part in read_data(name, bench_params, equal_lengths=False).values():
                 names = part.rows.column_names if part.rows is not None else []
-                metadata = _metadata(part.rows) if "errors" in names else None
+                metadata = error_metadata(part.rows) if part.rows is not None else None
                 ids = columns(part.rows, "id")[0] if "id" in names else list(range(len(part.sources)))
                 aligned = needs_alignment(part.sources, part.targets, metadata)
                 found.append(
@@ -118,7 +99,7 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
                     name,
                     spec.split,
                     *columns(data, "id", "source", "target"),
-                    _metadata(data),
+                    error_metadata(data),
                     params.error_prob_of(spec),
                     seen_context=spec.pool == "scontext",
                     aligned=CONFIGS[name].changes_length,

@@ -38,7 +38,7 @@ from typing import Any
 
 from .benchmark import columns
 from .corruption import ERROR_TYPES
-from .data import DataSplit, needs_alignment, read_data, read_split, spec_paths, training_sentences
+from .data import DataSplit, error_metadata, needs_alignment, read_data, read_split, spec_paths, training_sentences
 from .dataset_stats import error_pairs, judge_pair
 from .edits import EDIT_KINDS, SUBSTITUTION, alignment, positional
 from .evaluation import training_pairs
@@ -112,32 +112,12 @@ def _judged_errors(sources: Sequence[str], targets: Sequence[str], by_alignment:
     return rows
 
 
-def _row_errors(data) -> list[dict] | None:
-    """The typed ``errors`` the rows carry (csc_bench rows and their exports, with their edit ``kind`` where the rows
-    have one), or None when they carry none."""
-    feature = data.features.get("errors")
-    try:
-        names = feature.feature["type"].names
-    except (AttributeError, KeyError, TypeError):
-        return None
-    kinds = getattr(feature.feature.get("kind"), "names", None)
-    return [
-        {
-            "errors": [
-                {"position": e["position"], "type": names[e["type"]], **({"kind": kinds[e["kind"]]} if kinds else {})}
-                for e in errors
-            ]
-        }
-        for errors in columns(data, "errors")[0]
-    ]
-
-
 def references_of(split: DataSplit, alignment_mode: str = "auto") -> References:
     """The references of one split of CSC data: its ids and typed errors where its rows have them, and whether they
     are scored by alignment (``alignment_mode``: one of :data:`ALIGNMENT_MODES`)."""
     rows = split.rows
     ids = [str(i) for i in columns(rows, "id")[0]] if rows is not None and "id" in rows.column_names else None
-    metadata = _row_errors(rows) if rows is not None else None
+    metadata = error_metadata(rows) if rows is not None else None
     typed = metadata is not None
     aligned = alignment_mode == "on" or (
         alignment_mode == "auto" and needs_alignment(split.sources, split.targets, metadata, split.bench_config)

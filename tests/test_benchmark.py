@@ -416,23 +416,15 @@ def test_augmentation_changes_the_train_split_only_and_never_leaks(built, small_
 
 
 def test_rows_and_the_alignment_scorer_agree_on_the_errors(built):
+    from csc_hf.data import error_metadata
     from csc_hf.scoring import score
 
     for name in ("missing", "redundant", "mixed", "test"):
         ds = built[name]["test"]
         feature = ds.features["errors"].feature
-        metadata = [
-            {
-                "errors": [
-                    {
-                        "position": e["position"],
-                        "type": feature["type"].names[e["type"]],
-                        "kind": feature["kind"].names[e["kind"]],
-                    }
-                    for e in errors
-                ]
-            }
-            for errors in ds["errors"]
+        metadata = error_metadata(ds)
+        assert [[(e["position"], e["type"], e["kind"]) for e in m["errors"]] for m in metadata] == [
+            [(e["position"], ERROR_TYPES[e["type"]], EDIT_KINDS[e["kind"]]) for e in errors] for errors in ds["errors"]
         ]
         perfect = score(ds["source"], ds["target"], ds["target"], alignment=True, metadata=metadata, bootstrap=0)
         assert perfect["n_errors"] == sum(map(len, ds["errors"])) and perfect["char_cor_f1"] == 1.0
@@ -442,6 +434,9 @@ def test_rows_and_the_alignment_scorer_agree_on_the_errors(built):
             )
         untouched = score(ds["source"], ds["source"], ds["target"], alignment=True, bootstrap=0)
         assert untouched["char_det_r"] == 0.0 and untouched["n_changes"] == 0
+    # errors whose types are bare integers (no ClassLabel names them) or no errors at all: the rows are untyped
+    bare = datasets.Dataset.from_list([{"source": "ab", "errors": [{"position": 0, "type": 1}]}])
+    assert error_metadata(bare) is None and error_metadata(bare.remove_columns("errors")) is None
 
 
 def test_train_edit_shares_change_the_train_config_only(built, small_params, tmp_path):
