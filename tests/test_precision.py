@@ -124,6 +124,7 @@ def test_bf16_trains_a_tiny_model_to_the_fp32_loss(tmp_path, small_params):
         train(*load_config(config))
         record = json.loads((out / "csc_training.json").read_text(encoding="utf-8"))
         assert record["precision"] == precision
+        assert (record["torch_threads"], record["processes"]) == (torch.get_num_threads(), 1)
         losses[precision] = [h["loss"] for h in record["log_history"] if "loss" in h]
         with safe_open(str(out / "model.safetensors"), framework="pt") as weights:
             assert {weights.get_tensor(name).dtype for name in weights.keys()} == {torch.float32}

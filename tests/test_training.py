@@ -397,6 +397,8 @@ def test_two_processes_match_one(tmp_path, small_params):
     assert final_loss(tmp_path / "two") == pytest.approx(final_loss(tmp_path / "one"), rel=1e-3)
     a, b = logits_of(tmp_path / "one"), logits_of(tmp_path / "two")
     assert (a - b).abs().max().item() < 1e-3 * a.abs().max().item()
+    records = [json.loads((tmp_path / run / "csc_training.json").read_text()) for run in ("one", "two")]
+    assert [r["processes"] for r in records] == [1, 2]  # the record names the layout the bytes came from
 
 
 @pytest.mark.slow

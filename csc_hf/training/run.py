@@ -101,6 +101,9 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
             "init_from": model_args.init_from,
             "init_sides_from": model_args.init_sides_from,
             "precision": precision,
+            # the bytes of a seed's training depend on these too (CPU kernels reduce in a thread-dependent order)
+            "torch_threads": torch.get_num_threads(),
+            "processes": training_args.world_size,
             "use_benchmark": data_args.use_benchmark,
             "bench_params": data_args.bench_params,
             "pretrain_corpus": data_args.pretrain_corpus,
