@@ -412,6 +412,37 @@ def test_a_forecast_fills_the_eta_until_stages_of_its_kind_finish(tmp_path):
     assert progress.line(tmp_path / "t", "train bert").endswith("elapsed 0:00:00")  # nothing to estimate it by
 
 
+def test_finished_stages_scale_the_forecast_of_the_rest_of_their_kind(tmp_path):
+    """Once a stage with a forecast finishes, the remaining stages of its kind take their own forecasts times its
+    measured / forecast seconds: a slower variant stays slower (not the finished stages' mean), and an evaluation
+    that generates (bart's) keeps its larger forecast; a kind with no finished stage keeps its forecast (``ETA ~``)."""
+
+    def step(name, kind, variant):
+        return Step(f"{kind} {variant}", tmp_path / name, (f"{kind} {variant}", kind), variant=variant)
+
+    plan = [
+        step("t0", "train", "bert"),
+        step("e0", "evaluate", "bert"),
+        step("t1", "train", "all_gate"),
+        step("e1", "evaluate", "bart"),
+        Step("train bert (augmented)", tmp_path / "t2", ("train bert", "train"), 2, variant="bert"),
+    ]
+    forecast = {tmp_path / "t0": 100.0, tmp_path / "e0": 10.0, tmp_path / "t1": 150.0, tmp_path / "e1": 50.0}
+    forecast[tmp_path / "t2"] = 200.0
+    progress = Progress(plan, forecast=forecast)
+    finished(tmp_path / "t0", 120)  # the CPU trains 1.2x slower than the probe said
+    assert progress.eta() == (10.0 + 150.0 * 1.2 + 50.0 + 200.0 * 1.2, True)
+    assert [is_forecast for _, is_forecast in progress.estimates()] == [True, False, True, False]
+    assert progress.line(tmp_path / "e0", "evaluate bert").endswith("· ETA ~0:08:00")
+    finished(tmp_path / "e0", 5)  # and evaluates 2x faster
+    assert progress.eta() == (180.0 + 25.0 + 240.0, True)
+    assert progress.line(tmp_path / "t1", "train all_gate").endswith("· ETA 0:07:25")
+    finished(tmp_path / "t1", 150)  # all_gate as forecast: the augmented bert keeps bert's own pace (its first kind)
+    assert progress.eta() == (25.0 + 240.0, True)
+    plan[-1] = Step("train plome", tmp_path / "t2", ("train plome", "train"), variant="plome")
+    assert progress.eta()[0] == pytest.approx(25.0 + 200.0 * (120 + 150) / (100 + 150))  # the kind's stages, summed
+
+
 def test_processes_sharing_the_models_share_their_time_in_the_eta(tmp_path):
     """With ``processes`` running the models' stages side by side, those count for their share of the ETA; the
     pretraining, which one process runs with every thread, counts whole."""

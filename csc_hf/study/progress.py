@@ -145,10 +145,13 @@ class Progress:
     ``done.json`` exists counts as done, whichever process or earlier run finished it; the time it recorded there
     joins the estimates. Each remaining stage is estimated by the mean time per unit of work of the finished stages
     of its first kind that has one, times its work; the ETA is their sum (a lower bound, ``≥``, while some remaining
-    kind has no finished stage). A remaining stage of a kind with no finished stage yet takes its ``forecast`` (the
-    seconds `csc_hf.job_estimate.StepProbe` predicts for it, by its folder) where there is one: the line then says
-    ``ETA ~``, a forecast until every remaining kind has a measured stage. With ``processes`` sharing the models'
-    stages, those (the stages of a variant) count for 1/``processes`` of their time."""
+    kind has no finished stage). With a ``forecast`` (the seconds `csc_hf.job_estimate.StepProbe` predicts for each
+    stage, by its folder), a remaining stage takes its own forecast scaled by how the finished stages of its first
+    kind that has some fared against theirs (measured / forecast seconds, summed): the probe's differences between
+    variants stay (an evaluation of ``bart`` generates, one of ``bert`` does not) and the CPU's real pace replaces
+    the probe's. A stage of a kind with no finished stage yet takes its forecast as it is: the line then says ``ETA
+    ~``, a forecast until every remaining kind has a measured stage. With ``processes`` sharing the models' stages,
+    those (the stages of a variant) count for 1/``processes`` of their time."""
 
     plan: list[Step]
     started: float = field(default_factory=time.monotonic)
@@ -164,18 +167,27 @@ class Progress:
         return [(seconds, is_forecast) for _, seconds, is_forecast in self._estimates()]
 
     def _estimates(self) -> list[tuple[Step, float | None, bool]]:
-        finished, times = self.finished(), {}
+        finished, times, paces = self.finished(), {}, {}
         for step in self.plan:
-            if finished.get(step.directory) is not None:
+            if (seconds := finished.get(step.directory)) is not None:
                 for kind in step.kinds:
-                    times.setdefault(kind, []).append(finished[step.directory] / step.work)
+                    times.setdefault(kind, []).append(seconds / step.work)
+                    if (forecast := self.forecast.get(step.directory)) is not None:
+                        measured, forecasts = paces.get(kind, (0.0, 0.0))
+                        paces[kind] = (measured + seconds, forecasts + forecast)
         estimates = []
         for step in self.plan:
             if step.directory in finished:
                 continue
+            forecast = self.forecast.get(step.directory)
+            if forecast is not None and (pace := next((paces[k] for k in step.kinds if k in paces), None)):
+                estimates.append((step, forecast * pace[0] / pace[1] if pace[1] > 0 else forecast, False))
+                continue
             measured = next((step.work * sum(times[k]) / len(times[k]) for k in step.kinds if k in times), None)
-            forecast = self.forecast.get(step.directory) if measured is None else None
-            estimates.append((step, measured if forecast is None else forecast, forecast is not None))
+            if measured is None:
+                estimates.append((step, forecast, forecast is not None))
+            else:
+                estimates.append((step, measured, False))
         return estimates
 
     def eta(self) -> tuple[float, bool] | None:
