@@ -11,7 +11,7 @@ from csc_hf.benchmark.plan import AUGMENTED_COPIES
 from csc_hf.cli import main
 from csc_hf.files import read_predictions, write_predictions
 from csc_hf.study import Preset, Study
-from csc_hf.study.progress import Stage, clock
+from csc_hf.study.progress import Progress, Stage, clock
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +243,19 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
     assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
 
+def test_workers_take_the_forecast_of_the_process_that_started_them(tmp_path):
+    """The first process shares its forecast of each stage in the run folder before it starts its workers, and a
+    worker's ETA takes it, so the two progress lines agree; a worker without one has none."""
+    first, worker = (Study(Preset.load("smoke"), tmp_path / "run", processes=2, worker=w) for w in (False, True))
+    assert worker.shared_forecast() == {}
+    first.progress = Progress(first.plan(first.grid()), processes=2)
+    first.progress.forecast = {step.directory: 10.0 * k for k, step in enumerate(first.progress.plan)}
+    first.share_forecast()
+    assert worker.shared_forecast() == first.progress.forecast
+    worker.progress = Progress(worker.plan(worker.grid()), processes=2, forecast=worker.shared_forecast())
+    assert worker.progress.eta() == first.progress.eta()
+
+
 def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
     """``processes: 2`` (or ``--processes 2``): once the encoder is pretrained, a second ``csc-bench run`` of the same
     grid and preset joins the run folder with half of the threads, the stage locks share the models out, and the run
@@ -273,6 +286,7 @@ def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
     worker = Study(Preset.load(str(preset)), run, processes=2, worker=True)
     assert worker.model_threads(1) == 1 and Study(Preset.load(str(preset)), run, processes=2).model_threads(4) == 2
     assert worker.model_threads(3) == 3  # a worker's threads are its share already
+    assert json.loads((run / "workers" / "forecast.json").read_text(encoding="utf-8")) == {}  # --no-estimate: none
     preset.write_text(yaml.safe_dump({"base": "smoke", "processes": 0}), encoding="utf-8")
     with pytest.raises(ValueError, match="processes=0 must be"):
         Preset.load(str(preset))

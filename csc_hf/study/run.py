@@ -42,6 +42,7 @@ from ..run_layout import (
     CHECKPOINT,
     DECODING_COPY,
     DONE,
+    FORECAST,
     PREDICTIONS,
     RECORDS,
     STAGES,
@@ -753,6 +754,7 @@ class Study:
             *dict.fromkeys(str(s) for _, s in grid),
         ]
         command += ["--no-estimate", "--processes", str(self.processes), "--worker"]
+        self.share_forecast()
         environ = {**os.environ, "OMP_NUM_THREADS": str(threads)}
         for k in range(1, self.processes):
             log = folder / f"worker-{k}.log"
@@ -769,6 +771,21 @@ class Study:
             threads,
             folder,
         )
+
+    def share_forecast(self) -> None:
+        """Write this run's forecast of each stage (by stage folder; empty without one) where the workers that
+        :meth:`start_workers` starts read it (:meth:`shared_forecast`), so that their ETA is this process's."""
+        forecast = self.progress.forecast if self.progress is not None else {}
+        shared = {Path(directory).name: seconds for directory, seconds in forecast.items()}
+        write_atomic(self.run_dir / WORKERS / FORECAST, json.dumps(shared, indent=1) + "\n", make_parents=True)
+
+    def shared_forecast(self) -> dict[Path, float]:
+        """A worker's forecast: what the process that started it shared (:meth:`share_forecast`); none without it."""
+        path = self.run_dir / WORKERS / FORECAST
+        if not path.is_file():
+            return {}
+        shared = json.loads(path.read_text(encoding="utf-8"))
+        return {self.run_dir / STAGES / name: float(seconds) for name, seconds in shared.items()}
 
     def _restore_sigterm(self) -> None:
         if self._sigterm is not None:
@@ -874,6 +891,8 @@ class Study:
         build = self.build()
         if self.estimate and self.progress is not None:
             self.progress.forecast = self.forecast(self.progress.plan, build)
+        elif self.worker and self.progress is not None:
+            self.progress.forecast = self.shared_forecast()
         pretrained = self.pretrain()
 
         def model(variant: str, seed: int) -> None:
