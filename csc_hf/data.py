@@ -171,8 +171,9 @@ def read_split(
 def error_metadata(rows: Any) -> list[dict] | None:
     """The typed errors that rows carry, as :func:`csc_hf.score`'s ``metadata`` (each error's position, type name
     and, where the rows have one, edit kind: the kinds serve ``alignment=True``): csc_bench rows and their exports,
-    whose ``errors`` name their types and kinds as ``ClassLabel`` features. None for rows without such errors."""
-    feature = rows.features.get("errors")
+    whose ``errors`` name their types and kinds as ``ClassLabel`` features. None for rows without such errors (or
+    no rows: None)."""
+    feature = rows.features.get("errors") if rows is not None else None
     try:
         types = feature.feature["type"].names
     except (AttributeError, KeyError, TypeError):

@@ -79,7 +79,7 @@ def scored_splits(tests: Iterable[str], bench_params: dict) -> list[ScoredSplit]
         if is_data_spec(name) or name not in CONFIGS:
             for part in read_data(name, bench_params, equal_lengths=False).values():
                 names = part.rows.column_names if part.rows is not None else []
-                metadata = error_metadata(part.rows) if part.rows is not None else None
+                metadata = error_metadata(part.rows)
                 ids = columns(part.rows, "id")[0] if "id" in names else list(range(len(part.sources)))
                 aligned = needs_alignment(part.sources, part.targets, metadata)
                 found.append(

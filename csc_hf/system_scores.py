@@ -117,7 +117,7 @@ def references_of(split: DataSplit, alignment_mode: str = "auto") -> References:
     are scored by alignment (``alignment_mode``: one of :data:`ALIGNMENT_MODES`)."""
     rows = split.rows
     ids = [str(i) for i in columns(rows, "id")[0]] if rows is not None and "id" in rows.column_names else None
-    metadata = error_metadata(rows) if rows is not None else None
+    metadata = error_metadata(rows)
     typed = metadata is not None
     aligned = alignment_mode == "on" or (
         alignment_mode == "auto" and needs_alignment(split.sources, split.targets, metadata, split.bench_config)

@@ -437,6 +437,7 @@ def test_rows_and_the_alignment_scorer_agree_on_the_errors(built):
     # errors whose types are bare integers (no ClassLabel names them) or no errors at all: the rows are untyped
     bare = datasets.Dataset.from_list([{"source": "ab", "errors": [{"position": 0, "type": 1}]}])
     assert error_metadata(bare) is None and error_metadata(bare.remove_columns("errors")) is None
+    assert error_metadata(None) is None  # data without rows (a plain TSV's pairs)
 
 
 def test_train_edit_shares_change_the_train_config_only(built, small_params, tmp_path):
