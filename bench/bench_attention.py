@@ -1,0 +1,82 @@
+"""Attention kernels at inference: transformers' default (SDPA) against eager attention, as the evaluations run them.
+
+A preset's models at its sizes (random weights), in bf16 weights where the CPU computes bf16 (as the study's
+evaluations hold them), else fp32, on People's Daily sentences sorted by length in batches of the preset's
+evaluation batch size: `bart`'s generation (`csc_hf.modeling.bart_generate`, read position by position; with random
+weights a batch runs to its longest row) and the tagging model's forward pass (`bert`). Each time is the fastest of
+rounds that visit both kernels in turn, so load from other processes hits both alike; the generated ids are compared.
+
+    python bench/bench_attention.py [--preset cpu-small] [--sentences 512] [--rounds 3]
+"""
+
+import argparse
+import time
+
+import torch
+
+from csc_hf import hardware
+from csc_hf.corpus import clean_sentences, peoples_daily_lines
+from csc_hf.job_estimate import bart_sizes
+from csc_hf.modeling import CSCTokenizer, bart_generate, build_model
+from csc_hf.precision import resolved
+from csc_hf.study import Preset
+
+KERNELS = ("sdpa", "eager")
+
+
+def fastest(run, rounds: int) -> dict[str, float]:
+    """The fastest wall time of `run(kernel)` for each kernel, over `rounds` rounds that alternate them."""
+    best = dict.fromkeys(KERNELS, float("inf"))
+    for _ in range(rounds):
+        for kernel in KERNELS:
+            start = time.perf_counter()
+            run(kernel)
+            best[kernel] = min(best[kernel], time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="cpu-small", help="the preset whose sizes and batch size to use")
+    parser.add_argument("--sentences", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    preset = Preset.load(args.preset)
+    bf16 = resolved(preset.finetune.get("precision", "auto")) == "bf16"
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    corpus = clean_sentences(peoples_daily_lines())
+    tokenizer = CSCTokenizer.from_texts(corpus)
+    texts = sorted(corpus[: args.sentences], key=len, reverse=True)
+    batch = preset.eval_batch_size
+    print(
+        f"{hardware.describe()}; torch {torch.__version__}, {torch.get_num_threads()} thread(s); preset "
+        f"{args.preset}, {'bf16 weights' if bf16 else 'fp32'}; {len(texts)} sentences, mean "
+        f"{sum(map(len, texts)) / len(texts):.1f} characters, batch {batch}"
+    )
+    torch.manual_seed(0)
+    bart = build_model("bart", tokenizer, **bart_sizes(preset.model, preset.bart)).to(dtype).eval()
+    bert = build_model("bert", tokenizer, **preset.model).to(dtype).eval()
+    generated = {}
+
+    def generate(kernel: str) -> None:
+        bart.set_attn_implementation(kernel)
+        generated[kernel] = bart_generate(bart, tokenizer, texts, batch)
+
+    encoded = [tokenizer(texts[i : i + batch], padding=True, return_tensors="pt") for i in range(0, len(texts), batch)]
+
+    @torch.no_grad()
+    def forward(kernel: str) -> None:
+        bert.set_attn_implementation(kernel)
+        for inputs in encoded:
+            bert(**inputs)
+
+    print(f"{'':32} {'sdpa s':>8} {'eager s':>8} {'sdpa / eager':>13}")
+    for name, run in (("bart generation", generate), ("bert forward pass", forward)):
+        best = fastest(run, args.rounds)
+        print(f"{name:32} {best['sdpa']:8.2f} {best['eager']:8.2f} {best['sdpa'] / best['eager']:12.2f}x")
+    same = sum(a == b for a, b in zip(generated["sdpa"], generated["eager"]))
+    print(f"bart: the same generated ids for {same} of {len(texts)} sentences")
+
+
+if __name__ == "__main__":
+    main()
