@@ -27,6 +27,7 @@ from csc_hf.modeling import (
     CSCModel,
     CSCTokenizer,
     bart_correct,
+    bart_generate,
     build_char_knowledge,
     build_model,
     context_pinyin_ids,
@@ -454,6 +455,21 @@ def test_context_pinyin_ids_change_the_phonetic_input(tokenizer, knowledge):
     with torch.no_grad():
         assert torch.equal(model(**inputs, pinyin_ids=default).logits, model(**inputs).logits)
         assert not torch.equal(model(**inputs, pinyin_ids=pinyin_ids).logits, model(**inputs).logits)
+
+
+def test_bart_generates_with_eager_attention_on_a_cpu_and_gets_its_own_back(tokenizer):
+    """Decoding reads one position a step, where eager attention beats SDPA's CPU kernel (bench/bench_attention.py);
+    a named kernel wins, and either gives the same ids here."""
+    torch.manual_seed(0)
+    model = build_model("bart", tokenizer, **BART_TINY)
+    seen = []
+    attention = model.model.decoder.layers[0].self_attn
+    attention.register_forward_hook(lambda module, *_: seen.append(module.config._attn_implementation))
+    generated = bart_generate(model, tokenizer, ["他说的适对的", "我们去北京"])
+    assert set(seen) == {"eager"} and model.config._attn_implementation == "sdpa"
+    seen.clear()
+    assert bart_generate(model, tokenizer, ["他说的适对的", "我们去北京"], attn_implementation="sdpa") == generated
+    assert set(seen) == {"sdpa"} and model.config._attn_implementation == "sdpa"
 
 
 def test_bart_generates_one_aligned_output_per_input(tokenizer):

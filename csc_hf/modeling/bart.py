@@ -134,29 +134,39 @@ def bart_generate(
     texts: Sequence[str],
     batch_size: int = 32,
     free: bool = False,
+    attn_implementation: str | None = None,
     **generate_kwargs,
 ) -> list[list[int]]:
     """The token ids BART generates for each text, from `[SEP] [CLS]` (the start of its training labels) up to the
     first `[SEP]`: as many tokens as the text's (`free=False`: read position by position), or up to twice as many
-    plus 8, within the model's positions (`free=True`: the output may insert or drop characters)."""
+    plus 8, within the model's positions (`free=True`: the output may insert or drop characters).
+
+    The decoder reads one new position a step, a query of length 1, for which eager attention is faster than
+    SDPA's CPU kernel (bench/bench_attention.py): on a CPU the model generates with eager attention, elsewhere with
+    its own; `attn_implementation` names the kernel instead. The model gets its own kernel back afterwards."""
     model.eval()
+    own = model.config._attn_implementation
+    model.set_attn_implementation(attn_implementation or ("eager" if model.device.type == "cpu" else own))
     start = [model.config.decoder_start_token_id, tokenizer.cls_token_id]
     positions = model.config.max_position_embeddings - len(start)
     generated = []
-    for i in range(0, len(texts), batch_size):
-        batch = list(texts[i : i + batch_size])
-        inputs = tokenizer(batch, padding=True, return_tensors="pt").to(model.device)
-        prompt = torch.tensor([start], device=model.device).expand(len(batch), -1)
-        width = inputs["input_ids"].shape[1]
-        outputs = model.generate(
-            **inputs,
-            decoder_input_ids=prompt,
-            max_new_tokens=min(2 * width + 8, positions) if free else width - 1,
-            **generate_kwargs,
-        )
-        for ids in outputs[:, len(start) :].tolist():
-            ends = [k for k, token in enumerate(ids) if token in (tokenizer.sep_token_id, tokenizer.pad_token_id)]
-            generated.append(ids[: ends[0]] if ends else ids)
+    try:
+        for i in range(0, len(texts), batch_size):
+            batch = list(texts[i : i + batch_size])
+            inputs = tokenizer(batch, padding=True, return_tensors="pt").to(model.device)
+            prompt = torch.tensor([start], device=model.device).expand(len(batch), -1)
+            width = inputs["input_ids"].shape[1]
+            outputs = model.generate(
+                **inputs,
+                decoder_input_ids=prompt,
+                max_new_tokens=min(2 * width + 8, positions) if free else width - 1,
+                **generate_kwargs,
+            )
+            for ids in outputs[:, len(start) :].tolist():
+                ends = [k for k, token in enumerate(ids) if token in (tokenizer.sep_token_id, tokenizer.pad_token_id)]
+                generated.append(ids[: ends[0]] if ends else ids)
+    finally:
+        model.set_attn_implementation(own)
     return generated
 
 
