@@ -1055,7 +1055,7 @@ RESUMES = {  # commands that resume after an interrupt, and how
 
 
 def main(argv: list[str] | None = None) -> int:
-    hardware.configure_openmp()  # before torch loads: idle OpenMP threads sleep (a shared machine's other processes)
+    hardware.configure_runtime()  # before torch loads: idle OpenMP threads sleep, oneDNN keeps more kernels
     args = build_parser().parse_args(argv)
 
     def command() -> None:

@@ -17,10 +17,13 @@ import os
 import time
 from pathlib import Path
 
-OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
-"""OpenMP settings a run on a shared machine needs: idle threads of torch's pool sleep instead of spinning, so a
-parallel region that waits for a thread the OS has put aside frees its core for the process that took the other
-(BENCHMARKS.md, "Contention"). Read by libgomp once, when torch loads."""
+RUNTIME_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "16384"}
+"""Settings of torch's runtimes for csc_hf's commands. ``OMP_WAIT_POLICY``: idle threads of torch's OpenMP pool sleep
+instead of spinning, so a parallel region that waits for a thread the OS has put aside frees its core for the
+process that took the other (BENCHMARKS.md, "Contention"); read by libgomp once, when torch loads.
+``ONEDNN_PRIMITIVE_CACHE_CAPACITY``: batches of every width (`group_by_length`, length-sorted evaluation) make more
+matrix shapes than the 1,024 primitives oneDNN keeps by default, and each miss compiles its kernel again; read when
+oneDNN makes its first primitive (BENCHMARKS.md, "oneDNN's primitive cache")."""
 
 FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
 """The CPU flags that decide torch's CPU kernels: AVX2/FMA (fp32), AVX-512, and bf16 in hardware (AVX512-BF16, AMX)."""
@@ -203,10 +206,10 @@ def set_threads(interval: float = 1.0) -> int:
     return before
 
 
-def configure_openmp(environ=os.environ) -> dict[str, str]:
-    """Set `OPENMP_DEFAULTS` in ``environ`` where the user set nothing; returns what it set. It takes effect in this
+def configure_runtime(environ=os.environ) -> dict[str, str]:
+    """Set `RUNTIME_DEFAULTS` in ``environ`` where the user set nothing; returns what it set. It takes effect in this
     process only if torch (and its OpenMP runtime) has not loaded yet, and in every process started after it."""
-    chosen = {name: value for name, value in OPENMP_DEFAULTS.items() if name not in environ}
+    chosen = {name: value for name, value in RUNTIME_DEFAULTS.items() if name not in environ}
     environ.update(chosen)
     return chosen
 
@@ -228,11 +231,11 @@ __all__ = [
     "BF16_FLAGS",
     "FLAGS",
     "HOLD_TO_AVX2",
-    "OPENMP_DEFAULTS",
+    "RUNTIME_DEFAULTS",
     "bf16_held",
     "busy_cpus",
     "compute_path",
-    "configure_openmp",
+    "configure_runtime",
     "cpu_has_bf16",
     "cpuinfo",
     "describe",

@@ -127,15 +127,17 @@ def test_bf16_without_amx_takes_the_small_preset(monkeypatch):
     assert resources.default_preset() == "cpu"
 
 
-def test_openmp_defaults_leave_the_users_choice():
-    environ = {"OMP_WAIT_POLICY": "ACTIVE"}
-    assert hardware.configure_openmp(environ) == {} and environ == {"OMP_WAIT_POLICY": "ACTIVE"}
+def test_runtime_defaults_leave_the_users_choice():
+    environ = {"OMP_WAIT_POLICY": "ACTIVE", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024"}
+    assert hardware.configure_runtime(environ) == {} and environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "1024"
     environ = {}
-    assert hardware.configure_openmp(environ) == {"OMP_WAIT_POLICY": "PASSIVE"} == environ
+    chosen = hardware.configure_runtime(environ)
+    assert chosen == {"OMP_WAIT_POLICY": "PASSIVE", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "16384"} == environ
 
 
-def test_openmp_defaults_reach_torchs_openmp_runtime():
-    code = "from csc_hf import hardware; hardware.configure_openmp(); import torch; torch.ones(9, 9).sum()"
+def test_runtime_defaults_reach_torchs_openmp_runtime():
+    code = "from csc_hf import hardware; hardware.configure_runtime(); import torch; torch.ones(9, 9).sum()"
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env["OMP_DISPLAY_ENV"] = "TRUE"  # libgomp prints the settings it read
     err = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stderr
