@@ -1055,7 +1055,7 @@ RESUMES = {  # commands that resume after an interrupt, and how
 
 
 def main(argv: list[str] | None = None) -> int:
-    hardware.configure_runtime()  # before torch loads: idle OpenMP threads sleep, oneDNN keeps more kernels
+    hardware.configure_runtime()  # before torch loads: idle OpenMP threads sleep
     args = build_parser().parse_args(argv)
 
     def command() -> None:

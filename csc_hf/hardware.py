@@ -17,13 +17,13 @@ import os
 import time
 from pathlib import Path
 
-RUNTIME_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "16384"}
+RUNTIME_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
 """Settings of torch's runtimes for csc_hf's commands. ``OMP_WAIT_POLICY``: idle threads of torch's OpenMP pool sleep
 instead of spinning, so a parallel region that waits for a thread the OS has put aside frees its core for the
-process that took the other (BENCHMARKS.md, "Contention"); read by libgomp once, when torch loads.
-``ONEDNN_PRIMITIVE_CACHE_CAPACITY``: batches of every width (`group_by_length`, length-sorted evaluation) make more
-matrix shapes than the 1,024 primitives oneDNN keeps by default, and each miss compiles its kernel again; read when
-oneDNN makes its first primitive (BENCHMARKS.md, "oneDNN's primitive cache")."""
+process that took the other (BENCHMARKS.md, "Contention"); read by libgomp once, when torch loads. oneDNN's primitive
+cache keeps its default size: a larger one holds a kernel and its buffers for every batch shape a process meets, and
+the glyph CNN's batches (one row per distinct character) take a new shape at nearly every step (BENCHMARKS.md,
+"oneDNN's primitive cache")."""
 
 FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
 """The CPU flags that decide torch's CPU kernels: AVX2/FMA (fp32), AVX-512, and bf16 in hardware (AVX512-BF16, AMX)."""

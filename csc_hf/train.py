@@ -13,7 +13,7 @@ from .cli import run_guarded
 
 def main(argv: list[str] | None = None) -> int:
     """Train from ``argv`` (default: the command line): a config path and ``key=value`` overrides."""
-    hardware.configure_runtime()  # before torch loads (with csc_hf.training): OpenMP and oneDNN settings
+    hardware.configure_runtime()  # before torch loads (with csc_hf.training): the OpenMP setting
     from . import training
 
     args = sys.argv[1:] if argv is None else argv
