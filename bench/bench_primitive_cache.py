@@ -6,9 +6,12 @@ oneDNN compiles a primitive (a kernel and its buffers) for each shape and keeps 
 them (1,024 by default). Each capacity runs in a process of its own (oneDNN reads the variable once): training steps
 (forward under bf16 autocast where the CPU computes bf16, backward, AdamW) over every batch size of each block of
 ``--sizes``, each once (new shapes), then every fourth of them again (shapes it has just seen), with the process's
-resident memory after each block and each capacity's time against the first capacity's.
+resident memory after each block and each run's time against the first run's. With ``--pad``, each capacity runs
+again with the rows padded to a multiple of each given number (blank glyphs, cut from the output before the loss), so
+that a few shapes serve every step: what a padded glyph batch would buy (1: no padding). Its time per step is that
+of the batch's own rows.
 
-    python bench/bench_primitive_cache.py [--capacities 1024 16384] [--sizes 200:1400:200] [--threads 1]
+    python bench/bench_primitive_cache.py [--capacities 1024 16384] [--pad 1 64] [--sizes 200:1400:200] [--threads 1]
 """
 
 import argparse
@@ -24,7 +27,7 @@ def resident_mb() -> int:
         return int(status.read().split("VmRSS:")[1].split()[0]) // 1024
 
 
-def child(start: int, stop: int, block: int, threads: int) -> None:
+def child(start: int, stop: int, block: int, threads: int, pad: int) -> None:
     """Run the steps in this process and print one JSON line per block of batch sizes."""
     import torch
 
@@ -42,8 +45,9 @@ def child(start: int, stop: int, block: int, threads: int) -> None:
 
     def step(rows: int) -> None:
         glyphs = torch.randint(0, 256, (rows, *shape), dtype=torch.uint8)
+        blank = glyphs.new_zeros((-rows % pad, *shape))  # up to the next multiple of `pad`
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            out = model(glyphs)
+            out = model(torch.cat([glyphs, blank]))[:rows]
         out.float().square().mean().backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -63,6 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--capacities", type=int, nargs="+", default=[1024, 16384], help="primitive cache sizes")
     parser.add_argument("--sizes", default="200:1400:200", help="START:STOP:BLOCK, the batch sizes (rows) stepped")
+    parser.add_argument("--pad", type=int, nargs="+", default=[1], help="pad the rows to a multiple of each (1: none)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -72,26 +77,29 @@ def main() -> None:
         parser.error(f"--sizes {args.sizes!r}: expected START:STOP:BLOCK, three integers")
     if not 0 < start < stop or block < 4:
         parser.error(f"--sizes {args.sizes!r}: expected 0 < START < STOP and BLOCK >= 4")
+    if min(args.pad) < 1:
+        parser.error(f"--pad {args.pad}: expected numbers >= 1")
     if args.child:
-        child(start, stop, block, args.threads)
+        child(start, stop, block, args.threads, args.pad[0])
         return
     from csc_hf import hardware
 
     print(f"{hardware.describe()}; {args.threads} torch thread(s); the glyph CNN's training step, each batch size once")
     rows = {}
-    for capacity in args.capacities:
-        env = {**os.environ, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(capacity), "OMP_NUM_THREADS": str(args.threads)}
-        command = [sys.executable, __file__, "--child", "--sizes", args.sizes, "--threads", str(args.threads)]
-        out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
-        rows[capacity] = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    reference = args.capacities[0]
-    header = f"{'capacity':>8} {'batch sizes':>12} {'new s/step':>11} {'seen s/step':>12} {'RSS MB':>7}"
-    print(f"{header}  new against {reference}")
-    for capacity, blocks in rows.items():
+    for pad in args.pad:
+        for capacity in args.capacities:
+            env = {**os.environ, "ONEDNN_PRIMITIVE_CACHE_CAPACITY": str(capacity), "OMP_NUM_THREADS": str(args.threads)}
+            command = [sys.executable, __file__, "--child", "--sizes", args.sizes, "--threads", str(args.threads)]
+            out = subprocess.run([*command, "--pad", str(pad)], env=env, capture_output=True, text=True, check=True)
+            rows[capacity, pad] = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    reference = (args.capacities[0], args.pad[0])
+    header = f"{'capacity':>8} {'pad':>4} {'batch sizes':>12} {'new s/step':>11} {'seen s/step':>12} {'RSS MB':>7}"
+    print(f"{header}  new against capacity {reference[0]}, pad {reference[1]}")
+    for (capacity, pad), blocks in rows.items():
         for block, base in zip(blocks, rows[reference]):
             span = f"{block['sizes'][0]}-{block['sizes'][1]}"
             times = f"{block['new']:11.4f} {block['seen']:12.4f} {block['rss_mb']:7d}"
-            print(f"{capacity:>8} {span:>12} {times}  {block['new'] / base['new']:.2f}x")
+            print(f"{capacity:>8} {pad:>4} {span:>12} {times}  {block['new'] / base['new']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -446,6 +446,25 @@ def test_frozen_sources_are_cached_while_training(tokenizer, knowledge):
     assert side._cache is not None and side.project.weight.grad is not None
 
 
+def test_glyph_cnn_pads_its_rows_to_a_few_shapes():
+    torch.manual_seed(0)
+    cnn = modeling_csc.GlyphCNN(1, 16, [8, 16], 32)
+    seen = []
+    cnn.down.register_forward_hook(lambda module, args, output: seen.append(len(args[0])))
+    glyphs = torch.randint(0, 256, (cnn.ROWS + 5, 1, 16, 16), dtype=torch.uint8)
+    out = cnn(glyphs)
+    assert out.shape == (cnn.ROWS + 5, 32) and seen == [2 * cnn.ROWS]  # blank rows added, cut from the output
+    # each row comes out as it does in a batch of other rows (those of a different padding)
+    torch.testing.assert_close(cnn(glyphs[:3]), out[:3], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(cnn(glyphs[-2:]), out[-2:], rtol=1e-6, atol=1e-6)
+    out.square().sum().backward()  # the blank rows give no gradient: the one of the real rows alone
+    grads = [p.grad.clone() for p in cnn.parameters()]
+    cnn.zero_grad()
+    torch.cat([cnn(glyphs[: cnn.ROWS]), cnn(glyphs[cnn.ROWS :])]).square().sum().backward()
+    for grad, p in zip(grads, cnn.parameters()):
+        torch.testing.assert_close(p.grad, grad, rtol=1e-5, atol=1e-6)
+
+
 def test_context_pinyin_ids_change_the_phonetic_input(tokenizer, knowledge):
     model = make_model(tokenizer, knowledge, sources=["pinyin_gru"], fusion="sum").eval()
     torch.nn.init.normal_(model.csc.sources["pinyin_gru"].project.weight)  # as after training: it starts at zero
