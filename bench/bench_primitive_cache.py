@@ -6,10 +6,9 @@ oneDNN compiles a primitive (a kernel and its buffers) for each shape and keeps 
 them (1,024 by default). Each capacity runs in a process of its own (oneDNN reads the variable once): training steps
 (forward under bf16 autocast where the CPU computes bf16, backward, AdamW) over every batch size of each block of
 ``--sizes``, each once (new shapes), then every fourth of them again (shapes it has just seen), with the process's
-resident memory after each block and each run's time against the first run's. With ``--pad``, each capacity runs
-again with the rows padded to a multiple of each given number (blank glyphs, cut from the output before the loss), so
-that a few shapes serve every step: what a padded glyph batch would buy (1: no padding). Its time per step is that
-of the batch's own rows.
+resident memory after each block and each run's time against the first run's. The CNN pads its rows with blank glyphs
+to a multiple of `GlyphCNN.ROWS` (64), so that a few shapes serve every step; ``--pad`` sets that multiple for each
+run in turn, 1 for none (how the CNN ran before).
 
     python bench/bench_primitive_cache.py [--capacities 1024 16384] [--pad 1 64] [--sizes 200:1400:200] [--threads 1]
 """
@@ -39,15 +38,15 @@ def child(start: int, stop: int, block: int, threads: int, pad: int) -> None:
     torch.manual_seed(0)
     config = CSCConfig()
     model = GlyphCNN(config.glyph_fonts, config.glyph_size, config.glyph_channels, config.side_size)
+    model.ROWS = pad  # its rows padded to a multiple of this (1: not padded)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     bf16 = resolved("auto") == "bf16"
     shape = (config.glyph_fonts, config.glyph_size, config.glyph_size)
 
     def step(rows: int) -> None:
         glyphs = torch.randint(0, 256, (rows, *shape), dtype=torch.uint8)
-        blank = glyphs.new_zeros((-rows % pad, *shape))  # up to the next multiple of `pad`
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            out = model(torch.cat([glyphs, blank]))[:rows]
+            out = model(glyphs)
         out.float().square().mean().backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -67,7 +66,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--capacities", type=int, nargs="+", default=[1024, 16384], help="primitive cache sizes")
     parser.add_argument("--sizes", default="200:1400:200", help="START:STOP:BLOCK, the batch sizes (rows) stepped")
-    parser.add_argument("--pad", type=int, nargs="+", default=[1], help="pad the rows to a multiple of each (1: none)")
+    parser.add_argument(
+        "--pad", type=int, nargs="+", default=[1, 64], help="pad the rows to a multiple of each (1: none)"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
