@@ -42,6 +42,7 @@ from .config import check_pretrain_corpus, check_train_edit_shares, equal_length
 from .data import CorrectionCollator, MaskedLMCollator, encode_sentences, training_data, training_tokenizer
 
 logger = get_logger(__name__)
+EPOCH_STATE = "epoch_rng_state_{}.pth"  # in a checkpoint: the random state its epoch began with, per process
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
 
 
@@ -276,6 +277,38 @@ class QuietProgress(ProgressCallback):
         pass
 
 
+class EpochOrder(TrainerCallback):
+    """A checkpoint keeps the random state its epoch began with, and a run resumed from it begins with that state.
+
+    `group_by_length`'s sampler draws each epoch's order of batches from the global random state when the epoch begins,
+    and a checkpoint keeps the state of its own step only: a run resumed within a later epoch drew another order, and
+    another model, than the uninterrupted run (the first epoch's order is drawn from the seed, so it alone came out
+    right). With this callback (before any that ends the process on a save) the resumed epoch draws the uninterrupted
+    run's order; the Trainer then restores the checkpoint's own state before its first step. Each process keeps its
+    own (``EPOCH_STATE`` with its index)."""
+
+    def __init__(self):
+        self.begun: torch.Tensor | None = None
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        if self.begun is None and state.global_step > 0:  # the first epoch of a resumed run
+            saved = Path(args.output_dir) / f"{CHECKPOINT}{state.global_step}" / EPOCH_STATE.format(args.process_index)
+            if saved.is_file():
+                torch.set_rng_state(torch.load(saved))
+            else:
+                logger.warning(
+                    "%s does not exist (a checkpoint of an older csc_hf, or one resumed from elsewhere): the resumed "
+                    "epoch's batches may come in another order than in the uninterrupted run",
+                    saved,
+                )
+        self.begun = torch.get_rng_state()
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.begun is not None:
+            folder = Path(args.output_dir) / f"{CHECKPOINT}{state.global_step}"
+            torch.save(self.begun, folder / EPOCH_STATE.format(args.process_index))
+
+
 class SaveEvery(TrainerCallback):
     """Ask the Trainer for a checkpoint once ``seconds`` of training have passed since the last one (or since the
     start of training), on top of its own ``save_strategy``: ``save_steps`` alone sizes what an interruption loses in
@@ -346,13 +379,14 @@ class UnigramPlateau(TrainerCallback):
 
 
 def _callbacks(save_every_seconds: float = 0.0) -> list[TrainerCallback]:
-    """csc_hf's callbacks of a run: its log lines, shared checkpoint files, checkpoints by time every
-    ``save_every_seconds`` (0: by steps alone) and the tests' kill after a save."""
+    """csc_hf's callbacks of a run: its log lines, shared checkpoint files, each epoch's random state in its
+    checkpoints, checkpoints by time every ``save_every_seconds`` (0: by steps alone) and the tests' kill after a
+    save (last: the checkpoint is whole by then)."""
     step = os.environ.get(KILL_ENV, "")
     if step and not step.isdigit():
         raise ValueError(f"{KILL_ENV}={step!r}: expected a step number")
     by_time = [SaveEvery(save_every_seconds)] if save_every_seconds > 0 else []
-    return [LogToLogger(), ShareCheckpoints(), *by_time, *([KillAfterSave(int(step))] if step else [])]
+    return [LogToLogger(), ShareCheckpoints(), EpochOrder(), *by_time, *([KillAfterSave(int(step))] if step else [])]
 
 
 def _log_to_logger(trainer: Trainer) -> None:
