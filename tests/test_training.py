@@ -533,8 +533,9 @@ def test_model_files_follow_the_umask(tmp_path, small_params):
 
 @pytest.mark.slow
 def test_a_resume_in_a_later_epoch_trains_the_same_model(tmp_path, small_params):
-    """Killed after a checkpoint in its second epoch and resumed, a length-grouped training ends with the weights of
-    the uninterrupted run: the resumed epoch's batches come in the order that epoch drew at its start."""
+    """Killed after a checkpoint at the end of its first epoch, resumed, killed again after one within its second epoch
+    and resumed, a length-grouped training ends with the weights of the uninterrupted run: each epoch's batches come in
+    the order that epoch drew at its start, whichever process began it."""
     config = base_config(
         small_params,
         tmp_path / "whole",
@@ -542,17 +543,19 @@ def test_a_resume_in_a_later_epoch_trains_the_same_model(tmp_path, small_params)
         variant="bert",
         precision="fp32",
         per_device_train_batch_size=8,
-        max_train_samples=32,  # 4 steps an epoch: step 6 is the second epoch's second
+        max_train_samples=32,  # 4 steps an epoch: step 4 ends the first, step 6 is the second's second
         max_steps=10,
         save_strategy="steps",
-        save_steps=6,
+        save_steps=2,
         train_sampling_strategy="group_by_length",
     )
     whole = run_train(write_config(tmp_path / "whole.yaml", **config))
     assert whole.returncode == 0, whole.stderr[-2000:]
     part = write_config(tmp_path / "part.yaml", **{**config, "output_dir": str(tmp_path / "part")})
-    killed = run_train(part, CSC_HF_KILL_AFTER_SAVE="6")
-    assert killed.returncode == -9 and (tmp_path / "part" / "checkpoint-6").is_dir(), killed.stderr[-2000:]
+    for step in (4, 6):
+        killed = run_train(part, CSC_HF_KILL_AFTER_SAVE=str(step), CSC_HF_VERBOSITY="info")
+        assert killed.returncode == -9 and (tmp_path / "part" / f"checkpoint-{step}").is_dir(), killed.stderr[-2000:]
+    assert f"resuming from {tmp_path / 'part' / 'checkpoint-4'}" in killed.stdout + killed.stderr
     resumed = run_train(part, CSC_HF_VERBOSITY="info")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"resuming from {tmp_path / 'part' / 'checkpoint-6'}" in resumed.stdout + resumed.stderr

@@ -22,6 +22,7 @@ from transformers import (
     set_seed,
 )
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from transformers.trainer_pt_utils import safe_globals
 
 from ..files import honour_umask
 from ..hardware import cpu_has_bf16
@@ -257,7 +258,7 @@ class ShareCheckpoints(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
-            honour_umask(Path(args.output_dir).glob(f"{CHECKPOINT}{state.global_step}/*.safetensors"))
+            honour_umask(_checkpoint_folder(args, state).glob("*.safetensors"))
 
 
 class LogToLogger(TrainerCallback):
@@ -278,21 +279,35 @@ class QuietProgress(ProgressCallback):
 
 
 class EpochOrder(TrainerCallback):
-    """A checkpoint keeps the random state its epoch began with, and a run resumed from it begins with that state.
+    """A checkpoint keeps the random state its epoch began with, and a run resumed from it within that epoch begins
+    with that state.
 
     `group_by_length`'s sampler draws each epoch's order of batches from the global random state when the epoch begins,
     and a checkpoint keeps the state of its own step only: a run resumed within a later epoch drew another order, and
     another model, than the uninterrupted run (the first epoch's order is drawn from the seed, so it alone came out
     right). With this callback (before any that ends the process on a save) the resumed epoch draws the uninterrupted
-    run's order; the Trainer then restores the checkpoint's own state before its first step. Each process keeps its
-    own (``EPOCH_STATE`` with its index)."""
+    run's order; the Trainer then restores the checkpoint's own state before its first step. A checkpoint that ends
+    an epoch needs nothing: the Trainer restores its state before the next epoch draws, and that is the state this
+    callback keeps for the epoch. Each process keeps its own (``EPOCH_STATE`` with its index)."""
 
     def __init__(self):
         self.begun: torch.Tensor | None = None
 
-    def on_epoch_begin(self, args, state, control, **kwargs):
+    def on_epoch_begin(self, args, state, control, train_dataloader=None, **kwargs):
         if self.begun is None and state.global_step > 0:  # the first epoch of a resumed run
-            saved = Path(args.output_dir) / f"{CHECKPOINT}{state.global_step}" / EPOCH_STATE.format(args.process_index)
+            checkpoint = _checkpoint_folder(args, state)
+            batches = len(train_dataloader)
+            steps = max(  # optimizer steps in an epoch, as the Trainer counts them
+                batches // args.gradient_accumulation_steps + int(batches % args.gradient_accumulation_steps > 0), 1
+            )
+            if state.global_step % steps == 0:  # it ended an epoch: the Trainer restores its own state, to draw from
+                saved = checkpoint / (
+                    "rng_state.pth" if args.world_size <= 1 else f"rng_state_{args.process_index}.pth"
+                )
+                with safe_globals():  # as the Trainer loads it (numpy's state in it)
+                    self.begun = torch.load(saved)["cpu"] if saved.is_file() else torch.get_rng_state()
+                return
+            saved = checkpoint / EPOCH_STATE.format(args.process_index)
             if saved.is_file():
                 torch.set_rng_state(torch.load(saved))
             else:
@@ -305,8 +320,12 @@ class EpochOrder(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         if self.begun is not None:
-            folder = Path(args.output_dir) / f"{CHECKPOINT}{state.global_step}"
-            torch.save(self.begun, folder / EPOCH_STATE.format(args.process_index))
+            torch.save(self.begun, _checkpoint_folder(args, state) / EPOCH_STATE.format(args.process_index))
+
+
+def _checkpoint_folder(args, state) -> Path:
+    """The folder of the Trainer's checkpoint at the state's step."""
+    return Path(args.output_dir) / f"{CHECKPOINT}{state.global_step}"
 
 
 class SaveEvery(TrainerCallback):
