@@ -22,8 +22,8 @@ RUNTIME_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE"}
 instead of spinning, so a parallel region that waits for a thread the OS has put aside frees its core for the
 process that took the other (BENCHMARKS.md, "Contention"); read by libgomp once, when torch loads. oneDNN's primitive
 cache keeps its default size: a larger one holds a kernel and its buffers for every batch shape a process meets, and
-the glyph CNN's batches (one row per distinct character) take a new shape at nearly every step (BENCHMARKS.md,
-"oneDNN's primitive cache")."""
+the side encoders' batches (one row per distinct character or syllable) change size from step to step (the glyph
+CNN's are padded to a few sizes; BENCHMARKS.md, "oneDNN's primitive cache")."""
 
 FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
 """The CPU flags that decide torch's CPU kernels: AVX2/FMA (fp32), AVX-512, and bf16 in hardware (AVX512-BF16, AMX)."""
