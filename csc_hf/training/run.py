@@ -22,7 +22,6 @@ from transformers import (
     set_seed,
 )
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
-from transformers.trainer_pt_utils import safe_globals
 
 from ..files import honour_umask
 from ..hardware import cpu_has_bf16
@@ -43,7 +42,7 @@ from .config import check_pretrain_corpus, check_train_edit_shares, equal_length
 from .data import CorrectionCollator, MaskedLMCollator, encode_sentences, training_data, training_tokenizer
 
 logger = get_logger(__name__)
-EPOCH_STATE = "epoch_rng_state_{}.pth"  # in a checkpoint: the random state its epoch began with, per process
+EPOCH_STATE = "epoch_rng_state_{}.pth"  # in a checkpoint: the random state its epoch draws its order from, per process
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
 
 
@@ -279,38 +278,26 @@ class QuietProgress(ProgressCallback):
 
 
 class EpochOrder(TrainerCallback):
-    """A checkpoint keeps the random state its epoch began with, and a run resumed from it within that epoch begins
-    with that state.
+    """A checkpoint keeps the random state its epoch's order of batches is drawn from, and a run resumed from it
+    begins that epoch with that state.
 
     `group_by_length`'s sampler draws each epoch's order of batches from the global random state when the epoch begins,
-    and a checkpoint keeps the state of its own step only: a run resumed within a later epoch drew another order, and
-    another model, than the uninterrupted run (the first epoch's order is drawn from the seed, so it alone came out
-    right). With this callback (before any that ends the process on a save) the resumed epoch draws the uninterrupted
-    run's order; the Trainer then restores the checkpoint's own state before its first step. A checkpoint that ends
-    an epoch needs nothing: the Trainer restores its state before the next epoch draws, and that is the state this
-    callback keeps for the epoch. Each process keeps its own (``EPOCH_STATE`` with its index)."""
+    and the Trainer's checkpoint keeps the state of its own step only: a run resumed within a later epoch would draw
+    another order, and train another model, than the uninterrupted run (the first epoch's order comes from the seed).
+    A checkpoint that ends an epoch keeps the state of its step, which the next epoch draws from; any other keeps the
+    state its epoch began with. The Trainer still restores the checkpoint's own state before the first step. Place it
+    before any callback that ends the process on a save. Each process keeps its own (``EPOCH_STATE`` with its
+    index)."""
 
     def __init__(self):
         self.begun: torch.Tensor | None = None
 
-    def on_epoch_begin(self, args, state, control, train_dataloader=None, **kwargs):
+    def on_epoch_begin(self, args, state, control, **kwargs):
         if self.begun is None and state.global_step > 0:  # the first epoch of a resumed run
-            checkpoint = _checkpoint_folder(args, state)
-            batches = len(train_dataloader)
-            steps = max(  # optimizer steps in an epoch, as the Trainer counts them
-                batches // args.gradient_accumulation_steps + int(batches % args.gradient_accumulation_steps > 0), 1
-            )
-            if state.global_step % steps == 0:  # it ended an epoch: the Trainer restores its own state, to draw from
-                saved = checkpoint / (
-                    "rng_state.pth" if args.world_size <= 1 else f"rng_state_{args.process_index}.pth"
-                )
-                with safe_globals():  # as the Trainer loads it (numpy's state in it)
-                    self.begun = torch.load(saved)["cpu"] if saved.is_file() else torch.get_rng_state()
-                return
-            saved = checkpoint / EPOCH_STATE.format(args.process_index)
+            saved = _checkpoint_folder(args, state) / EPOCH_STATE.format(args.process_index)
             if saved.is_file():
                 torch.set_rng_state(torch.load(saved))
-            else:
+            elif not _ends_epoch(state):  # at an epoch's end the Trainer restores the state the epoch draws from
                 logger.warning(
                     "%s does not exist (a checkpoint of an older csc_hf, or one resumed from elsewhere): the resumed "
                     "epoch's batches may come in another order than in the uninterrupted run",
@@ -319,8 +306,14 @@ class EpochOrder(TrainerCallback):
         self.begun = torch.get_rng_state()
 
     def on_save(self, args, state, control, **kwargs):
-        if self.begun is not None:
-            torch.save(self.begun, _checkpoint_folder(args, state) / EPOCH_STATE.format(args.process_index))
+        kept = torch.get_rng_state() if _ends_epoch(state) else self.begun
+        torch.save(kept, _checkpoint_folder(args, state) / EPOCH_STATE.format(args.process_index))
+
+
+def _ends_epoch(state) -> bool:
+    """Whether the state's step is its epoch's last (the Trainer counts ``epoch`` as the epochs done plus the share of
+    the current one, a whole number exactly at an epoch's end)."""
+    return float(state.epoch or 0).is_integer()
 
 
 def _checkpoint_folder(args, state) -> Path:
