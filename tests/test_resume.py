@@ -1,7 +1,8 @@
 """A smoke study killed during its trainings (by its own PID, right after a checkpoint is saved: a deterministic point),
 once while it pretrains and once while it fine-tunes, and resumed each time, ends with the same weights, byte for
 byte, and the same scores as an uninterrupted run (issue 14, item 1; issue 29, item 7). The kill leaves the stage's
-lock behind, with the dead pid: the resumed run takes it over (issue 29, item 8)."""
+lock behind, with the dead pid: the resumed run takes it over (issue 29, item 8). A resumed stage's time counts its
+earlier pieces."""
 
 import json
 import os
@@ -72,4 +73,10 @@ def test_killed_study_resumes_to_the_same_weights_and_scores(tmp_path):
     assert not list((part / "stages").glob("*/stage.lock"))  # every lock released
     for trained in ("pretrain", "train-bert-seed0"):
         assert weights(part, trained) == weights(tmp_path / "whole", trained), trained
+        # a resumed stage's time counts its earlier pieces up to the checkpoint it resumed from
+        [done] = (part / "stages").glob(f"{trained}-*/done.json")
+        [whole_done] = (tmp_path / "whole" / "stages").glob(f"{trained}-*/done.json")
+        record = json.loads(done.read_text(encoding="utf-8"))
+        assert 0 < record["earlier_seconds"] < record["seconds"], trained
+        assert "earlier_seconds" not in json.loads(whole_done.read_text(encoding="utf-8")), trained
     assert scores(part) == scores(tmp_path / "whole")

@@ -1,5 +1,6 @@
 """Checkpoints by time (csc_hf.training.run.SaveEvery, the ``save_every_seconds`` key) in a real Trainer run, with a
-clock the test moves, and a training resumed from a checkpoint made by time ends with the same bytes."""
+clock the test moves, and a training resumed from a checkpoint made by time ends with the same bytes; the seconds a
+training took over its pieces (csc_hf.training.run.TrainingClock)."""
 
 import shutil
 
@@ -9,7 +10,7 @@ from conftest import train_tiny
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from csc_hf.training import check_config
-from csc_hf.training.run import SaveEvery, _callbacks
+from csc_hf.training.run import ELAPSED, SaveEvery, TrainingClock, _callbacks
 
 
 class Regression(torch.nn.Module):
@@ -62,6 +63,39 @@ def train_steps(tmp_path, seconds_per_step: float, save_every: float, **args) ->
     )
     trainer.train()
     return sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*"))
+
+
+def test_a_resumed_training_counts_the_seconds_of_its_earlier_pieces(tmp_path):
+    """40 s a step, a checkpoint every 2 steps: checkpoint 4 keeps 160 s; a run resumed from it (its clock elsewhere)
+    counts them as earlier and ends at the uninterrupted run's 400 s."""
+
+    def run(out, start: float, resume: str | None = None) -> TrainingClock:
+        torch.manual_seed(0)
+        clock = Clock(40.0)
+        clock.now = start
+        timer = TrainingClock(clock=clock)
+        arguments = TrainingArguments(
+            output_dir=str(out),
+            max_steps=10,
+            per_device_train_batch_size=4,
+            use_cpu=True,
+            report_to="none",
+            disable_tqdm=True,
+            save_strategy="steps",
+            save_steps=2,
+        )
+        data = [{"x": torch.randn(4), "y": torch.randn(())} for _ in range(40)]
+        Trainer(model=Regression(), args=arguments, train_dataset=data, callbacks=[Tick(clock), timer]).train(
+            resume_from_checkpoint=resume
+        )
+        return timer
+
+    whole = run(tmp_path / "whole", start=0.0)
+    assert (whole.earlier, whole.seconds) == (0.0, 400.0)
+    assert (tmp_path / "whole" / "checkpoint-4" / ELAPSED).read_text() == '{"seconds": 160.0}\n'
+    shutil.copytree(tmp_path / "whole" / "checkpoint-4", tmp_path / "resumed" / "checkpoint-4")
+    resumed = run(tmp_path / "resumed", start=1000.0, resume=str(tmp_path / "resumed" / "checkpoint-4"))
+    assert (resumed.earlier, resumed.seconds) == (160.0, 400.0)
 
 
 def test_saves_by_time_when_steps_are_slow(tmp_path):

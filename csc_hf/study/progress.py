@@ -104,12 +104,16 @@ class Stage:
 
     @property
     def seconds(self) -> float | None:
-        """The wall time the stage took when it ran (also when this run found it finished)."""
+        """The wall time the stage took when it ran (also when this run found it finished), its earlier pieces' up to
+        the checkpoint it resumed from included."""
         return json.loads((self.directory / DONE).read_text(encoding="utf-8")).get("seconds") if self.done else None
 
-    def finish(self, summary: dict) -> None:
-        """Write the marker that the stage finished (whole) and let its lock go."""
-        summary = {**summary, "seconds": round(time.monotonic() - self.started, 1)}
+    def finish(self, summary: dict, earlier: float = 0.0) -> None:
+        """Write the marker that the stage finished (whole) and let its lock go. ``earlier``: the seconds its earlier
+        pieces took, when this one resumed from a checkpoint (they count in its time, and ``earlier_seconds`` says how
+        many)."""
+        seconds = round(time.monotonic() - self.started + earlier, 1)
+        summary = {**summary, "seconds": seconds, **({"earlier_seconds": round(earlier, 1)} if earlier else {})}
         write_atomic(self.directory / DONE, json.dumps(summary, indent=1, default=str) + "\n")  # the marker: whole
         self.lock.release()
 

@@ -47,6 +47,7 @@ from ..run_layout import (
     RECORDS,
     STAGES,
     TRAIN_CONFIG,
+    TRAINING_RECORD,
     WORKERS,
     evaluation_stage,
     stage_dir,
@@ -334,7 +335,9 @@ class Study:
             train(*check_config(_sorted(config), source=str(config_path)))
         for checkpoint in stage.directory.glob(f"{CHECKPOINT}*"):
             shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
-        stage.finish({"config": config})
+        kept = stage.directory / TRAINING_RECORD  # a resumed training's earlier pieces count in the stage's time
+        record = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
+        stage.finish({"config": config}, earlier=record.get("earlier_seconds", 0.0))
 
     def evaluate(
         self,

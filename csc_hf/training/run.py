@@ -42,6 +42,7 @@ from .config import check_pretrain_corpus, check_train_edit_shares, equal_length
 from .data import CorrectionCollator, MaskedLMCollator, encode_sentences, training_data, training_tokenizer
 
 logger = get_logger(__name__)
+ELAPSED = "elapsed_seconds.json"  # in a checkpoint: the seconds of training up to it, over every piece of the run
 EPOCH_STATE = "epoch_rng_state_{}.pth"  # in a checkpoint: the random state its epoch draws its order from, per process
 KILL_ENV = "CSC_HF_KILL_AFTER_SAVE"  # tests of the resume: a step whose checkpoint, once saved, ends the process
 
@@ -112,6 +113,8 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
             "validation_files": data_args.validation_files,
             "max_train_samples": data_args.max_train_samples,
             "log_history": trainer.state.log_history,
+            # what the pieces before this one took, when it resumed from a checkpoint (TrainingClock)
+            "earlier_seconds": next(c.earlier for c in callbacks if isinstance(c, TrainingClock)),
         }
         (out / TRAINING_RECORD).write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
     return out
@@ -316,6 +319,32 @@ def _ends_epoch(state) -> bool:
     return float(state.epoch or 0).is_integer()
 
 
+class TrainingClock(TrainerCallback):
+    """The seconds a training has taken, over every piece of an interrupted run: each checkpoint keeps the seconds up to
+    it (``ELAPSED``) and a run resumed from it counts on from there; ``earlier`` is what the pieces before this one took
+    up to the checkpoint it resumed from. The time between that checkpoint and the interruption is not counted: the
+    resumed run trains those steps again."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.earlier, self.started = 0.0, clock()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started = self.clock()
+        saved = _checkpoint_folder(args, state) / ELAPSED
+        if state.global_step > 0 and saved.is_file():  # resumed from a checkpoint
+            self.earlier = float(json.loads(saved.read_text(encoding="utf-8"))["seconds"])
+
+    @property
+    def seconds(self) -> float:
+        return self.earlier + self.clock() - self.started
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            text = json.dumps({"seconds": round(self.seconds, 1)}) + "\n"
+            (_checkpoint_folder(args, state) / ELAPSED).write_text(text, encoding="utf-8")
+
+
 def _checkpoint_folder(args, state) -> Path:
     """The folder of the Trainer's checkpoint at the state's step."""
     return Path(args.output_dir) / f"{CHECKPOINT}{state.global_step}"
@@ -391,14 +420,21 @@ class UnigramPlateau(TrainerCallback):
 
 
 def _callbacks(save_every_seconds: float = 0.0) -> list[TrainerCallback]:
-    """csc_hf's callbacks of a run: its log lines, shared checkpoint files, each epoch's random state in its
-    checkpoints, checkpoints by time every ``save_every_seconds`` (0: by steps alone) and the tests' kill after a
-    save (last: the checkpoint is whole by then)."""
+    """csc_hf's callbacks of a run: its log lines, shared checkpoint files, each epoch's random state and the seconds
+    trained so far in its checkpoints, checkpoints by time every ``save_every_seconds`` (0: by steps alone) and the
+    tests' kill after a save (last: the checkpoint is whole by then)."""
     step = os.environ.get(KILL_ENV, "")
     if step and not step.isdigit():
         raise ValueError(f"{KILL_ENV}={step!r}: expected a step number")
     by_time = [SaveEvery(save_every_seconds)] if save_every_seconds > 0 else []
-    return [LogToLogger(), ShareCheckpoints(), EpochOrder(), *by_time, *([KillAfterSave(int(step))] if step else [])]
+    return [
+        LogToLogger(),
+        ShareCheckpoints(),
+        EpochOrder(),
+        TrainingClock(),
+        *by_time,
+        *([KillAfterSave(int(step))] if step else []),
+    ]
 
 
 def _log_to_logger(trainer: Trainer) -> None:
