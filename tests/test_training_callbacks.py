@@ -40,13 +40,12 @@ class Tick(TrainerCallback):
         self.clock.now += self.clock.step
 
 
-def train_steps(tmp_path, seconds_per_step: float, save_every: float, **args) -> list[int]:
-    """Train 10 steps; the steps whose checkpoints were written."""
+def regression_trainer(out, clock: Clock, callbacks: list[TrainerCallback], **args) -> Trainer:
+    """A 10-step Trainer of the regression over 40 random examples; `clock` moves at the start of every step."""
     torch.manual_seed(0)
     data = [{"x": torch.randn(4), "y": torch.randn(())} for _ in range(40)]
-    clock = Clock(seconds_per_step)
     arguments = TrainingArguments(
-        output_dir=str(tmp_path),
+        output_dir=str(out),
         max_steps=10,
         per_device_train_batch_size=4,
         use_cpu=True,
@@ -55,13 +54,13 @@ def train_steps(tmp_path, seconds_per_step: float, save_every: float, **args) ->
         save_total_limit=None,
         **args,
     )
-    trainer = Trainer(
-        model=Regression(),
-        args=arguments,
-        train_dataset=data,
-        callbacks=[Tick(clock), SaveEvery(save_every, clock=clock)],
-    )
-    trainer.train()
+    return Trainer(model=Regression(), args=arguments, train_dataset=data, callbacks=[Tick(clock), *callbacks])
+
+
+def train_steps(tmp_path, seconds_per_step: float, save_every: float, **args) -> list[int]:
+    """Train 10 steps; the steps whose checkpoints were written."""
+    clock = Clock(seconds_per_step)
+    regression_trainer(tmp_path, clock, [SaveEvery(save_every, clock=clock)], **args).train()
     return sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*"))
 
 
@@ -70,24 +69,11 @@ def test_a_resumed_training_counts_the_seconds_of_its_earlier_pieces(tmp_path):
     counts them as earlier and ends at the uninterrupted run's 400 s."""
 
     def run(out, start: float, resume: str | None = None) -> TrainingClock:
-        torch.manual_seed(0)
         clock = Clock(40.0)
         clock.now = start
         timer = TrainingClock(clock=clock)
-        arguments = TrainingArguments(
-            output_dir=str(out),
-            max_steps=10,
-            per_device_train_batch_size=4,
-            use_cpu=True,
-            report_to="none",
-            disable_tqdm=True,
-            save_strategy="steps",
-            save_steps=2,
-        )
-        data = [{"x": torch.randn(4), "y": torch.randn(())} for _ in range(40)]
-        Trainer(model=Regression(), args=arguments, train_dataset=data, callbacks=[Tick(clock), timer]).train(
-            resume_from_checkpoint=resume
-        )
+        trainer = regression_trainer(out, clock, [timer], save_strategy="steps", save_steps=2)
+        trainer.train(resume_from_checkpoint=resume)
         return timer
 
     whole = run(tmp_path / "whole", start=0.0)
