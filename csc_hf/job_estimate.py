@@ -9,8 +9,13 @@ sizes and precision, times the work its plan holds.
 With ``sides`` (side sources, as a preset's ``pretrain_sides`` stage trains them), it also times a step of the
 side encoders' pretraining (`csc_hf.modeling.SidePretrainingModel`) over a masked LM of the same sizes.
 
-The batches are random characters drawn by Zipf's law (as many distinct characters per batch as running text has:
-the side encoders run once per distinct character) at the benchmark's mean length. A training step is the
+With ``texts`` (the study passes its training sentences), the training steps run on batches of those sentences as a
+length-grouped sampler makes them, from its shortest batch to its longest, each timed once after a warm-up step and
+weighted to stand for every width (`_text_batches`), over a vocabulary of their characters (the side encoders' inputs
+are those characters' pinyin, strokes and glyphs): a step's cost grows faster than its width, so batches of the mean
+width are cheaper than the steps a training runs. Without them, and for the evaluation, the batches are random
+characters drawn by Zipf's law (as many distinct characters per batch as running text has: the
+side encoders run once per distinct character) at the benchmark's mean length. A training step is the
 Trainer's (forward under autocast where the precision resolves to bf16, backward, clipping, fused AdamW), an
 evaluated sentence costs what `Corrector.correct` takes for it (generation for a seq2seq variant).
 `hardware.torch_threads` decides the threads unless ``threads`` is given. A probe costs a few seconds per variant;
@@ -68,12 +73,65 @@ def bart_sizes(model: Mapping, bart: Mapping) -> dict:
     }
 
 
-def _train_seconds(model: torch.nn.Module, batch: dict, bf16: bool, steps: int, clock) -> float:
-    """Median seconds of a Trainer-like step after one warm-up step."""
+GROUP = 50
+"""Batches a length-grouped sampler sorts together (transformers' ``LengthGroupedSampler``'s megabatch)."""
+
+
+@dataclass
+class Batches:
+    """Training batches to time and the weight of each in the mean step (weights summing to 1)."""
+
+    batches: list[dict]
+    weights: list[float]
+
+
+def spread(count: int, group: int = GROUP) -> list[int]:
+    """``count`` evenly spaced ranks among ``group`` batches sorted by width, the first and the last among them."""
+    return [group // 2] if count == 1 else sorted({round(i * (group - 1) / (count - 1)) for i in range(count)})
+
+
+def interpolation_weights(widths: Sequence[int], kept: Sequence[int]) -> list[float]:
+    """The weight of each of the batches ``kept`` (ranks in ``widths``, sorted, the last the widest) in the mean step
+    over all ``widths``: each width is shared between the two kept widths around it by linear interpolation, so that a
+    step's seconds that were linear in its width between them would give that mean exactly."""
+    edges, weights = [widths[k] for k in kept], [0.0] * len(kept)
+    for width in widths:
+        right = next(i for i, edge in enumerate(edges) if edge >= width)
+        left = max(right - 1, 0)
+        share = 1.0 if edges[right] == edges[left] else (width - edges[left]) / (edges[right] - edges[left])
+        weights[right] += share / len(widths)
+        weights[left] += (1.0 - share) / len(widths)
+    return weights
+
+
+def _text_batches(
+    tokenizer: CSCTokenizer, texts: Sequence[str], batch: int, count: int, generator: torch.Generator, mlm: bool
+) -> Batches:
+    """``count`` padded training batches of ``texts`` as a length-grouped sampler makes them, weighted to stand for
+    all it makes: `GROUP` x ``batch`` texts drawn at random, sorted by length and cut in that order into `GROUP`
+    batches, of which ``count`` at evenly spaced ranks (`spread`) are timed and weighted by `interpolation_weights`.
+    A step's cost grows faster than its width, so the few longest batches weigh more than their share of the
+    characters. Labels on every character (a correction's) or, with ``mlm``, on 15% of them (a masked LM's)."""
+    picks = torch.randint(len(texts), (GROUP * batch,), generator=generator).tolist()
+    drawn = sorted((texts[i] for i in picks), key=len)
+    chunks = [drawn[k * batch : (k + 1) * batch] for k in range(GROUP)]
+    kept = spread(count)
+    batches = []
+    for k in kept:
+        encoded = tokenizer(chunks[k], padding=True, truncation=True, max_length=tokenizer.model_max_length)
+        ids, mask = torch.tensor(encoded["input_ids"]), torch.tensor(encoded["attention_mask"])
+        chosen = mask.bool() & (torch.rand(ids.shape, generator=generator) < 0.15) if mlm else mask.bool()
+        batches.append({"input_ids": ids, "attention_mask": mask, "labels": torch.where(chosen, ids, -100)})
+    return Batches(batches, interpolation_weights([len(chunk[-1]) for chunk in chunks], kept))
+
+
+def _train_seconds(model: torch.nn.Module, batches: Batches, bf16: bool, clock) -> float:
+    """Seconds of a Trainer-like step: each of ``batches`` timed once after a warm-up step on the middle one,
+    weighted."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     model.train()
     times = []
-    for _ in range(steps + 1):
+    for batch in [batches.batches[len(batches.batches) // 2], *batches.batches]:
         start = clock()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             loss = model(**batch).loss
@@ -82,7 +140,7 @@ def _train_seconds(model: torch.nn.Module, batch: dict, bf16: bool, steps: int, 
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         times.append(clock() - start)
-    return statistics.median(times[1:])
+    return sum(weight * seconds for weight, seconds in zip(batches.weights, times[1:]))
 
 
 def _correct_seconds(
@@ -139,7 +197,7 @@ class StepProbe:
     def measure(
         cls,
         model: Mapping,
-        vocab_size: int,
+        vocab_size: int | None,
         variants: Iterable[str],
         precision: str = "auto",
         bf16_weights: bool = False,
@@ -153,37 +211,54 @@ class StepProbe:
         threads: int | None = None,
         pretrain_keys: Mapping[str, Any] | None = None,
         finetune_keys: Mapping[str, Any] | None = None,
+        texts: Sequence[str] | None = None,
         clock=time.perf_counter,
     ) -> StepProbe:
         """Time `steps` steps of each stage (after a warm-up step) with the encoder sizes `model` (BertConfig
         fields; `bart`: the seq2seq variant's BartConfig fields over them, `bart_sizes`) over a `vocab_size`
-        vocabulary. `pretrain_keys` / `finetune_keys`: the training keys of the pretraining and of the fine-tunings
-        (a preset's `pretrain:` and `finetune:` blocks), of which those that change how a step computes
-        (`attn_implementation`, `fast_dropout`) are applied to the models the steps train; `bf16_weights`: the
-        evaluations', as `csc_hf.pipeline.Corrector` takes it.
+        vocabulary of made-up characters, or, with `texts` instead (the training sentences, cut as the training cuts
+        them), over their characters and the training steps on batches of them (`_text_batches`).
+        `pretrain_keys` / `finetune_keys`: the training keys of the pretraining and of the fine-tunings (a preset's
+        `pretrain:` and `finetune:` blocks), of which those that change how a step computes (`attn_implementation`,
+        `fast_dropout`) are applied to the models the steps train; `bf16_weights`: the evaluations', as
+        `csc_hf.pipeline.Corrector` takes it.
         `sides`: the side sources whose pretraining step (batches of `sides_batch`) is timed too (`sides_step`).
         `clock`: wall time (what a run here and now takes); `time.process_time` with one thread gives what the steps
         cost a core of their own."""
+        if (vocab_size is None) == (texts is None):
+            raise ValueError("StepProbe.measure takes either vocab_size (made-up characters) or texts, not both")
         used, before = threads or hardware.torch_threads(), torch.get_num_threads()
         torch.set_num_threads(used)
         try:
             bf16 = resolved(precision) == "bf16"
             generator = torch.Generator().manual_seed(0)
-            tokenizer = CSCTokenizer.from_vocab(chr(0x4E00 + i) for i in range(vocab_size - 5))
-            ids = _ids(pretrain_batch, vocab_size, generator)
-            labels = torch.where(torch.rand(ids.shape, generator=generator) < 0.15, ids, -100)
+            if texts is None:
+                tokenizer = CSCTokenizer.from_vocab(chr(0x4E00 + i) for i in range(vocab_size - 5))
+            else:
+                tokenizer = CSCTokenizer.from_texts(texts)
+            vocab_size = len(tokenizer)
+
+            def batches(batch: int, mlm: bool) -> Batches:
+                if texts is not None:
+                    return _text_batches(tokenizer, texts, batch, steps, generator, mlm)
+                ids = _ids(batch, vocab_size, generator)
+                labels = torch.where(torch.rand(ids.shape, generator=generator) < 0.15, ids, -100) if mlm else ids
+                return Batches([{"input_ids": ids, "labels": labels}] * steps, [1.0 / steps] * steps)
+
             mlm = _as_trained(SparseBertForMaskedLM(BertConfig(vocab_size=vocab_size, **model)), pretrain_keys)
-            pretrain = _train_seconds(mlm, {"input_ids": ids, "labels": labels}, bf16, steps, clock)
+            pretrain = _train_seconds(mlm, batches(pretrain_batch, mlm=True), bf16, clock)
             sides_step = None
             if sides:
                 config = CSCConfig(vocab_size=vocab_size, sources=list(sides), **model)
                 side_model = SidePretrainingModel(config, build_char_knowledge(tokenizer.get_vocab(), config))
-                ids = _ids(sides_batch, vocab_size, generator)
-                labels = torch.where(torch.rand(ids.shape, generator=generator) < 0.15, ids, -100)
-                batch = {"input_ids": torch.where(labels == -100, ids, tokenizer.mask_token_id), "labels": labels}
-                sides_step = _train_seconds(side_model, batch, bf16, steps, clock)
-            ids = _ids(finetune_batch, vocab_size, generator)
-            texts = [
+                drawn = batches(sides_batch, mlm=True)
+                masked = [
+                    {**b, "input_ids": torch.where(b["labels"] == -100, b["input_ids"], tokenizer.mask_token_id)}
+                    for b in drawn.batches
+                ]
+                sides_step = _train_seconds(side_model, Batches(masked, drawn.weights), bf16, clock)
+            finetune_batches = batches(finetune_batch, mlm=False)
+            eval_texts = [
                 tokenizer.decode(row, skip_special_tokens=True).replace(" ", "")
                 for row in _ids(eval_batch, vocab_size, generator)[:, 2:].tolist()
             ]
@@ -193,9 +268,9 @@ class StepProbe:
                 built = build_model(variant, tokenizer, **(bart_sizes(model, bart or {}) if seq2seq else model))
                 default_attention = built.config._attn_implementation
                 trained = _as_trained(built, finetune_keys)
-                finetune[variant] = _train_seconds(trained, {"input_ids": ids, "labels": ids}, bf16, steps, clock)
+                finetune[variant] = _train_seconds(trained, finetune_batches, bf16, clock)
                 built.set_attn_implementation(default_attention)  # inference: as a saved model loads
-                seconds = _correct_seconds(built, tokenizer, texts, precision, steps, clock, bf16_weights)
+                seconds = _correct_seconds(built, tokenizer, eval_texts, precision, steps, clock, bf16_weights)
                 sentence[variant] = seconds / eval_batch
             precision_used = "bf16" if bf16 else "fp32"
             return cls(hardware.compute_path(), precision_used, used, pretrain, finetune, sentence, sides_step)

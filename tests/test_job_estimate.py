@@ -1,12 +1,13 @@
 """csc_hf.job_estimate: the forecast of a study's stage times from a few steps timed here."""
 
 import pytest
+import torch
 from conftest import BART_TINY
 from torch import nn
 
 from csc_hf import job_estimate
 from csc_hf.job_estimate import StepProbe, bart_sizes
-from csc_hf.modeling import FastDropout
+from csc_hf.modeling import CSCTokenizer, FastDropout, build_model
 
 TINY = {
     "hidden_size": 32,
@@ -88,3 +89,51 @@ def _kernels(model) -> tuple[str, str]:
     """The attention kernel of ``model`` and the one kind of dropout module it has."""
     (dropout,) = {type(m) for m in model.modules() if isinstance(m, (nn.Dropout, FastDropout))}
     return model.config._attn_implementation, "FastDropout" if dropout is FastDropout else "nn.Dropout"
+
+
+SENTENCES = [
+    "今天天气很好",
+    "我们一起去公园散步吧",
+    "他说明天会下雨所以我们要带伞",
+    "这本书的作者是一位很有名的历史学家他写了很多关于古代中国的书",
+    "好",
+    "银行门口停着一辆车",
+]
+
+
+def test_probe_on_texts_trains_on_batches_of_them_over_their_characters():
+    probe = StepProbe.measure(
+        TINY, None, ["bert", "bert+pinyin_gru"], precision="fp32", pretrain_batch=2, finetune_batch=2, eval_batch=2,
+        sides=["glyph_cnn"], sides_batch=2, steps=3, threads=1, texts=SENTENCES,
+    )  # fmt: skip
+    assert probe.pretrain_step > 0 and probe.sides_step > 0 and list(probe.finetune_step) == ["bert", "bert+pinyin_gru"]
+    assert all(s > 0 for s in [*probe.finetune_step.values(), *probe.sentence.values()])
+    with pytest.raises(ValueError, match="either vocab_size"):
+        StepProbe.measure(TINY, 300, ["bert"], texts=SENTENCES)
+    with pytest.raises(ValueError, match="either vocab_size"):
+        StepProbe.measure(TINY, None, ["bert"])
+
+
+def test_the_timed_batches_span_the_group_and_weigh_as_all_of_it():
+    """Ranks from the shortest batch to the longest; weights that give the mean over every width of the group where
+    a step's seconds are linear in its width between the timed ones (the longest batches are timed, not guessed)."""
+    assert job_estimate.spread(6) == [0, 10, 20, 29, 39, 49] and job_estimate.spread(1) == [25]
+    widths = sorted([3, 5, 5, 8, 12, 13, 20, 21, 30, 47, 90, 91])
+    kept = job_estimate.spread(4, len(widths))
+    weights = job_estimate.interpolation_weights(widths, kept)
+    assert kept[0] == 0 and kept[-1] == len(widths) - 1 and sum(weights) == pytest.approx(1.0)
+    seconds = [0.2 + 0.01 * widths[k] for k in kept]  # linear in the width
+    mean = sum(0.2 + 0.01 * w for w in widths) / len(widths)
+    assert sum(w * s for w, s in zip(weights, seconds)) == pytest.approx(mean)
+    only_ends = job_estimate.interpolation_weights(widths, [0, len(widths) - 1])
+    assert only_ends[1] == pytest.approx((sum(widths) / len(widths) - 3) / (91 - 3))  # the share of the longest
+
+
+def test_the_probe_weighs_each_timed_step():
+    """The step time is the weighted mean of the timed batches' steps, the warm-up step left out."""
+    ticks = iter([0.0, 10.0, 10.0, 11.0, 11.0, 14.0])  # a warm-up step of 10 s, then steps of 1 s and 3 s
+    tokenizer = CSCTokenizer.from_texts(SENTENCES)
+    batches = job_estimate._text_batches(tokenizer, SENTENCES, 2, 2, torch.Generator(), mlm=False)
+    assert len(batches.batches) == 2 and sum(batches.weights) == pytest.approx(1.0)
+    seconds = job_estimate._train_seconds(build_model("bert", tokenizer, **TINY), batches, False, lambda: next(ticks))
+    assert seconds == pytest.approx(batches.weights[0] * 1.0 + batches.weights[1] * 3.0)

@@ -53,7 +53,7 @@ from ..run_layout import (
     stage_dir,
     train_stage,
 )
-from ..training import check_config, train
+from ..training import DataArguments, check_config, train
 from ..training.config import precision_keys, trains_on_cpu
 from .outputs import augmentation_coverage, domain_error_groups, write_results
 from .preset import Preset, check_seeds, check_variants
@@ -116,6 +116,7 @@ class Study:
 
     LOCK_POLL = 10.0  # seconds between two looks at a stage another process runs
     WORKER_EXIT = 60.0  # seconds a worker gets to stop on its own (Ctrl-C reaches it too) before it is terminated
+    PROBE_STEPS = 6  # training batches the forecast times per kind, from the shortest to the longest (StepProbe)
 
     def __init__(
         self,
@@ -817,11 +818,11 @@ class Study:
         self._workers.clear()
 
     def forecast(self, plan: Sequence[Step], build: Stage) -> dict[Path, float]:
-        """The seconds each model and pretraining stage of ``plan`` (the side encoders' too) will take here: one step
-        of each kind timed now (`csc_hf.job_estimate.StepProbe`, a few seconds per variant at the preset's sizes,
-        batches and precision), times the stage's steps (a training) or sentences (an evaluation: every split of its
-        test configs, as the build counted them, and the validation sentences its decoding is tuned on). Logged with
-        the whole job's sum."""
+        """The seconds each model and pretraining stage of ``plan`` (the side encoders' too) will take here: the steps
+        of each kind timed now (`csc_hf.job_estimate.StepProbe`: `PROBE_STEPS` batches of the training sentences from
+        the shortest to the longest, a few seconds per variant at the preset's sizes, batch sizes and precision), times
+        the stage's steps (a training) or sentences (an evaluation: every split of its test configs, as the build
+        counted them, and the validation sentences its decoding is tuned on). Logged with the whole job's sum."""
         import torch
 
         from ..job_estimate import StepProbe
@@ -834,7 +835,7 @@ class Study:
             return {}
         sizes = json.loads((build.directory / DONE).read_text(encoding="utf-8")).get("configs", {})
         (train_targets,) = columns(load_dataset("csc_bench", "train", split="train", **p.bench_params), "target")
-        vocab_size = len(set("".join(train_targets))) + 5  # + the special tokens
+        cut = p.finetune.get("max_length", DataArguments.max_length) - 2  # [CLS] and [SEP]
         variants = list(dict.fromkeys(step.variant for step in plan if step.variant))
         sides = self._sides_inputs(self.directory(*self._pretrain_inputs()))
         pending_sides = any(s.kinds[-1] == "pretrain-sides" and not Stage(s.directory).done for s in plan)
@@ -850,13 +851,14 @@ class Study:
             "eval_batch": p.eval_batch_size,
             "sides": sides_config.get("model_overrides", {}).get("sources", ()),
             "sides_batch": sides_config.get("per_device_train_batch_size", 8),
-            "steps": 1,
+            "steps": self.PROBE_STEPS,
             "pretrain_keys": p.pretrain,
             "finetune_keys": p.finetune,
+            "texts": [target[:cut] for target in train_targets],
         }
-        probe = StepProbe.measure(p.model, vocab_size, variants, threads=shared, **options)
+        probe = StepProbe.measure(p.model, None, variants, threads=shared, **options)
         if shared != threads:  # the encoder pretrains with every thread, before the processes share the models
-            probe.pretrain_step = StepProbe.measure(p.model, vocab_size, [], threads=threads, **options).pretrain_step
+            probe.pretrain_step = StepProbe.measure(p.model, None, [], threads=threads, **options).pretrain_step
         scored = {name: sum(splits.values()) for name, splits in sizes.items() if name != "train"}  # every split
         mean_test = sum(scored.values()) / len(scored) if scored else 0
         validation = sizes.get("train", {}).get("validation", 0)
