@@ -763,8 +763,8 @@ def parser_run(sub) -> None:
     run.add_argument(
         "--no-estimate",
         action="store_true",
-        help="skip the forecast of the whole job (a step of each kind of stage timed after the build, a few "
-        "seconds per variant)",
+        help="skip the forecast of the whole job (steps of each kind of stage timed after the build on batches of "
+        "the training sentences, a few seconds per variant)",
     )
     run.add_argument(
         "--processes",
