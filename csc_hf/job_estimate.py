@@ -91,12 +91,12 @@ def spread(count: int, group: int = GROUP) -> list[int]:
 
 
 def interpolation_weights(widths: Sequence[int], kept: Sequence[int]) -> list[float]:
-    """The weight of each of the batches ``kept`` (ranks in ``widths``, sorted, the last the widest) in the mean step
-    over all ``widths``: each width is shared between the two kept widths around it by linear interpolation, so that a
-    step's seconds that were linear in its width between them would give that mean exactly."""
+    """The weight of each of the batches ``kept`` (ranks in ``widths``, sorted) in the mean step over all ``widths``:
+    each width is shared between the two kept widths around it by linear interpolation (extrapolation beyond the
+    widest kept), so that a step's seconds that were linear in its width would give that mean exactly."""
     edges, weights = [widths[k] for k in kept], [0.0] * len(kept)
     for width in widths:
-        right = next(i for i, edge in enumerate(edges) if edge >= width)
+        right = next((i for i, edge in enumerate(edges) if edge >= width), len(edges) - 1)
         left = max(right - 1, 0)
         share = 1.0 if edges[right] == edges[left] else (width - edges[left]) / (edges[right] - edges[left])
         weights[right] += share / len(widths)
@@ -226,7 +226,7 @@ class StepProbe:
         `clock`: wall time (what a run here and now takes); `time.process_time` with one thread gives what the steps
         cost a core of their own."""
         if (vocab_size is None) == (texts is None):
-            raise ValueError("StepProbe.measure takes either vocab_size (made-up characters) or texts, not both")
+            raise ValueError("StepProbe.measure takes one of vocab_size (made-up characters) and texts (sentences)")
         used, before = threads or hardware.torch_threads(), torch.get_num_threads()
         torch.set_num_threads(used)
         try:

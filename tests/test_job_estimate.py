@@ -108,9 +108,9 @@ def test_probe_on_texts_trains_on_batches_of_them_over_their_characters():
     )  # fmt: skip
     assert probe.pretrain_step > 0 and probe.sides_step > 0 and list(probe.finetune_step) == ["bert", "bert+pinyin_gru"]
     assert all(s > 0 for s in [*probe.finetune_step.values(), *probe.sentence.values()])
-    with pytest.raises(ValueError, match="either vocab_size"):
+    with pytest.raises(ValueError, match="one of vocab_size"):
         StepProbe.measure(TINY, 300, ["bert"], texts=SENTENCES)
-    with pytest.raises(ValueError, match="either vocab_size"):
+    with pytest.raises(ValueError, match="one of vocab_size"):
         StepProbe.measure(TINY, None, ["bert"])
 
 
@@ -127,6 +127,8 @@ def test_the_timed_batches_span_the_group_and_weigh_as_all_of_it():
     assert sum(w * s for w, s in zip(weights, seconds)) == pytest.approx(mean)
     only_ends = job_estimate.interpolation_weights(widths, [0, len(widths) - 1])
     assert only_ends[1] == pytest.approx((sum(widths) / len(widths) - 3) / (91 - 3))  # the share of the longest
+    middle = job_estimate.interpolation_weights(widths, [4])  # one batch, the rest extrapolated: it stands for all
+    assert middle == [pytest.approx(1.0)]
 
 
 def test_the_probe_weighs_each_timed_step():
