@@ -76,6 +76,9 @@ def bart_sizes(model: Mapping, bart: Mapping) -> dict:
 GROUP = 50
 """Batches a length-grouped sampler sorts together (transformers' ``LengthGroupedSampler``'s megabatch)."""
 
+MASKED = 0.15
+"""The share of a masked LM's characters its batches label (BERT's, the pretraining's default)."""
+
 
 @dataclass
 class Batches:
@@ -111,7 +114,8 @@ def _text_batches(
     all it makes: `GROUP` x ``batch`` texts drawn at random, sorted by length and cut in that order into `GROUP`
     batches, of which ``count`` at evenly spaced ranks (`spread`) are timed and weighted by `interpolation_weights`.
     A step's cost grows faster than its width, so the few longest batches weigh more than their share of the
-    characters. Labels on every character (a correction's) or, with ``mlm``, on 15% of them (a masked LM's)."""
+    characters. Labels on every character (a correction's) or, with ``mlm``, on a `MASKED` share of them (a masked
+    LM's)."""
     picks = torch.randint(len(texts), (GROUP * batch,), generator=generator).tolist()
     drawn = sorted((texts[i] for i in picks), key=len)
     chunks = [drawn[k * batch : (k + 1) * batch] for k in range(GROUP)]
@@ -120,7 +124,7 @@ def _text_batches(
     for k in kept:
         encoded = tokenizer(chunks[k], padding=True, truncation=True, max_length=tokenizer.model_max_length)
         ids, mask = torch.tensor(encoded["input_ids"]), torch.tensor(encoded["attention_mask"])
-        chosen = mask.bool() & (torch.rand(ids.shape, generator=generator) < 0.15) if mlm else mask.bool()
+        chosen = mask.bool() & (torch.rand(ids.shape, generator=generator) < MASKED) if mlm else mask.bool()
         batches.append({"input_ids": ids, "attention_mask": mask, "labels": torch.where(chosen, ids, -100)})
     return Batches(batches, interpolation_weights([len(chunk[-1]) for chunk in chunks], kept))
 
@@ -242,7 +246,7 @@ class StepProbe:
                 if texts is not None:
                     return _text_batches(tokenizer, texts, batch, steps, generator, mlm)
                 ids = _ids(batch, vocab_size, generator)
-                labels = torch.where(torch.rand(ids.shape, generator=generator) < 0.15, ids, -100) if mlm else ids
+                labels = torch.where(torch.rand(ids.shape, generator=generator) < MASKED, ids, -100) if mlm else ids
                 return Batches([{"input_ids": ids, "labels": labels}] * steps, [1.0 / steps] * steps)
 
             mlm = _as_trained(SparseBertForMaskedLM(BertConfig(vocab_size=vocab_size, **model)), pretrain_keys)
