@@ -212,13 +212,15 @@ class StepProbe:
         sides: Sequence[str] = (),
         sides_batch: int = 64,
         steps: int = 2,
+        passes: int = 2,
         threads: int | None = None,
         pretrain_keys: Mapping[str, Any] | None = None,
         finetune_keys: Mapping[str, Any] | None = None,
         texts: Sequence[str] | None = None,
         clock=time.perf_counter,
     ) -> StepProbe:
-        """Time `steps` steps of each stage (after a warm-up step) with the encoder sizes `model` (BertConfig
+        """Time `steps` training steps of each kind (after a warm-up step) and `passes` evaluation passes of each
+        variant (their median, after a warm-up pass) with the encoder sizes `model` (BertConfig
         fields; `bart`: the seq2seq variant's BartConfig fields over them, `bart_sizes`) over a `vocab_size`
         vocabulary of made-up characters, or, with `texts` instead (the training sentences, cut as the training cuts
         them), over their characters and the training steps on batches of them (`_text_batches`).
@@ -274,7 +276,7 @@ class StepProbe:
                 trained = _as_trained(built, finetune_keys)
                 finetune[variant] = _train_seconds(trained, finetune_batches, bf16, clock)
                 built.set_attn_implementation(default_attention)  # inference: as a saved model loads
-                seconds = _correct_seconds(built, tokenizer, eval_texts, precision, steps, clock, bf16_weights)
+                seconds = _correct_seconds(built, tokenizer, eval_texts, precision, passes, clock, bf16_weights)
                 sentence[variant] = seconds / eval_batch
             precision_used = "bf16" if bf16 else "fp32"
             return cls(hardware.compute_path(), precision_used, used, pretrain, finetune, sentence, sides_step)

@@ -68,7 +68,7 @@ def test_probe_trains_as_the_presets_blocks_say_and_evaluates_as_a_saved_model(m
     monkeypatch.setattr(job_estimate, "_train_seconds", lambda model, *_: trained.append(_kernels(model)) or 1.0)
 
     def correct_seconds(model, tokenizer, texts, precision, passes, clock, bf16_weights):
-        corrected.append((model.config._attn_implementation, bf16_weights))
+        corrected.append((model.config._attn_implementation, bf16_weights, passes))
         return 1.0
 
     monkeypatch.setattr(job_estimate, "_correct_seconds", correct_seconds)
@@ -77,12 +77,13 @@ def test_probe_trains_as_the_presets_blocks_say_and_evaluates_as_a_saved_model(m
         vocab_size=300,
         variants=["bert"],
         steps=1,
+        passes=3,
         threads=1,
         pretrain_keys={"attn_implementation": "eager"},
         finetune_keys={"attn_implementation": "eager", "fast_dropout": True},
         bf16_weights=True,
     )
-    assert trained == [("eager", "nn.Dropout"), ("eager", "FastDropout")] and corrected == [("sdpa", True)]
+    assert trained == [("eager", "nn.Dropout"), ("eager", "FastDropout")] and corrected == [("sdpa", True, 3)]
 
 
 def _kernels(model) -> tuple[str, str]:

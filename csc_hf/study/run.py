@@ -117,6 +117,7 @@ class Study:
     LOCK_POLL = 10.0  # seconds between two looks at a stage another process runs
     WORKER_EXIT = 60.0  # seconds a worker gets to stop on its own (Ctrl-C reaches it too) before it is terminated
     PROBE_STEPS = 6  # training batches the forecast times per kind, from the shortest to the longest (StepProbe)
+    PROBE_PASSES = 2  # evaluation passes the forecast times per variant (their median)
 
     def __init__(
         self,
@@ -852,6 +853,7 @@ class Study:
             "sides": sides_config.get("model_overrides", {}).get("sources", ()),
             "sides_batch": sides_config.get("per_device_train_batch_size", 8),
             "steps": self.PROBE_STEPS,
+            "passes": self.PROBE_PASSES,
             "pretrain_keys": p.pretrain,
             "finetune_keys": p.finetune,
             "texts": [target[:cut] for target in train_targets],
