@@ -11,6 +11,7 @@ from csc_hf.benchmark.plan import AUGMENTED_COPIES
 from csc_hf.cli import main
 from csc_hf.files import read_predictions, write_predictions
 from csc_hf.study import Preset, Study
+from csc_hf.study import run as study_run
 from csc_hf.study.progress import Progress, Stage, clock
 
 
@@ -289,6 +290,44 @@ def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
     assert json.loads((run / "workers" / "forecast.json").read_text(encoding="utf-8")) == {}  # --no-estimate: none
     preset.write_text(yaml.safe_dump({"base": "smoke", "processes": 0}), encoding="utf-8")
     with pytest.raises(ValueError, match="processes=0 must be"):
+        Preset.load(str(preset))
+
+
+def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smoke_run, tmp_path, monkeypatch):
+    """``fresh_processes``: each training stage runs in a new ``python -m csc_hf.train`` process with the study's
+    threads, and makes the bytes a training in the study's own process makes; a training that fails there fails the
+    run, naming its config; with a launcher (which starts new processes already) it is an error."""
+    run = tmp_path / "fresh"
+    for name in ("build", "pretrain"):  # the smoke run's finished stages: only the model's training runs
+        for stage in (smoke_run / "stages").glob(f"{name}-*"):
+            shutil.copytree(stage, run / "stages" / stage.name)
+    preset = tmp_path / "fresh.yaml"
+    plain = {"base": "smoke", "variants": ["bert"], "augmentation": {}, "training_sets": {}}
+    preset.write_text(yaml.safe_dump({**plain, "fresh_processes": True}), encoding="utf-8")
+    started = []
+    popen = study_run.subprocess.Popen
+    monkeypatch.setattr(
+        study_run.subprocess, "Popen", lambda command, **kw: started.append(command) or popen(command, **kw)
+    )
+    assert main(["run", "--preset", str(preset), "--output", str(run), "--no-estimate"]) == 0
+    (trained,) = [c for c in started if c[1:3] == ["-m", "csc_hf.train"]]
+    folder = Study(Preset.load(str(preset)), run).folders("bert", 0)[0]
+    assert trained[3] == str(folder / "train_config.yaml") and Stage(folder).done
+    in_process = (
+        smoke_run / "stages" / folder.name
+    )  # the same inputs: the same stage, trained in the smoke run's process
+    assert (folder / "model.safetensors").read_bytes() == (in_process / "model.safetensors").read_bytes()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("task: nope\n", encoding="utf-8")
+    with pytest.raises(
+        RuntimeError, match=r"bad.yaml: the training's process \(python -m csc_hf.train\) exited with status 2"
+    ):
+        Study(Preset.load(str(preset)), run).train_in_own_process(bad)
+    preset.write_text(
+        yaml.safe_dump({**plain, "fresh_processes": True, "launcher": "trainer_configs/accelerate/cpu_1proc.yaml"}),
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match="fresh_processes and a launcher"):
         Preset.load(str(preset))
 
 

@@ -133,6 +133,7 @@ class Preset:
     similarity_prior_grid: list[float] = field(default_factory=lambda: [0.0])  # decoding prior, tuned with keep_bias
     launcher: str | None = None  # an accelerate config file: trainings run under `accelerate launch`
     processes: int = 1  # processes that train and evaluate the models once the encoder is pretrained (threads shared)
+    fresh_processes: bool = False  # each training stage runs in a new process of its own (python -m csc_hf.train)
     model: dict = field(default_factory=dict)  # BertConfig fields of the semantic encoder (pretrained once)
     bart: dict = field(default_factory=dict)  # BartConfig fields of the seq2seq baseline over the encoder's sizes
     pretrain: dict = field(default_factory=dict)  # training-config keys of the masked-LM stage
@@ -176,6 +177,11 @@ class Preset:
             raise ValueError(
                 f"{origin}: processes={self.processes} and a launcher: `accelerate launch` starts the "
                 "processes of each training; give one of them"
+            )
+        if self.fresh_processes and self.launcher:
+            raise ValueError(
+                f"{origin}: fresh_processes and a launcher: `accelerate launch` runs each training in new processes "
+                "already; give one of them"
             )
         try:
             check_bf16_weights(self.finetune.get("precision", "auto"), self.eval_bf16_weights)

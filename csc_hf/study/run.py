@@ -66,8 +66,9 @@ FORECAST_KINDS = ("pretrain", "pretrain-sides", "train", "evaluate")
 
 
 def _ends_with_its_parent() -> None:
-    """In a worker process (`Study.start_workers`), before it runs: on Linux, a SIGTERM when the process that started
-    it dies, however it dies (killed too), so that no worker trains on alone; elsewhere nothing."""
+    """In a process the study starts (a worker, `Study.start_workers`; a training, `Study.train_in_own_process`),
+    before it runs: on Linux, a SIGTERM when the process that started it dies, however it dies (killed too), so that
+    none trains on alone; elsewhere nothing."""
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -315,9 +316,10 @@ class Study:
         return stage
 
     def _train(self, stage: Stage, config: dict) -> None:
-        """Train ``config`` into the stage folder: in this process, or under ``accelerate launch`` with the preset's
-        launcher. The config is kept in the folder (``train_config.yaml``: the launched process reads it, and a model
-        card says how the model was trained); a run in this process takes the same config, keys sorted as there."""
+        """Train ``config`` into the stage folder: in this process, in a process of its own (the preset's
+        ``fresh_processes``: `train_in_own_process`), or under ``accelerate launch`` with the preset's launcher. The
+        config is kept in the folder (``train_config.yaml``: a process started for it reads it, and a model card says
+        how the model was trained); a run in this process takes the same config, keys sorted as there."""
         config = {**config, "output_dir": str(stage.directory)}
         config_path = stage.directory / TRAIN_CONFIG
         config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
@@ -333,6 +335,8 @@ class Study:
                 str(config_path),
             ]
             subprocess.run(command, check=True)
+        elif self.preset.fresh_processes:
+            self.train_in_own_process(config_path)
         else:
             train(*check_config(_sorted(config), source=str(config_path)))
         for checkpoint in stage.directory.glob(f"{CHECKPOINT}*"):
@@ -340,6 +344,33 @@ class Study:
         kept = stage.directory / TRAINING_RECORD  # a resumed training's earlier pieces count in the stage's time
         record = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
         stage.finish({"config": config}, earlier=record.get("earlier_seconds", 0.0))
+
+    def train_in_own_process(self, config_path: Path) -> None:
+        """Train the config at ``config_path`` in a new process (``python -m csc_hf.train``, its log lines in this
+        process's output) with this process's torch threads, and wait for it: each training starts with the memory
+        and kernel caches of a fresh process, whatever ran before it here. After a Ctrl-C (which reaches it too) it
+        gets `WORKER_EXIT` seconds to stop on its own; after an error here it is terminated at once. A training that
+        fails raises here, naming its config."""
+        import torch
+
+        command = [sys.executable, "-m", "csc_hf.train", str(config_path)]
+        environ = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())}
+        child = subprocess.Popen(command, env=environ, preexec_fn=_ends_with_its_parent)
+        try:
+            code = child.wait()
+        except BaseException as stopped:
+            try:
+                child.wait(timeout=self.WORKER_EXIT if isinstance(stopped, KeyboardInterrupt) else 0.0)
+            except subprocess.TimeoutExpired:
+                child.terminate()
+                child.wait()
+            raise
+        if code == 130:  # it was interrupted (`csc_hf.cli.run_guarded`): so is the run
+            raise KeyboardInterrupt
+        if code != 0:
+            raise RuntimeError(
+                f"{config_path}: the training's process (python -m csc_hf.train) exited with status {code}"
+            )
 
     def evaluate(
         self,
