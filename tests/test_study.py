@@ -293,9 +293,10 @@ def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
         Preset.load(str(preset))
 
 
-def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smoke_run, tmp_path, monkeypatch):
+def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smoke_run, tmp_path, monkeypatch, capfd):
     """``fresh_processes``: each training stage runs in a new ``python -m csc_hf.train`` process with the study's
-    threads, and makes the bytes a training in the study's own process makes; a training that fails there fails the
+    threads and verbosity (its log lines, not the weights files' bars), and makes the bytes a training in the study's
+    own process makes; a training that fails there fails the
     run, naming its config; with a launcher (which starts new processes already) it is an error."""
     run = tmp_path / "fresh"
     for name in ("build", "pretrain"):  # the smoke run's finished stages: only the model's training runs
@@ -309,7 +310,10 @@ def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smo
     monkeypatch.setattr(
         study_run.subprocess, "Popen", lambda command, **kw: started.append(command) or popen(command, **kw)
     )
+    capfd.readouterr()
     assert main(["run", "--preset", str(preset), "--output", str(run), "--no-estimate"]) == 0
+    err = capfd.readouterr().err
+    assert re.search(r"\] training in \S+ \(weights in fp32\)", err) and "Loading weights" not in err
     (trained,) = [c for c in started if c[1:3] == ["-m", "csc_hf.train"]]
     folder = Study(Preset.load(str(preset)), run).folders("bert", 0)[0]
     assert trained[3] == str(folder / "train_config.yaml") and Stage(folder).done
@@ -506,9 +510,10 @@ def test_the_default_preset_follows_the_compute_path(monkeypatch, tmp_path, capl
     fp32); `cpu` itself never changes with the machine, and the run says which."""
     cpu, small, tiny = Preset.load("cpu"), Preset.load("cpu-small"), Preset.load("cpu-tiny")
     assert set(resources.DEFAULT_PRESETS.values()) == {"cpu", "cpu-small", "cpu-tiny"}
-    for sized in (small, tiny):  # their models: two 1-thread processes
+    for sized in (small, tiny):  # their models: two 1-thread processes, each training in a new process
         differ = {name for name in vars(cpu) if getattr(cpu, name) != getattr(sized, name)}
-        assert differ == {"name", "description", "bench_params", "seeds", "model", "processes"} and sized.seeds == [0]
+        assert differ == {"name", "description", "bench_params", "seeds", "model", "processes", "fresh_processes"}
+        assert sized.seeds == [0] and sized.fresh_processes
         assert sized.bench_params == {"n_test": 2500}  # evaluation is a third of the job in fp32
         assert sized.model["hidden_size"] % sized.model["num_attention_heads"] == 0
         assert sized.model["hidden_size"] // sized.model["num_attention_heads"] == 64  # cpu's heads, fewer of them

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import shutil
 import signal
@@ -32,7 +33,8 @@ from ..evaluation import (
 )
 from ..fields import Range, check_range
 from ..files import check_output_folder, write_atomic
-from ..logging import get_logger, plain_transformers_output
+from ..logging import ENV as VERBOSITY_ENV
+from ..logging import get_logger, get_verbosity, plain_transformers_output
 from ..model_folder import copy_decoding
 from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq, variant_sources
 from ..modeling.configuration_csc import SOURCE_KINDS
@@ -347,14 +349,15 @@ class Study:
 
     def train_in_own_process(self, config_path: Path) -> None:
         """Train the config at ``config_path`` in a new process (``python -m csc_hf.train``, its log lines in this
-        process's output) with this process's torch threads, and wait for it: each training starts with the memory
-        and kernel caches of a fresh process, whatever ran before it here. After a Ctrl-C (which reaches it too) it
-        gets `WORKER_EXIT` seconds to stop on its own; after an error here it is terminated at once. A training that
-        fails raises here, naming its config."""
+        process's output, at this process's verbosity) with this process's torch threads, and wait for it: each
+        training starts with the memory and kernel caches of a fresh process, whatever ran before it here. After a
+        Ctrl-C (which reaches it too) it gets `WORKER_EXIT` seconds to stop on its own; after an error here it is
+        terminated at once. A training that fails raises here, naming its config."""
         import torch
 
         command = [sys.executable, "-m", "csc_hf.train", str(config_path)]
-        environ = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads())}
+        level = logging.getLevelName(get_verbosity()).lower()
+        environ = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads()), VERBOSITY_ENV: level}
         child = subprocess.Popen(command, env=environ, preexec_fn=_ends_with_its_parent)
         try:
             code = child.wait()
