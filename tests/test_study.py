@@ -2,6 +2,9 @@ import dataclasses
 import json
 import re
 import shutil
+import signal
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -296,8 +299,8 @@ def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
 def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smoke_run, tmp_path, monkeypatch, capfd):
     """``fresh_processes``: each training stage runs in a new ``python -m csc_hf.train`` process with the study's
     threads and verbosity (its log lines, not the weights files' bars), and makes the bytes a training in the study's
-    own process makes; a training that fails there fails the
-    run, naming its config; with a launcher (which starts new processes already) it is an error."""
+    own process makes; a training that fails there fails the run, naming its config; with a launcher (which starts new
+    processes already) it is an error."""
     run = tmp_path / "fresh"
     for name in ("build", "pretrain"):  # the smoke run's finished stages: only the model's training runs
         for stage in (smoke_run / "stages").glob(f"{name}-*"):
@@ -333,6 +336,17 @@ def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smo
     )
     with pytest.raises(ValueError, match="fresh_processes and a launcher"):
         Preset.load(str(preset))
+
+
+def test_a_started_process_gets_its_time_to_stop_then_is_terminated():
+    """How the study stops a worker or a training's process it started: one that exits within the time given keeps
+    its own exit status; one that does not is terminated."""
+    quick = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.2)"])
+    study_run._stop(quick, 60.0)
+    assert quick.returncode == 0
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    study_run._stop(stuck, 0.0)
+    assert stuck.returncode == -signal.SIGTERM
 
 
 def test_pretrained_side_encoders_start_the_variants_with_sources(smoke_run, tmp_path, caplog):

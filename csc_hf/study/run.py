@@ -77,6 +77,15 @@ def _ends_with_its_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+def _stop(process: subprocess.Popen, seconds: float) -> None:
+    """Give ``process`` up to ``seconds`` to exit on its own, then terminate it; return once it has exited."""
+    try:
+        process.wait(timeout=max(0.0, seconds))
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        process.wait()
+
+
 def _terminated(signum: int, frame: Any) -> None:
     """SIGTERM's handler while a run's workers run: an exit that stops them on the way out (`Study.stop_workers`)."""
     raise SystemExit(128 + signum)
@@ -362,11 +371,7 @@ class Study:
         try:
             code = child.wait()
         except BaseException as stopped:
-            try:
-                child.wait(timeout=self.WORKER_EXIT if isinstance(stopped, KeyboardInterrupt) else 0.0)
-            except subprocess.TimeoutExpired:
-                child.terminate()
-                child.wait()
+            _stop(child, self.WORKER_EXIT if isinstance(stopped, KeyboardInterrupt) else 0.0)
             raise
         if code == 130:  # it was interrupted (`csc_hf.cli.run_guarded`): so is the run
             raise KeyboardInterrupt
@@ -845,11 +850,7 @@ class Study:
         it is terminated (it loses the steps since its last checkpoint)."""
         deadline = time.monotonic() + (self.WORKER_EXIT if interrupted else 0.0)
         for process, _ in self._workers:
-            try:
-                process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.terminate()
-                process.wait()
+            _stop(process, deadline - time.monotonic())
         self._workers.clear()
 
     def forecast(self, plan: Sequence[Step], build: Stage) -> dict[Path, float]:
