@@ -45,6 +45,7 @@ from .modeling import (
     use_training_kernels,
 )
 from .precision import resolved
+from .training.arguments import DataArguments
 
 MEAN_TOKENS = 43
 """Tokens of a mean sentence of the benchmark ([CLS], 41 characters, [SEP]): the probe's batches."""
@@ -76,9 +77,6 @@ def bart_sizes(model: Mapping, bart: Mapping) -> dict:
 GROUP = 50
 """Batches a length-grouped sampler sorts together (transformers' ``LengthGroupedSampler``'s megabatch)."""
 
-MASKED = 0.15
-"""The share of a masked LM's characters its batches label (BERT's, the pretraining's default)."""
-
 
 @dataclass
 class Batches:
@@ -108,14 +106,19 @@ def interpolation_weights(widths: Sequence[int], kept: Sequence[int]) -> list[fl
 
 
 def _text_batches(
-    tokenizer: CSCTokenizer, texts: Sequence[str], batch: int, count: int, generator: torch.Generator, mlm: bool
+    tokenizer: CSCTokenizer,
+    texts: Sequence[str],
+    batch: int,
+    count: int,
+    generator: torch.Generator,
+    masked: float | None,
 ) -> Batches:
     """``count`` padded training batches of ``texts`` as a length-grouped sampler makes them, weighted to stand for
     all it makes: `GROUP` x ``batch`` texts drawn at random, sorted by length and cut in that order into `GROUP`
     batches, of which ``count`` at evenly spaced ranks (`spread`) are timed and weighted by `interpolation_weights`.
     A step's cost grows faster than its width, so the few longest batches weigh more than their share of the
-    characters. Labels on every character (a correction's) or, with ``mlm``, on a `MASKED` share of them (a masked
-    LM's)."""
+    characters. Labels on every character (a correction's: ``masked`` None) or on a ``masked`` share of them (a
+    masked LM's)."""
     picks = torch.randint(len(texts), (GROUP * batch,), generator=generator).tolist()
     drawn = sorted((texts[i] for i in picks), key=len)
     chunks = [drawn[k * batch : (k + 1) * batch] for k in range(GROUP)]
@@ -124,7 +127,7 @@ def _text_batches(
     for k in kept:
         encoded = tokenizer(chunks[k], padding=True, truncation=True, max_length=tokenizer.model_max_length)
         ids, mask = torch.tensor(encoded["input_ids"]), torch.tensor(encoded["attention_mask"])
-        chosen = mask.bool() & (torch.rand(ids.shape, generator=generator) < MASKED) if mlm else mask.bool()
+        chosen = mask.bool() if masked is None else mask.bool() & (torch.rand(ids.shape, generator=generator) < masked)
         batches.append({"input_ids": ids, "attention_mask": mask, "labels": torch.where(chosen, ids, -100)})
     return Batches(batches, interpolation_weights([len(chunk[-1]) for chunk in chunks], kept))
 
@@ -244,26 +247,31 @@ class StepProbe:
                 tokenizer = CSCTokenizer.from_texts(texts)
             vocab_size = len(tokenizer)
 
-            def batches(batch: int, mlm: bool) -> Batches:
+            def batches(batch: int, masked: float | None) -> Batches:
                 if texts is not None:
-                    return _text_batches(tokenizer, texts, batch, steps, generator, mlm)
+                    return _text_batches(tokenizer, texts, batch, steps, generator, masked)
                 ids = _ids(batch, vocab_size, generator)
-                labels = torch.where(torch.rand(ids.shape, generator=generator) < MASKED, ids, -100) if mlm else ids
+                labels = (
+                    ids
+                    if masked is None
+                    else torch.where(torch.rand(ids.shape, generator=generator) < masked, ids, -100)
+                )
                 return Batches([{"input_ids": ids, "labels": labels}] * steps, [1.0 / steps] * steps)
 
             mlm = _as_trained(SparseBertForMaskedLM(BertConfig(vocab_size=vocab_size, **model)), pretrain_keys)
-            pretrain = _train_seconds(mlm, batches(pretrain_batch, mlm=True), bf16, clock)
+            share = (pretrain_keys or {}).get("mlm_probability", DataArguments.mlm_probability)  # masked characters
+            pretrain = _train_seconds(mlm, batches(pretrain_batch, share), bf16, clock)
             sides_step = None
             if sides:
                 config = CSCConfig(vocab_size=vocab_size, sources=list(sides), **model)
                 side_model = SidePretrainingModel(config, build_char_knowledge(tokenizer.get_vocab(), config))
-                drawn = batches(sides_batch, mlm=True)
+                drawn = batches(sides_batch, share)
                 masked = [
                     {**b, "input_ids": torch.where(b["labels"] == -100, b["input_ids"], tokenizer.mask_token_id)}
                     for b in drawn.batches
                 ]
                 sides_step = _train_seconds(side_model, Batches(masked, drawn.weights), bf16, clock)
-            finetune_batches = batches(finetune_batch, mlm=False)
+            finetune_batches = batches(finetune_batch, None)
             eval_texts = [
                 tokenizer.decode(row, skip_special_tokens=True).replace(" ", "")
                 for row in _ids(eval_batch, vocab_size, generator)[:, 2:].tolist()

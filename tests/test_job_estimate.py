@@ -136,7 +136,26 @@ def test_the_probe_weighs_each_timed_step():
     """The step time is the weighted mean of the timed batches' steps, the warm-up step left out."""
     ticks = iter([0.0, 10.0, 10.0, 11.0, 11.0, 14.0])  # a warm-up step of 10 s, then steps of 1 s and 3 s
     tokenizer = CSCTokenizer.from_texts(SENTENCES)
-    batches = job_estimate._text_batches(tokenizer, SENTENCES, 2, 2, torch.Generator(), mlm=False)
+    batches = job_estimate._text_batches(tokenizer, SENTENCES, 2, 2, torch.Generator(), masked=None)
     assert len(batches.batches) == 2 and sum(batches.weights) == pytest.approx(1.0)
     seconds = job_estimate._train_seconds(build_model("bert", tokenizer, **TINY), batches, False, lambda: next(ticks))
     assert seconds == pytest.approx(batches.weights[0] * 1.0 + batches.weights[1] * 3.0)
+
+
+def test_the_masked_lm_batches_label_the_share_the_pretraining_masks(monkeypatch):
+    """The pretraining step is timed on batches labelled as the `pretrain:` block's ``mlm_probability`` masks them
+    (the training's default without it); the fine-tuning's label every character."""
+    labelled = []
+
+    def train_seconds(model, batches, *_):
+        labelled.append([float((b["labels"] != -100).sum() / b["attention_mask"].sum()) for b in batches.batches])
+        return 1.0
+
+    monkeypatch.setattr(job_estimate, "_train_seconds", train_seconds)
+    monkeypatch.setattr(job_estimate, "_correct_seconds", lambda *_: 1.0)
+    options = {"pretrain_batch": 4, "finetune_batch": 2, "eval_batch": 2, "steps": 2, "threads": 1}
+    StepProbe.measure(TINY, None, ["bert"], texts=SENTENCES, pretrain_keys={"mlm_probability": 1.0}, **options)
+    assert labelled == [[1.0, 1.0], [1.0, 1.0]]
+    labelled.clear()
+    StepProbe.measure(TINY, None, ["bert"], texts=SENTENCES, **options)
+    assert all(share < 1.0 for share in labelled[0]) and labelled[1] == [1.0, 1.0]
