@@ -338,6 +338,36 @@ def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smo
         Preset.load(str(preset))
 
 
+def test_a_launcher_trains_each_stage_under_accelerate_launch_to_the_same_bytes(smoke_run, tmp_path, monkeypatch):
+    """A preset's ``launcher`` (an accelerate config) trains each stage in ``accelerate launch ... -m csc_hf.train
+    CONFIG``: one CPU process makes the bytes the study's own process makes; one that fails fails the run, naming its
+    config and the launcher."""
+    run = tmp_path / "launched"
+    for name in ("build", "pretrain"):  # the smoke run's finished stages: only the model's training runs
+        for stage in (smoke_run / "stages").glob(f"{name}-*"):
+            shutil.copytree(stage, run / "stages" / stage.name)
+    preset = tmp_path / "launched.yaml"
+    launcher = {"launcher": "trainer_configs/accelerate/cpu_1proc.yaml"}
+    plain = {"base": "smoke", "variants": ["bert"], "augmentation": {}, "training_sets": {}}
+    preset.write_text(yaml.safe_dump({**plain, **launcher}), encoding="utf-8")
+    started = []
+    popen = study_run.subprocess.Popen
+    monkeypatch.setattr(
+        study_run.subprocess, "Popen", lambda command, **kw: started.append(command) or popen(command, **kw)
+    )
+    assert main(["run", "--preset", str(preset), "--output", str(run), "--no-estimate"]) == 0
+    (launched,) = [c for c in started if "accelerate.commands.launch" in c]
+    folder = Study(Preset.load(str(preset)), run).folders("bert", 0)[0]
+    assert launched[-3:] == ["-m", "csc_hf.train", str(folder / "train_config.yaml")] and Stage(folder).done
+    in_process = smoke_run / "stages" / folder.name  # the same inputs: the smoke run trained it in its own process
+    assert (folder / "model.safetensors").read_bytes() == (in_process / "model.safetensors").read_bytes()
+    study = Study(Preset.load(str(preset)), run)
+    bad = study.stage("bad", {"task": "nope"})
+    with pytest.raises(RuntimeError, match=r"bad-\w+/train_config.yaml: the training's process \(accelerate launch\)"):
+        study._train(bad, {"task": "nope"})
+    assert not bad.done
+
+
 def test_a_started_process_gets_its_time_to_stop_then_is_terminated():
     """How the study stops a worker or a training's process it started: one that exits within the time given keeps
     its own exit status; one that does not is terminated."""

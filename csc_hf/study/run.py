@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +68,8 @@ FORECAST_KINDS = ("pretrain", "pretrain-sides", "train", "evaluate")
 
 
 def _ends_with_its_parent() -> None:
-    """In a process the study starts (a worker, `Study.start_workers`; a training, `Study.train_in_own_process`),
-    before it runs: on Linux, a SIGTERM when the process that started it dies, however it dies (killed too), so that
+    """In a process the study starts (a worker, `Study.start_workers`; a training, `Study._train_in`), before it
+    runs: on Linux, a SIGTERM when the process that started it dies, however it dies (killed too), so that
     none trains on alone; elsewhere nothing."""
     if sys.platform.startswith("linux"):
         import ctypes
@@ -335,17 +335,8 @@ class Study:
         config_path = stage.directory / TRAIN_CONFIG
         config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=True), encoding="utf-8")
         if self.preset.launcher:
-            command = [
-                sys.executable,
-                "-m",
-                "accelerate.commands.launch",
-                "--config_file",
-                self.preset.launcher,
-                "-m",
-                "csc_hf.train",
-                str(config_path),
-            ]
-            subprocess.run(command, check=True)
+            launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", self.preset.launcher]
+            self._train_in(launch + ["-m", "csc_hf.train", str(config_path)], "accelerate launch", config_path)
         elif self.preset.fresh_processes:
             self.train_in_own_process(config_path)
         else:
@@ -358,27 +349,33 @@ class Study:
 
     def train_in_own_process(self, config_path: Path) -> None:
         """Train the config at ``config_path`` in a new process (``python -m csc_hf.train``, its log lines in this
-        process's output, at this process's verbosity) with this process's torch threads, and wait for it: each
-        training starts with the memory and kernel caches of a fresh process, whatever ran before it here. After a
-        Ctrl-C (which reaches it too) it gets `WORKER_EXIT` seconds to stop on its own; after an error here it is
-        terminated at once. A training that fails raises here, naming its config."""
+        process's output, at this process's verbosity) with this process's torch threads, and wait for it
+        (`_train_in`): each training starts with the memory and kernel caches of a fresh process, whatever ran before
+        it here."""
         import torch
 
         command = [sys.executable, "-m", "csc_hf.train", str(config_path)]
         level = logging.getLevelName(get_verbosity()).lower()
-        environ = {**os.environ, "OMP_NUM_THREADS": str(torch.get_num_threads()), VERBOSITY_ENV: level}
-        child = subprocess.Popen(command, env=environ, preexec_fn=_ends_with_its_parent)
+        threads = {"OMP_NUM_THREADS": str(torch.get_num_threads()), VERBOSITY_ENV: level}
+        self._train_in(command, "python -m csc_hf.train", config_path, threads)
+
+    def _train_in(
+        self, command: list[str], name: str, config_path: Path, environment: Mapping[str, str] | None = None
+    ) -> None:
+        """Run ``command``, a process (called ``name``) that trains the config at ``config_path``, with
+        ``environment`` over this process's, and wait for it; it ends if this process dies. After a Ctrl-C (which
+        reaches it too) it gets `WORKER_EXIT` seconds to stop on its own; after an error here it is terminated at
+        once. One that was interrupted interrupts the run; one that fails raises here, naming the config."""
+        child = subprocess.Popen(command, env={**os.environ, **(environment or {})}, preexec_fn=_ends_with_its_parent)
         try:
             code = child.wait()
         except BaseException as stopped:
             _stop(child, self.WORKER_EXIT if isinstance(stopped, KeyboardInterrupt) else 0.0)
             raise
-        if code == 130:  # it was interrupted (`csc_hf.cli.run_guarded`): so is the run
+        if code in (130, -signal.SIGINT):  # interrupted (`csc_hf.cli.run_guarded` exits 130): so is the run
             raise KeyboardInterrupt
         if code != 0:
-            raise RuntimeError(
-                f"{config_path}: the training's process (python -m csc_hf.train) exited with status {code}"
-            )
+            raise RuntimeError(f"{config_path}: the training's process ({name}) exited with status {code}")
 
     def evaluate(
         self,
