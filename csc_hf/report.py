@@ -27,6 +27,7 @@ from .results import (
     Credibility,
     DomainDrop,
     RunAnalysis,
+    StageTimes,
     TrainingSets,
     analyze_results,
     is_seq2seq_model,
@@ -624,6 +625,32 @@ def _edit_kinds_section(analysis: RunAnalysis) -> list[str]:
     ]
 
 
+def _time_section(times: StageTimes) -> list[str]:
+    """Where the run's time went, by kind of stage, and the machines its stages ran on."""
+    rows = [
+        [kind, count, f"{seconds / 3600:.2f}", f"{seconds / count / 60:.1f}"]
+        for kind, (count, seconds) in times.kinds.items()
+    ]
+    rows.append(["all", sum(count for count, _ in times.kinds.values()), f"{times.seconds / 3600:.2f}", ""])
+    shared = (
+        f" The models' stages (`train`, `evaluate`) ran in {times.processes} processes side by side, so the run took "
+        "less wall time than this sum."
+        if times.processes > 1
+        else ""
+    )
+    machines = [
+        f"- {count} stage(s): {machine or 'not recorded (finished before csc_hf recorded it)'}"
+        for machine, count in times.machines.items()
+    ]
+    return [
+        "Each finished stage's wall time as it ran (a training resumed from a checkpoint counts its earlier pieces; "
+        "a stage that ran beside other work on the machine took longer than alone)." + shared,
+        table(["kind of stage", "finished", "hours", "minutes each (mean)"], rows),
+        "The machines the stages ran on (CPU, flags, compute path):",
+        "\n".join(machines),
+    ]
+
+
 def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     """The report's text; ``plots`` maps a plot's name to its path relative to the report."""
     conclusions = analysis.conclusions
@@ -690,6 +717,8 @@ def report_markdown(analysis: RunAnalysis, plots: Mapping[str, str]) -> str:
     if "seen_unseen" in plots:
         parts.append(f"![Seen and unseen]({plots['seen_unseen']})")
     parts += ["## Metric stability", *_stability_table(analysis)]
+    if analysis.stage_times:
+        parts += ["## Time", *_time_section(analysis.stage_times)]
     return "\n\n".join(parts) + "\n"
 
 

@@ -271,6 +271,36 @@ class Conclusion:
 
 
 @dataclass(frozen=True)
+class StageTimes:
+    """Where a run's time went: per kind of stage (in the order the run meets them), the finished stages and their
+    summed wall time in seconds; the machines they ran on (`csc_hf.hardware.describe`) with how many stages each,
+    ``None`` for stages that finished before stages recorded it; and the processes that shared the models' stages
+    (the ``train`` and ``evaluate`` stages), so that the run's wall time is less than the sum."""
+
+    kinds: dict[str, tuple[int, float]]
+    machines: dict[str | None, int]
+    processes: int
+
+    @property
+    def seconds(self) -> float:
+        return sum(seconds for _, seconds in self.kinds.values())
+
+
+def stage_times(stages: Mapping[str, Mapping], processes: int = 1) -> StageTimes | None:
+    """The :class:`StageTimes` of a run's ``stages`` (``results.json``: each finished stage's ``kind``, ``seconds``
+    and ``cpu``); ``None`` without any."""
+    if not stages:
+        return None
+    kinds: dict[str, tuple[int, float]] = {}
+    machines: dict[str | None, int] = {}
+    for stage in stages.values():
+        count, seconds = kinds.get(stage["kind"], (0, 0.0))
+        kinds[stage["kind"]] = (count + 1, seconds + (stage.get("seconds") or 0.0))
+        machines[stage.get("cpu")] = machines.get(stage.get("cpu"), 0) + 1
+    return StageTimes(kinds, machines, processes)
+
+
+@dataclass(frozen=True)
 class RunAnalysis:
     """Every analysis of a run's ``results.json`` (see :func:`analyze_results`).
 
@@ -307,6 +337,7 @@ class RunAnalysis:
     training_sets: TrainingSets | None = None  # None: the run has no training-distribution stage
     domain_drops: list[DomainDrop] = field(default_factory=list)  # empty: the run scored no domain config
     edit_kinds: EditKinds | None = None  # None: the run has no test set with missing or redundant characters
+    stage_times: StageTimes | None = None  # None: the results name no finished stage
 
 
 def analyze_results(results: Mapping) -> RunAnalysis:
@@ -350,6 +381,7 @@ def analyze_results(results: Mapping) -> RunAnalysis:
         credibility=credibility(results["augmentation"]) if results.get("augmentation") else None,
         domain_drops=domain_shift(results.get("domain_errors") or []),
         edit_kinds=edit_kinds(records, results.get("training_sets")),
+        stage_times=stage_times(results.get("stages") or {}, results.get("processes") or 1),
     )
     if results.get("training_sets"):
         analysis = replace(analysis, training_sets=training_matrix(results, records, analysis.pe_series))

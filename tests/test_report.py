@@ -506,3 +506,30 @@ def test_intervals_of_differences_read_unambiguously():
     assert percent_range(0.698, 0.725) == "(69.8-72.5)"
     assert percent_range(-0.042, -0.028) == "(-4.2 to -2.8)"
     assert percent_range(-0.017, 0.007) == "(-1.7 to 0.7)"
+
+
+def test_report_says_where_the_time_went_and_on_which_machines(tmp_path):
+    """The run's ``stages`` (kind, wall time, machine) and its ``processes``: the report sums the time per kind of
+    stage, in the order the run met them, and names each machine with its stages (one that did not record it too)."""
+    results = synthetic_results()
+    zen4 = "AMD EPYC, 2 usable CPUs; flags: avx2 fma avx512f avx512_bf16; compute path: bf16 (AVX512-BF16)"
+    spr = "Intel Xeon, 2 usable CPUs; flags: avx2 amx_bf16; compute path: bf16 (AMX)"
+    results["stages"] = {
+        "build-1": {"kind": "build", "seconds": 30.0, "cpu": None},
+        "pretrain-2": {"kind": "pretrain", "seconds": 1800.0, "cpu": zen4},
+        "train-bert-3": {"kind": "train", "seconds": 600.0, "cpu": zen4},
+        "eval-train-bert-4": {"kind": "evaluate", "seconds": 150.0, "cpu": zen4},
+        "train-plome-5": {"kind": "train", "seconds": 900.0, "cpu": spr},
+    }
+    results["processes"] = 2
+    times = analyze_results(results).stage_times
+    assert times.kinds == {"build": (1, 30.0), "pretrain": (1, 1800.0), "train": (2, 1500.0), "evaluate": (1, 150.0)}
+    assert times.machines == {None: 1, zen4: 3, spr: 1} and times.seconds == 3480.0 and times.processes == 2
+    text = open(write_report(write_run(tmp_path, results)), encoding="utf-8").read()
+    section = text[text.index("## Time") :]
+    assert "| train | 2 | 0.42 | 12.5 |" in section and "| all | 5 | 0.97 |" in section
+    assert "ran in 2 processes side by side" in section
+    assert f"- 3 stage(s): {zen4}" in section and f"- 1 stage(s): {spr}" in section
+    assert "- 1 stage(s): not recorded (finished before csc_hf recorded it)" in section
+    del results["stages"]  # results of a run before stages were recorded: no section
+    assert "## Time" not in open(write_report(write_run(tmp_path, results)), encoding="utf-8").read()

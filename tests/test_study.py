@@ -5,6 +5,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -30,9 +31,12 @@ def test_smoke_run_writes_every_result(smoke_run):
     preset = Preset.load("smoke")
     results = json.loads((smoke_run / "results.json").read_text())
     records = results["records"]
-    timings = results["stage_seconds"]
-    assert any(name.startswith("pretrain-") and seconds > 0 for name, seconds in timings.items())
-    evaluations = [name for name in timings if name.startswith("eval-")]
+    stages = results["stages"]  # every finished stage of the plan, with its kind, wall time and machine
+    assert [s["kind"] for s in stages.values()][:2] == ["build", "pretrain"] and results["processes"] == 1
+    assert all(s["seconds"] > 0 and s["cpu"] == hardware.describe() for s in stages.values())
+    assert {s["kind"] for s in stages.values()} == {"build", "pretrain", "train", "evaluate", "augment"}
+    assert "## Time" in (smoke_run / "report.md").read_text(encoding="utf-8")
+    evaluations = [name for name, s in stages.items() if s["kind"] == "evaluate"]
     augmented = [name for name in evaluations if "-augmented-" in name]
     of_sets = [name for name in evaluations if "-set-" in name]
     sets = preset.training_sets_study
@@ -242,7 +246,7 @@ def test_processes_sharing_a_run_each_end_with_every_seed(smoke_run, tmp_path, c
     models = list(dict.fromkeys((r["model"], r["seed"]) for r in results["records"]))
     assert models == [(v, 0) for v in Preset.load("smoke").variants] + [("bert", 1), ("bart", 1)]
     assert {(e["model"], e["seed"]) for e in results["paired"]} >= {("bart", 0), ("bart", 1)}
-    evaluations = [name for name in results["stage_seconds"] if name.startswith("eval-")]
+    evaluations = [name for name, s in results["stages"].items() if s["kind"] == "evaluate"]
     assert len([name for name in evaluations if "-augmented-" not in name and "-set-" not in name]) == 6
     assert "seeds 0, 1;" in (run / "report.md").read_text(encoding="utf-8")
 
@@ -260,15 +264,28 @@ def test_workers_take_the_forecast_of_the_process_that_started_them(tmp_path):
     assert worker.progress.eta() == first.progress.eta()
 
 
+def _with_pretrained_stages(smoke_run: Path, run: Path) -> None:
+    """Copy the smoke run's build and pretraining stages into ``run``: a run there starts at the models' stages."""
+    for name in ("build", "pretrain"):
+        for stage in (smoke_run / "stages").glob(f"{name}-*"):
+            shutil.copytree(stage, run / "stages" / stage.name)
+
+
+def _record_started(monkeypatch) -> list[list[str]]:
+    """The commands of the processes the study starts from now on (they still start), in order."""
+    started, popen = [], study_run.subprocess.Popen
+    monkeypatch.setattr(
+        study_run.subprocess, "Popen", lambda command, **kw: started.append(command) or popen(command, **kw)
+    )
+    return started
+
+
 def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
     """``processes: 2`` (or ``--processes 2``): once the encoder is pretrained, a second ``csc-bench run`` of the same
     grid and preset joins the run folder with half of the threads, the stage locks share the models out, and the run
     ends, with the results of every model, after the other process has exited (its log under ``workers/``)."""
     run = tmp_path / "two"
-    run.mkdir()
-    for name in ("build", "pretrain"):  # the smoke run's finished stages: the two processes share only the models
-        for stage in (smoke_run / "stages").glob(f"{name}-*"):
-            shutil.copytree(stage, run / "stages" / stage.name)
+    _with_pretrained_stages(smoke_run, run)  # the two processes share only the models
     preset = tmp_path / "two.yaml"
     preset.write_text(
         yaml.safe_dump({"base": "smoke", "variants": ["bert", "plome"], "augmentation": {}, "training_sets": {}}),
@@ -302,17 +319,11 @@ def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smo
     own process makes; a training that fails there fails the run, naming its config; with a launcher (which starts new
     processes already) it is an error."""
     run = tmp_path / "fresh"
-    for name in ("build", "pretrain"):  # the smoke run's finished stages: only the model's training runs
-        for stage in (smoke_run / "stages").glob(f"{name}-*"):
-            shutil.copytree(stage, run / "stages" / stage.name)
+    _with_pretrained_stages(smoke_run, run)  # only the model's stages run
     preset = tmp_path / "fresh.yaml"
     plain = {"base": "smoke", "variants": ["bert"], "augmentation": {}, "training_sets": {}}
     preset.write_text(yaml.safe_dump({**plain, "fresh_processes": True}), encoding="utf-8")
-    started = []
-    popen = study_run.subprocess.Popen
-    monkeypatch.setattr(
-        study_run.subprocess, "Popen", lambda command, **kw: started.append(command) or popen(command, **kw)
-    )
+    started = _record_started(monkeypatch)
     capfd.readouterr()
     assert main(["run", "--preset", str(preset), "--output", str(run), "--no-estimate"]) == 0
     err = capfd.readouterr().err
@@ -343,18 +354,12 @@ def test_a_launcher_trains_each_stage_under_accelerate_launch_to_the_same_bytes(
     CONFIG``: one CPU process makes the bytes the study's own process makes; one that fails fails the run, naming its
     config and the launcher."""
     run = tmp_path / "launched"
-    for name in ("build", "pretrain"):  # the smoke run's finished stages: only the model's training runs
-        for stage in (smoke_run / "stages").glob(f"{name}-*"):
-            shutil.copytree(stage, run / "stages" / stage.name)
+    _with_pretrained_stages(smoke_run, run)  # only the model's stages run
     preset = tmp_path / "launched.yaml"
     launcher = {"launcher": "trainer_configs/accelerate/cpu_1proc.yaml"}
     plain = {"base": "smoke", "variants": ["bert"], "augmentation": {}, "training_sets": {}}
     preset.write_text(yaml.safe_dump({**plain, **launcher}), encoding="utf-8")
-    started = []
-    popen = study_run.subprocess.Popen
-    monkeypatch.setattr(
-        study_run.subprocess, "Popen", lambda command, **kw: started.append(command) or popen(command, **kw)
-    )
+    started = _record_started(monkeypatch)
     assert main(["run", "--preset", str(preset), "--output", str(run), "--no-estimate"]) == 0
     (launched,) = [c for c in started if "accelerate.commands.launch" in c]
     folder = Study(Preset.load(str(preset)), run).folders("bert", 0)[0]

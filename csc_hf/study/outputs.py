@@ -109,13 +109,15 @@ def write_results(
     run_dir: Path,
     preset: Preset,
     records: list[dict],
-    timings: dict[str, float | None],
+    stages: dict[str, dict],
     paired: list[dict] = (),
     augmentation: dict | None = None,
     training_sets: dict | None = None,
     domains: list[dict] | None = None,
+    processes: int = 1,
 ) -> Path:
-    """``results.json`` (with each stage's wall time, the paired comparisons and, with an augmentation stage, its
+    """``results.json`` (each finished stage's kind, wall time and machine: ``stages``, `Study.finished_stages`, and
+    the ``processes`` that shared the models' stages; the paired comparisons and, with an augmentation stage, its
     leak filter, coverage, records and paired comparisons; with a training-distribution stage, its sets, records and
     paired comparisons), ``results.csv`` (the grid's records) and the report."""
     run_dir = Path(run_dir)
@@ -123,7 +125,8 @@ def write_results(
     payload = {
         "preset": preset.name,
         "params": preset.__dict__,
-        "stage_seconds": timings,
+        "stages": stages,
+        "processes": processes,
         "records": records,
         "paired": list(paired),
         **({"augmentation": augmentation} if augmentation else {}),

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import hardware
 from ..files import write_atomic
 from ..run_layout import DONE, LOCK
 
@@ -106,14 +107,28 @@ class Stage:
     def seconds(self) -> float | None:
         """The wall time the stage took when it ran (also when this run found it finished), its earlier pieces' up to
         the checkpoint it resumed from included."""
-        return json.loads((self.directory / DONE).read_text(encoding="utf-8")).get("seconds") if self.done else None
+        return self._marker().get("seconds")
+
+    @property
+    def cpu(self) -> str | None:
+        """The machine the stage finished on (`hardware.describe`: the CPU, its flags, the compute path); None when
+        it has not finished, or finished before stages recorded it."""
+        return self._marker().get("cpu")
+
+    def _marker(self) -> dict:
+        return json.loads((self.directory / DONE).read_text(encoding="utf-8")) if self.done else {}
 
     def finish(self, summary: dict, earlier: float = 0.0) -> None:
-        """Write the marker that the stage finished (whole) and let its lock go. ``earlier``: the seconds its earlier
-        pieces took, when this one resumed from a checkpoint (they count in its time, and ``earlier_seconds`` says how
-        many)."""
+        """Write the marker that the stage finished (whole), with its wall time and the machine it ran on, and let its
+        lock go. ``earlier``: the seconds its earlier pieces took, when this one resumed from a checkpoint (they count
+        in its time, and ``earlier_seconds`` says how many)."""
         seconds = round(time.monotonic() - self.started + earlier, 1)
-        summary = {**summary, "seconds": seconds, **({"earlier_seconds": round(earlier, 1)} if earlier else {})}
+        summary = {
+            **summary,
+            "seconds": seconds,
+            **({"earlier_seconds": round(earlier, 1)} if earlier else {}),
+            "cpu": hardware.describe(),
+        }
         write_atomic(self.directory / DONE, json.dumps(summary, indent=1, default=str) + "\n")  # the marker: whole
         self.lock.release()
 

@@ -594,16 +594,7 @@ class Study:
             r for folder, _ in pairs.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
         ]
         paired = augmentation_comparisons(p.bench_params, pairs, n_resamples=p.bootstrap)
-        stages = [
-            self.directory(*self._augment_inputs()),
-            *(f for model in pairs for f in self.folders(*model, augmented=True)),
-        ]
-        return {
-            **summary,
-            "records": records,
-            "paired": paired,
-            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
-        }
+        return {**summary, "records": records, "paired": paired}
 
     def _stage_grid(self, variants: Sequence[str], grid: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         """The (variant, seed) pairs of a stage that trains ``variants`` again, for a run of ``grid``: those variants
@@ -655,14 +646,12 @@ class Study:
         ]
         params = {name: self._training_params(training_set=name) for name in (None, *study.sets)}
         paired = training_set_comparisons(params, evaluations, n_resamples=p.bootstrap)
-        stages = [f for (v, s, name) in evaluations if name for f in self.folders(v, s, training_set=name)]
         return {
             "sets": study.sets,
             "variants": list(study.all_variants),
             **({"set_variants": {k: list(v) for k, v in study.set_variants.items()}} if study.set_variants else {}),
             "records": records,
             "paired": paired,
-            "stage_seconds": {folder.name: Stage(folder).seconds for folder in stages},
         }
 
     def finished(self, grid: Sequence[tuple[str, int]] = ()) -> dict[tuple[str, int], Path]:
@@ -960,14 +949,23 @@ class Study:
         records = [
             r for folder in evaluations.values() for r in json.loads((folder / RECORDS).read_text(encoding="utf-8"))
         ]
-        stages = [build.directory, pretrained.directory, *(f for model in evaluations for f in self.folders(*model))]
-        timings = {folder.name: Stage(folder).seconds for folder in stages}
         paired = paired_comparisons(p.bench_params, evaluations, n_resamples=p.bootstrap)
-        for stage_results in (augmentation, training_sets):
-            if stage_results:
-                timings.update(stage_results.pop("stage_seconds"))
         domains = None
         if any(config in DOMAINS for config in p.tests):
             known = CSCTokenizer.from_pretrained(str(pretrained.directory)).get_vocab()
             domains = domain_error_groups(p.bench_params, evaluations, known)
-        return write_results(self.run_dir, p, records, timings, paired, augmentation, training_sets, domains)
+        stages = self.finished_stages([*grid, *evaluations])
+        return write_results(
+            self.run_dir, p, records, stages, paired, augmentation, training_sets, domains, self.processes
+        )
+
+    def finished_stages(self, grid: Sequence[tuple[str, int]]) -> dict[str, dict]:
+        """Each finished stage of the plan of ``grid`` (`plan`), by folder name, in the plan's order: its kind
+        (``build``, ``pretrain``, ``pretrain-sides``, ``train``, ``evaluate``, ``augment``), its wall time and the
+        machine it ran on (`Stage.cpu`)."""
+        finished = [(step, Stage(step.directory)) for step in self.plan(list(dict.fromkeys(grid)))]
+        return {
+            step.directory.name: {"kind": step.kinds[-1], "seconds": stage.seconds, "cpu": stage.cpu}
+            for step, stage in finished
+            if stage.done
+        }
