@@ -26,9 +26,9 @@ from csc_hf.study.progress import Progress, Stage, Step, clock
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def finished(folder: Path, seconds: float) -> Path:
+def finished(folder: Path, seconds: float, cpu: str | None = None) -> Path:
     folder.mkdir(parents=True)
-    (folder / "done.json").write_text(json.dumps({"seconds": seconds}), encoding="utf-8")
+    (folder / "done.json").write_text(json.dumps({"seconds": seconds, "cpu": cpu}), encoding="utf-8")
     return folder
 
 
@@ -497,3 +497,21 @@ def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_pa
     text = caplog.text
     assert "compute path: " in text and "torch threads: 1 (OMP_NUM_THREADS=1)\n" in text
     assert "forecast of the 7 pretraining, training and evaluation stages left: " in text
+
+
+def test_stages_finished_on_another_machine_count_as_done_but_set_no_pace(tmp_path):
+    """A run resumed on another CPU: the stages the first machine finished are done (the line counts them), but the
+    ETA takes its pace from the stages finished here (and from those that did not record a machine), not from theirs.
+    A stage records the machine it finished on."""
+    plan = [Step(f"train {v}", tmp_path / v, (f"train {v}", "train"), variant=v) for v in ("bert", "plome", "bart")]
+    forecast = {tmp_path / "bert": 100.0, tmp_path / "plome": 100.0, tmp_path / "bart": 100.0}
+    progress = Progress(plan, forecast=forecast, machine="here")
+    finished(tmp_path / "bert", 300.0, cpu="a slower CPU")
+    assert len(progress.finished()) == 1 and progress.measured() == {}
+    assert progress.estimates() == [(100.0, True), (100.0, True)]  # the forecasts: nothing measured here yet
+    finished(tmp_path / "plome", 120.0, cpu="here")
+    assert progress.estimates() == [(120.0, False)]  # bart at plome's pace here (1.2x), not at bert's there (3x)
+    stage = Stage(tmp_path / "bart")
+    stage.directory.mkdir()
+    stage.finish({})
+    assert stage.cpu == hardware.describe() == Progress(plan).machine

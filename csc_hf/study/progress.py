@@ -170,25 +170,37 @@ class Progress:
     variants stay (an evaluation of ``bart`` generates, one of ``bert`` does not) and the CPU's real pace replaces
     the probe's. A stage of a kind with no finished stage yet takes its forecast as it is: the line then says ``ETA
     ~``, a forecast until every remaining kind has a measured stage. With ``processes`` sharing the models' stages,
-    those (the stages of a variant) count for 1/``processes`` of their time."""
+    those (the stages of a variant) count for 1/``processes`` of their time. Only the stages that finished on this
+    ``machine`` (`hardware.describe`; or that did not record theirs) estimate the rest: a run resumed on another CPU
+    counts the stages the first one finished as done, not its pace."""
 
     plan: list[Step]
     started: float = field(default_factory=time.monotonic)
     forecast: dict[Path, float] = field(default_factory=dict)
     processes: int = 1
+    machine: str = field(default_factory=hardware.describe)
 
     def finished(self) -> dict[Path, float | None]:
         """The planned stages that have finished, with the seconds each recorded."""
         return {step.directory: Stage(step.directory).seconds for step in self.plan if Stage(step.directory).done}
+
+    def measured(self) -> dict[Path, float]:
+        """The planned stages that finished on this machine (or did not say where), with the seconds each took."""
+        stages = [(step.directory, Stage(step.directory)) for step in self.plan]
+        return {
+            directory: stage.seconds
+            for directory, stage in stages
+            if stage.done and stage.seconds is not None and stage.cpu in (None, self.machine)
+        }
 
     def estimates(self) -> list[tuple[float | None, bool]]:
         """Each unfinished stage's estimated seconds (None: none) and whether it is a forecast."""
         return [(seconds, is_forecast) for _, seconds, is_forecast in self._estimates()]
 
     def _estimates(self) -> list[tuple[Step, float | None, bool]]:
-        finished, times, paces = self.finished(), {}, {}
+        finished, here, times, paces = self.finished(), self.measured(), {}, {}
         for step in self.plan:
-            if (seconds := finished.get(step.directory)) is not None:
+            if (seconds := here.get(step.directory)) is not None:
                 for kind in step.kinds:
                     times.setdefault(kind, []).append(seconds / step.work)
                     if (forecast := self.forecast.get(step.directory)) is not None:
