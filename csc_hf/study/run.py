@@ -356,8 +356,8 @@ class Study:
 
         command = [sys.executable, "-m", "csc_hf.train", str(config_path)]
         level = logging.getLevelName(get_verbosity()).lower()
-        threads = {"OMP_NUM_THREADS": str(torch.get_num_threads()), VERBOSITY_ENV: level}
-        self._train_in(command, "python -m csc_hf.train", config_path, threads)
+        environment = {"OMP_NUM_THREADS": str(torch.get_num_threads()), VERBOSITY_ENV: level}
+        self._train_in(command, "python -m csc_hf.train", config_path, environment)
 
     def _train_in(
         self, command: list[str], name: str, config_path: Path, environment: Mapping[str, str] | None = None
