@@ -107,15 +107,16 @@ class Stage:
     def seconds(self) -> float | None:
         """The wall time the stage took when it ran (also when this run found it finished), its earlier pieces' up to
         the checkpoint it resumed from included."""
-        return self._marker().get("seconds")
+        return self.marker().get("seconds")
 
     @property
     def cpu(self) -> str | None:
         """The machine the stage finished on (`hardware.describe`: the CPU, its flags, the compute path); None when
         it has not finished, or finished before stages recorded it."""
-        return self._marker().get("cpu")
+        return self.marker().get("cpu")
 
-    def _marker(self) -> dict:
+    def marker(self) -> dict:
+        """What ``done.json`` says (wall time, machine, summary), in one read; empty while the stage is not done."""
         return json.loads((self.directory / DONE).read_text(encoding="utf-8")) if self.done else {}
 
     def finish(self, summary: dict, earlier: float = 0.0) -> None:
@@ -186,11 +187,11 @@ class Progress:
 
     def measured(self) -> dict[Path, float]:
         """The planned stages that finished on this machine (or did not say where), with the seconds each took."""
-        stages = [(step.directory, Stage(step.directory)) for step in self.plan]
+        markers = [(step.directory, Stage(step.directory).marker()) for step in self.plan]
         return {
-            directory: stage.seconds
-            for directory, stage in stages
-            if stage.done and stage.seconds is not None and stage.cpu in (None, self.machine)
+            directory: marker["seconds"]
+            for directory, marker in markers
+            if marker.get("seconds") is not None and marker.get("cpu") in (None, self.machine)
         }
 
     def estimates(self) -> list[tuple[float | None, bool]]:

@@ -963,9 +963,9 @@ class Study:
         """Each finished stage of the plan of ``grid`` (`plan`), by folder name, in the plan's order: its kind
         (``build``, ``pretrain``, ``pretrain-sides``, ``train``, ``evaluate``, ``augment``), its wall time and the
         machine it ran on (`Stage.cpu`)."""
-        finished = [(step, Stage(step.directory)) for step in self.plan(list(dict.fromkeys(grid)))]
+        markers = [(step, Stage(step.directory).marker()) for step in self.plan(list(dict.fromkeys(grid)))]
         return {
-            step.directory.name: {"kind": step.kinds[-1], "seconds": stage.seconds, "cpu": stage.cpu}
-            for step, stage in finished
-            if stage.done
+            step.directory.name: {"kind": step.kinds[-1], "seconds": marker.get("seconds"), "cpu": marker.get("cpu")}
+            for step, marker in markers
+            if marker
         }
