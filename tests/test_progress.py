@@ -514,4 +514,4 @@ def test_stages_finished_on_another_machine_count_as_done_but_set_no_pace(tmp_pa
     stage = Stage(tmp_path / "bart")
     stage.directory.mkdir()
     stage.finish({})
-    assert stage.cpu == hardware.describe() == Progress(plan).machine
+    assert stage.marker()["cpu"] == hardware.describe() == Progress(plan).machine

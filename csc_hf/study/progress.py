@@ -109,14 +109,10 @@ class Stage:
         the checkpoint it resumed from included."""
         return self.marker().get("seconds")
 
-    @property
-    def cpu(self) -> str | None:
-        """The machine the stage finished on (`hardware.describe`: the CPU, its flags, the compute path); None when
-        it has not finished, or finished before stages recorded it."""
-        return self.marker().get("cpu")
-
     def marker(self) -> dict:
-        """What ``done.json`` says (wall time, machine, summary), in one read; empty while the stage is not done."""
+        """What ``done.json`` says, in one read; empty while the stage is not done. Its ``seconds`` (`seconds`) and
+        ``cpu``: the machine the stage finished on (`hardware.describe`: the CPU, its flags, the compute path), absent
+        where it finished before stages recorded it."""
         return json.loads((self.directory / DONE).read_text(encoding="utf-8")) if self.done else {}
 
     def finish(self, summary: dict, earlier: float = 0.0) -> None:

@@ -962,7 +962,7 @@ class Study:
     def finished_stages(self, grid: Sequence[tuple[str, int]]) -> dict[str, dict]:
         """Each finished stage of the plan of ``grid`` (`plan`), by folder name, in the plan's order: its kind
         (``build``, ``pretrain``, ``pretrain-sides``, ``train``, ``evaluate``, ``augment``), its wall time and the
-        machine it ran on (`Stage.cpu`)."""
+        machine it ran on (`Stage.marker`)."""
         markers = [(step, Stage(step.directory).marker()) for step in self.plan(list(dict.fromkeys(grid)))]
         return {
             step.directory.name: {"kind": step.kinds[-1], "seconds": marker.get("seconds"), "cpu": marker.get("cpu")}
