@@ -1,23 +1,24 @@
 """How far each stage of the study runs from what this CPU can compute: its time against its GEMM floor, in one run.
 
     python bench/bench_limit.py [--rounds 5] [--precision auto] [--levers] [--compile] [--contention] [--profile]
+    python bench/bench_limit.py --preset cpu-small --threads 1   # another preset's sizes, as its processes run them
     python bench/bench_limit.py --batch-scaling 16 32 64 128 --threads 1
     python bench/bench_limit.py --isa avx2 ...   # the same with MKL, oneDNN and ATen held to AVX2 (a Zen 3-like ISA)
 
 1. The CPU: its flags that matter (avx2, avx512f, avx512_bf16, amx_bf16, ...), torch's kernel level, threads, load.
-2. GEMM throughput (GFLOP/s) at the `cpu` preset's own shapes (tokens x 256 x 256, x 1024, the output layer over the
-   vocabulary), fp32 and, where the CPU has it, bf16.
-3. Each stage of the `cpu` preset as the study runs it, on the benchmark's real sentences in length-grouped batches
+2. GEMM throughput (GFLOP/s) at the preset's own shapes (`cpu` unless `--preset` names another: tokens x hidden x
+   hidden, x the FFN's width, the output layer over the vocabulary), fp32 and, where the CPU has it, bf16.
+3. Each stage of the preset as the study runs it, on the benchmark's real sentences in length-grouped batches
    (the Trainer's `group_by_length`): the pretraining step (masked LM, 64 sentences), the fine-tuning step of `bert`
    and of `all_gate` (32 sentences, masked fine-tuning), the evaluation forward pass and `Corrector.correct` (64
    sentences, sorted by length). A training step is what `Trainer` does per step: forward under autocast, backward,
    gradient clipping, AdamW, the scheduler (the collator is timed apart). Its **GEMM floor** is the time of its
    matrix multiplications alone: every mm / addmm / bmm / convolution the step dispatched (recorded with a
    `TorchDispatchMode`, at its shapes, strides and dtype; attention kernels as their batched products) replayed in
-   isolation, in the same run, between the stage's own timings. `x floor` = stage time / floor; `GFLOP/s` = the
-   step's GEMM FLOPs / its time.
+   isolation, in the same run, between the stage's own timings. `x floor` = stage time / floor and `GFLOP/s` = the
+   step's GEMM FLOPs / its time, both in CPU time with one torch thread and in wall time with more (`floor_clock`).
 4. `--levers`: the speed levers, each against its stage's reference in the same rounds (same batches, alternating).
-   `--compile` adds `torch.compile` (minutes of compilation first).
+   `--compile` adds the recipe's step with `torch.compile` of its encoder (minutes of compilation first).
 5. `--profile`: where a stage's time goes beyond its floor: each reference step under `torch.profiler`, its self CPU
    time by operator kind (the GEMMs, attention, normalisation, activations, dropout, casts, the optimizer, the rest)
    and the operators that take most of it.
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import json
 import math
 import os
@@ -58,14 +60,13 @@ if (
     os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **hardware.HOLD_TO_AVX2})
 
 import torch  # noqa: E402 (after --isa's re-execution)
-import yaml  # noqa: E402
 from bench_model import with_edit_rate  # bench/, the script's folder  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils.flop_counter import flop_registry  # noqa: E402
 from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling  # noqa: E402
+from transformers.models.bert.modeling_bert import BertEncoder  # noqa: E402
 from transformers.trainer_pt_utils import LengthGroupedSampler  # noqa: E402
 
-from csc_hf import resources  # noqa: E402
 from csc_hf.benchmark.builder import load_dataset  # noqa: E402
 from csc_hf.modeling import (  # noqa: E402
     CSCTokenizer,
@@ -76,10 +77,11 @@ from csc_hf.modeling import (  # noqa: E402
 )
 from csc_hf.pipeline import Corrector  # noqa: E402
 from csc_hf.precision import resolved  # noqa: E402
+from csc_hf.study.preset import Preset  # noqa: E402
 from csc_hf.training.data import CorrectionCollator, encode_sentences  # noqa: E402
 
 aten = torch.ops.aten
-PRESET = yaml.safe_load(resources.preset_path("cpu").read_text(encoding="utf-8"))  # the study's recipe, as data
+PRESET = dataclasses.asdict(Preset.load("cpu"))  # the study's recipe, as data (`--preset` picks another)
 MODEL = PRESET["model"]
 GEMMS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
 CONVOLUTIONS = {aten.convolution.default, aten.convolution_backward.default}
@@ -164,18 +166,26 @@ class GemmRecorder(TorchDispatchMode):
         return sum(self.flops[key] * n for key, n in self.calls.items()) / 1e9
 
 
+def floor_clock() -> Callable[[], float]:
+    """The clock of the floor and of every ratio to it: CPU time with one torch thread (load from other processes
+    does not count), the wall clock with more. A process's CPU clock read around a product of a millisecond misses
+    what its other threads did (their time is added at the scheduler's next tick): a 2-thread product of 0.5 ms wall
+    reads as 0.5 ms of CPU, and the fastest of a few tries picks such a reading."""
+    return time.process_time if torch.get_num_threads() == 1 else time.perf_counter
+
+
 def replay(calls: Counter[tuple], tries: int = 5) -> float:
-    """CPU seconds the recorded products take in isolation: each signature run `tries` times after one warm-up call;
-    its fastest time counts, times how often the step ran it."""
-    total = 0.0
+    """Seconds (`floor_clock`) the recorded products take in isolation: each signature run `tries` times after one
+    warm-up call; its fastest time counts, times how often the step ran it."""
+    clock, total = floor_clock(), 0.0
     for (func, args, kwargs), count in calls.items():
         real, real_kwargs = thaw(args), {name: thaw(value) for name, value in kwargs}
         func(*real, **real_kwargs)
         best = math.inf
         for _ in range(tries):
-            start = time.process_time()
+            start = clock()
             func(*real, **real_kwargs)
-            best = min(best, time.process_time() - start)
+            best = min(best, clock() - start)
         total += best * count
     return total
 
@@ -272,16 +282,14 @@ def plain_loss(enabled: bool):
 
 
 def train_step(
-    model, optimizer, schedule, bf16: bool, compiled=None, bf16_math: bool = False, plain: bool = False
+    model, optimizer, schedule, bf16: bool, bf16_math: bool = False, plain: bool = False
 ) -> Callable[[dict], float]:
-    forward = model if compiled is None else compiled
-
     def run(batch: dict) -> float:
         model.train()
         items = int((batch["labels"] != -100).sum())
         with bf16_matmuls(bf16_math), plain_loss(plain):
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and not bf16_math):
-                loss = forward(**batch, num_items_in_batch=items).loss
+                loss = model(**batch, num_items_in_batch=items).loss
             loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -337,7 +345,16 @@ LEVERS = {  # name: how the model or the step differs from the stage's reference
     "eager attention + FastDropout": {"attention": "eager", "fast_dropout": True},
     "no attention dropout (recipe change)": {"config": {"attention_probs_dropout_prob": 0.0}},
     "AdamW foreach (not fused)": {"fused": False},
-    "torch.compile": {"compile": True},
+    # inductor over the encoder alone, with symbolic widths: the whole model breaks its graph (FastDropout's in-place
+    # random_, the chunked loss's autograd.grad) and recompiles for every batch (the logits' rows, num_items_in_batch)
+    # until dynamo's limit leaves it eager; dropout stays nn.Dropout, which inductor fuses with its own generator
+    "eager attention, encoder compiled": {"attention": "eager", "compile": True},
+    "masked + eager, encoder compiled": {
+        "sparse": True,
+        "attention": "eager",
+        "compile": True,
+        "floor_of": "masked + eager + FastDropout",
+    },
     "one cross-entropy over all rows": {"plain_loss": True},  # the correction loss before its CPU row chunks
     # recorded products would be replayed in fp32: the floor is the reference's (or the lever's named in floor_of)
     "fp32, bf16 matmuls (no autocast)": {"bf16_math": True},
@@ -411,13 +428,14 @@ def training_configs(
             continue  # a bf16 step: nothing to compare on an fp32 path
         model = lever_model(reference, **options)
         optimizer, schedule = optimizer_for(model, recipe, options.get("fused", True))
-        compiled = torch.compile(model) if options.get("compile") else None
+        if options.get("compile"):
+            next(m for m in model.modules() if isinstance(m, BertEncoder)).compile(dynamic=True)
         bf16_math = options.get("bf16_math", False)
-        record = compiled is None and not bf16_math
+        record = not options.get("compile") and not bf16_math
         if options.get("master_weights"):
             step = master_weights_step(model, optimizer, schedule)
         else:
-            step = train_step(model, optimizer, schedule, bf16, compiled, bf16_math, options.get("plain_loss", False))
+            step = train_step(model, optimizer, schedule, bf16, bf16_math, options.get("plain_loss", False))
         configs.append(
             Config(lever or name, step, record=record, floor_of=None if record else options.get("floor_of", name))
         )
@@ -558,8 +576,11 @@ def measure(stage: Stage, rounds: int) -> None:
             if other:
                 print(f"  ({config.name}: not replayed: {dict(other)})")
         else:  # compiled (compilation for each new shape first) or not recordable: its floor is `floor_of`'s
+            dynamo = torch._dynamo.utils.counters
+            dynamo.clear()
             wall, _ = timed(lambda batches, run: [run(batch) for batch in batches], stage.batches, config.run)
-            print(f"  ({config.name}: warmed up in {wall:.0f} s; floor of {config.floor_of})", flush=True)
+            graphs = f"{dynamo['stats']['unique_graphs']} graphs, {sum(dynamo['graph_break'].values())} graph breaks; "
+            print(f"  ({config.name}: warmed up in {wall:.0f} s; {graphs}floor of {config.floor_of})", flush=True)
     by_name = {c.name: c for c in stage.configs}
     for config in stage.configs:
         if config.floor_of:
@@ -572,8 +593,9 @@ def measure(stage: Stage, rounds: int) -> None:
 
 
 def report(stage: Stage) -> None:
-    """Per configuration: the median step (or pass) in wall and CPU time, its GEMM FLOPs and their rate (per CPU
-    second), its floor, and the ratios taken per sample (the same batch, measured side by side), then their median."""
+    """Per configuration: the median step (or pass) in wall and CPU time, its GEMM FLOPs and their rate, its floor,
+    and the ratios taken per sample (the same batch, measured side by side), then their median; the rate and the
+    ratios on the floor's clock (`floor_clock`)."""
     n = len(stage.batches)
     extra = (
         (
@@ -587,14 +609,16 @@ def report(stage: Stage) -> None:
     print(f"  {'configuration':36} {'wall ms':>8} {'CPU ms':>8} {'GFLOP':>7} {'GFLOP/s':>8} {'floor ms':>9} "
           f"{'x floor':>8} {'x ref':>6}")  # fmt: skip
     reference = stage.configs[0]
+    on = 1 if floor_clock() is time.process_time else 0  # the sample's time on the floor's clock
     for config in stage.configs:
         keys = sorted(config.samples)
         wall = statistics.median(sum(config.samples[r, i][0] for i in range(n)) for r in {r for r, _ in keys}) / n
         cpu = statistics.median(sum(config.samples[r, i][1] for i in range(n)) for r in {r for r, _ in keys}) / n
         floor = statistics.median(sum(config.samples[r, i][2] for i in range(n)) for r in {r for r, _ in keys}) / n
-        to_floor = statistics.median(config.samples[k][1] / config.samples[k][2] for k in keys)
-        speedup = statistics.median(reference.samples[k][1] / config.samples[k][1] for k in keys)
-        print(f"  {config.name:36} {1000 * wall:8.1f} {1000 * cpu:8.1f} {config.gflop:7.1f} {config.gflop / cpu:8.0f} "
+        to_floor = statistics.median(config.samples[k][on] / config.samples[k][2] for k in keys)
+        speedup = statistics.median(reference.samples[k][on] / config.samples[k][on] for k in keys)
+        rate = config.gflop / (cpu, wall)[1 - on]
+        print(f"  {config.name:36} {1000 * wall:8.1f} {1000 * cpu:8.1f} {config.gflop:7.1f} {rate:8.0f} "
               f"{1000 * floor:9.1f} {to_floor:8.2f} {speedup:6.2f}")  # fmt: skip
 
 
@@ -610,7 +634,9 @@ def gemm_table(vocab: int, tokens: int, bf16: bool, tries: int = 5) -> None:
               f"{tokens // 7} x {hidden} -> {vocab} (15% of the positions)": (tokens // 7, hidden, vocab),
               "2048 x 2048 -> 2048": (2048, 2048, 2048)}  # fmt: skip
     dtypes = [torch.float32, *([torch.bfloat16] if bf16 else [])]
-    print(f"\nGEMM throughput, GFLOP/s per CPU second (x @ W.T + b as nn.Linear computes it; fastest of {tries}):")
+    clock = floor_clock()
+    per = "CPU second" if clock is time.process_time else "second (wall clock)"
+    print(f"\nGEMM throughput, GFLOP/s per {per} (x @ W.T + b as nn.Linear computes it; fastest of {tries}):")
     print(f"  {'shape':48} " + " ".join(f"{str(d).split('.')[1]:>9}" for d in dtypes))
     for name, (m, k, n) in shapes.items():
         rates = []
@@ -619,9 +645,9 @@ def gemm_table(vocab: int, tokens: int, bf16: bool, tries: int = 5) -> None:
             torch.nn.functional.linear(x, w, b)
             best = math.inf
             for _ in range(tries):
-                start = time.process_time()
+                start = clock()
                 torch.nn.functional.linear(x, w, b)
-                best = min(best, time.process_time() - start)
+                best = min(best, clock() - start)
             rates.append(2 * m * k * n / best / 1e9)
         print(f"  {name:48} " + " ".join(f"{r:9.0f}" for r in rates))
 
@@ -802,7 +828,7 @@ def worker(steps: int, threads: int) -> None:
     print(json.dumps({"seconds": statistics.median(times[2:]), "threads": threads}))
 
 
-def contention(steps: int, rounds: int) -> None:
+def contention(steps: int, rounds: int, preset: str) -> None:
     """Each layout alone and beside one competing CPU-bound process (a Python busy loop that this script starts)."""
     results: dict[tuple[str, bool], list[float]] = {}
     threads: dict[tuple[str, bool], int] = {}
@@ -813,7 +839,7 @@ def contention(steps: int, rounds: int) -> None:
                 try:
                     base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
                     out = subprocess.run(
-                        [sys.executable, __file__, "--worker", str(n), "--steps", str(steps)],
+                        [sys.executable, __file__, "--worker", str(n), "--steps", str(steps), "--preset", preset],
                         env={**base, **env},
                         capture_output=True,
                         text=True,
@@ -894,8 +920,11 @@ def main() -> None:
     parser.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"])
     parser.add_argument("--stages", nargs="*", default=["pretrain", "bert", "all_gate", "evaluate"])
     parser.add_argument("--levers", action="store_true", help="measure the speed levers against each reference")
-    parser.add_argument("--compile", action="store_true", help="add torch.compile of the model (compiles first)")
+    parser.add_argument(
+        "--compile", action="store_true", help="add the recipe's step with its encoder compiled (compiles first)"
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--preset", default="cpu", help="the study preset whose model sizes and recipe are measured")
     parser.add_argument(
         "--isa",
         choices=["native", "avx2"],
@@ -921,6 +950,9 @@ def main() -> None:
     )
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global PRESET, MODEL
+    PRESET = dataclasses.asdict(Preset.load(args.preset))
+    MODEL = PRESET["model"]
     if args.worker is not None:
         return worker(args.steps, args.worker)
     if args.threads:
@@ -931,7 +963,7 @@ def main() -> None:
         f"threads; load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}"
     )
     if args.contention:
-        return contention(args.steps, args.rounds)
+        return contention(args.steps, args.rounds, args.preset)
     bf16 = resolved(args.precision) == "bf16"
     print(f"precision: {args.precision} -> {'bf16 autocast' if bf16 else 'fp32'}")
     data = Data.load(args.sentences)
@@ -944,10 +976,15 @@ def main() -> None:
     if not args.profile:
         gemm_table(len(data.tokenizer), PRESET["pretrain"]["per_device_train_batch_size"] * 43, bf16)
     chosen = STAGE_LEVERS if args.levers else {"pretrain": [], "finetune": []}
-    compiled = ["torch.compile"] if args.compile else []
+    if args.compile:  # each compiled step beside the recipe's eager one (its floor)
+        compiled = {
+            "pretrain": ["masked + eager + FastDropout", "masked + eager, encoder compiled"],
+            "finetune": ["eager attention + FastDropout", "eager attention, encoder compiled"],
+        }
+        chosen = {kind: list(dict.fromkeys(chosen[kind] + compiled[kind])) for kind in chosen}
     builders = {
-        "pretrain": lambda: pretrain_stage(data, args.batches, bf16, chosen["pretrain"] + compiled),
-        "bert": lambda: finetune_stage(data, "bert", args.batches, bf16, chosen["finetune"] + compiled),
+        "pretrain": lambda: pretrain_stage(data, args.batches, bf16, chosen["pretrain"]),
+        "bert": lambda: finetune_stage(data, "bert", args.batches, bf16, chosen["finetune"]),
         "all_gate": lambda: finetune_stage(data, "all_gate", args.batches, bf16, chosen["finetune"]),
         "evaluate": lambda: evaluate_stage(data, bf16, args.levers),
     }
