@@ -609,7 +609,8 @@ def report(stage: Stage) -> None:
     print(f"  {'configuration':36} {'wall ms':>8} {'CPU ms':>8} {'GFLOP':>7} {'GFLOP/s':>8} {'floor ms':>9} "
           f"{'x floor':>8} {'x ref':>6}")  # fmt: skip
     reference = stage.configs[0]
-    on = 1 if floor_clock() is time.process_time else 0  # the sample's time on the floor's clock
+    cpu_clock = floor_clock() is time.process_time
+    on = 1 if cpu_clock else 0  # a sample is (wall, CPU, floor): its time on the floor's clock
     for config in stage.configs:
         keys = sorted(config.samples)
         wall = statistics.median(sum(config.samples[r, i][0] for i in range(n)) for r in {r for r, _ in keys}) / n
@@ -617,7 +618,7 @@ def report(stage: Stage) -> None:
         floor = statistics.median(sum(config.samples[r, i][2] for i in range(n)) for r in {r for r, _ in keys}) / n
         to_floor = statistics.median(config.samples[k][on] / config.samples[k][2] for k in keys)
         speedup = statistics.median(reference.samples[k][on] / config.samples[k][on] for k in keys)
-        rate = config.gflop / (cpu, wall)[1 - on]
+        rate = config.gflop / (cpu if cpu_clock else wall)
         print(f"  {config.name:36} {1000 * wall:8.1f} {1000 * cpu:8.1f} {config.gflop:7.1f} {rate:8.0f} "
               f"{1000 * floor:9.1f} {to_floor:8.2f} {speedup:6.2f}")  # fmt: skip
 
