@@ -807,6 +807,10 @@ def sizes(data: Data, shapes: list[str], attention: str | None, precision: str) 
 LAYOUTS = {  # name: (torch threads, 0: the advice of hardware.thread_choice at the start; extra environment)
     "2 threads": (2, {}),
     "2 threads, OMP_WAIT_POLICY=passive": (2, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    # libgomp's idle threads spin this many times before they sleep (default 300,000, about 3 ms; passive: 0)
+    "2 threads, GOMP_SPINCOUNT=1000": (2, {"GOMP_SPINCOUNT": "1000"}),
+    "2 threads, GOMP_SPINCOUNT=3000": (2, {"GOMP_SPINCOUNT": "3000"}),
+    "2 threads, GOMP_SPINCOUNT=10000": (2, {"GOMP_SPINCOUNT": "10000"}),
     "1 thread": (1, {}),
     "hardware.threads_for (the advice)": (0, {}),
 }
@@ -838,7 +842,11 @@ def contention(steps: int, rounds: int, preset: str) -> None:
             for competitor in (False, True):
                 busy = subprocess.Popen([sys.executable, "-c", BUSY]) if competitor else None
                 try:
-                    base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+                    base = {
+                        k: v
+                        for k, v in os.environ.items()
+                        if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+                    }
                     out = subprocess.run(
                         [sys.executable, __file__, "--worker", str(n), "--steps", str(steps), "--preset", preset],
                         env={**base, **env},
