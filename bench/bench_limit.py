@@ -81,8 +81,8 @@ from csc_hf.study.preset import Preset  # noqa: E402
 from csc_hf.training.data import CorrectionCollator, encode_sentences  # noqa: E402
 
 aten = torch.ops.aten
-PRESET = dataclasses.asdict(Preset.load("cpu"))  # the study's recipe, as data (`--preset` picks another)
-MODEL = PRESET["model"]
+PRESET: dict = {}  # the study's recipe, as data: `--preset`'s (`cpu` unless named), set by `main`
+MODEL: dict = {}  # its encoder's sizes
 GEMMS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
 CONVOLUTIONS = {aten.convolution.default, aten.convolution_backward.default}
 ATTENTION = {
