@@ -575,7 +575,7 @@ def measure(stage: Stage, rounds: int) -> None:
                 other += recorder.other
             if other:
                 print(f"  ({config.name}: not replayed: {dict(other)})")
-        else:  # compiled (compilation for each new shape first) or not recordable: its floor is `floor_of`'s
+        else:  # compiled (compiled first, by its warm-up) or not recordable: its floor is `floor_of`'s
             dynamo = torch._dynamo.utils.counters
             dynamo.clear()
             wall, _ = timed(lambda batches, run: [run(batch) for batch in batches], stage.batches, config.run)
@@ -814,6 +814,7 @@ LAYOUTS = {  # name: (torch threads, 0: the advice of hardware.thread_choice at 
     "1 thread": (1, {}),
     "hardware.threads_for (the advice)": (0, {}),
 }
+LAYOUT_VARIABLES = {"OMP_NUM_THREADS", *(name for _, env in LAYOUTS.values() for name in env)}  # each cell sets its own
 BUSY = "while True: pass"
 
 
@@ -842,11 +843,7 @@ def contention(steps: int, rounds: int, preset: str) -> None:
             for competitor in (False, True):
                 busy = subprocess.Popen([sys.executable, "-c", BUSY]) if competitor else None
                 try:
-                    base = {
-                        k: v
-                        for k, v in os.environ.items()
-                        if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
-                    }
+                    base = {k: v for k, v in os.environ.items() if k not in LAYOUT_VARIABLES}
                     out = subprocess.run(
                         [sys.executable, __file__, "--worker", str(n), "--steps", str(steps), "--preset", preset],
                         env={**base, **env},
