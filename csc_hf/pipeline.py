@@ -119,36 +119,50 @@ def decode_edits(
     `han` marks the Han tokens of the vocabulary, `editable` the positions that may change (shaped as `input_ids`).
     `similar` (`[vocab, K]`, each token's similar tokens, padded with the token itself) gets `similarity_prior` added
     to their logits at every position of their source token. An edit is made where the position is editable, the
-    best Han token after adding `keep_bias` to the source's logit is not the source, and its probability (softmax of
-    the logits without either bias) reaches `threshold`. `logits` are left as they are: the biases go to an fp32 copy,
-    and without them the logits are read in their own dtype (bf16 and fp16 values are exact in fp32, so the edits and
+    best Han token after adding `keep_bias` to the source's logit is not the source (of equal logits, the first), and
+    its probability (softmax of the logits without either bias) reaches `threshold`. `logits` come back as they were
+    (the search for the best token writes into them and puts back what it wrote): the biases go to an fp32 copy, and
+    without them the logits are read in their own dtype (bf16 and fp16 values are exact in fp32, so the edits and
     probabilities are those of the fp32 logits)."""
     source_ids = input_ids.unsqueeze(-1)
     boosted = similar[input_ids] if similar is not None and similarity_prior else None
-    # a positive keep_bias alone raises one logit per position: the argmax of the biased logits follows from the
-    # unbiased maximum and the biased source logit, without a biased copy of the whole [batch, length, vocab] tensor
+    # a positive keep_bias alone raises one logit per position: the best token follows from the unbiased logits and
+    # the raised source logit, without a biased copy of the whole [batch, length, vocab] tensor
     source_only = keep_bias > 0 and boosted is None
     biased = (bool(keep_bias) or boosted is not None) and not source_only
-    if biased:
-        logits = logits.float() if logits.dtype != torch.float32 else logits.clone()
+    logits = logits.float() if biased and logits.dtype != torch.float32 else logits.clone() if biased else logits
+    logits = logits.contiguous()  # written into below: an expanded or strided view is copied first
     source = logits.gather(-1, source_ids)
+    raised = source.float() + keep_bias  # the source's logit as the rule reads it
     if boosted is not None:  # the padding points at the source, whose logit is set just after
         unboosted = logits.gather(-1, boosted)
         logits.scatter_add_(-1, boosted, logits.new_full(boosted.shape, similarity_prior))
+    held = raised if biased else source  # the source's logit in the tensor searched
     if biased:
-        logits.scatter_(-1, source_ids, source + keep_bias)
-    # max's indices are argmax's (the first of equal values) at half its time on the CPU
-    best, predicted = logits.max(-1)
-    if source_only:  # the first of the biased maxima: the source where its biased logit ties or beats the best
-        raised, best, tie = source.squeeze(-1).float() + keep_bias, best.float(), source_ids.squeeze(-1)
-        predicted = torch.where(
-            raised > best, tie, torch.where(raised == best, torch.minimum(tie, predicted), predicted)
-        )
+        logits.scatter_(-1, source_ids, held)
+    # Most positions keep their source, and one maximum over the other tokens (the source's logit set to -inf for
+    # it, then put back) finds every position where the raised source beats them all. Only the other editable
+    # positions take a maximum with its index (which costs about five such maxima on the CPU): ties (the first
+    # index wins) and NaN (torch's max picks it) go there too. The writes index the flat tensor: `scatter_` on a
+    # bf16 tensor costs as much as a pass over all of it on the CPU.
+    at = torch.arange(input_ids.numel(), device=logits.device) * logits.shape[-1] + input_ids.flatten()
+    with torch.no_grad(), torch.inference_mode(logits.is_inference()):
+        flat = logits.view(-1)
+        flat[at] = float("-inf")
+        others = logits.amax(-1, keepdim=True)
+        flat[at] = held.flatten()
+    predicted = input_ids.clone()
+    search = editable & ~(raised > others).squeeze(-1)
+    if search.any():
+        rows_logits = logits[search]  # a copy of those rows only
+        if source_only:
+            rows_logits = rows_logits.float().scatter_(-1, source_ids[search], raised[search])
+        predicted[search] = rows_logits.max(-1).indices  # max's indices are argmax's (the first of equal values)
     retry = editable & ~han[predicted]  # the best token is not Han: take the best Han one
     if retry.any():
         rows_logits = logits[retry].float()  # a copy of those rows only
         if source_only:
-            rows_logits.scatter_(-1, source_ids[retry], source[retry].float() + keep_bias)
+            rows_logits.scatter_(-1, source_ids[retry], raised[retry])
         predicted[retry] = rows_logits.masked_fill(~han, float("-inf")).max(-1).indices
     rows, columns = (editable & (predicted != input_ids)).nonzero(as_tuple=True)
     ids = predicted[rows, columns]

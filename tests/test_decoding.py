@@ -3,6 +3,7 @@
 explicit argument says otherwise."""
 
 import dataclasses
+import functools
 import json
 import shutil
 
@@ -357,24 +358,35 @@ def _decode_with_a_biased_copy(input_ids, logits, han, editable, keep_bias, thre
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_a_positive_keep_bias_decodes_as_a_biased_copy_would(dtype):
-    """`decode_edits` takes the argmax of the biased logits without copying them; on logits full of ties (integers
-    and halves, where keep_bias makes the source tie the best) it gives the edits of the plain rule, first index of
-    equal values included, in fp32 and bf16, with non-Han tokens that win and retry."""
+def test_decoding_gives_the_edits_of_an_argmax_over_a_biased_copy(dtype):
+    """`decode_edits` searches the best token only where the source does not beat every other one, and raises a
+    positive keep_bias without copying the logits; on logits full of ties (integers and halves, where keep_bias makes
+    the source tie the best) and with a NaN it gives the edits of the plain rule, first index of equal values
+    included, in fp32 and bf16, with non-Han tokens that win and retry, for a keep_bias of any sign; the caller's
+    logits come back as they were, also when they are an inference tensor or an expanded view."""
     generator = torch.Generator().manual_seed(0)
     vocab, han = 12, torch.ones(12, dtype=torch.bool)
     han[[0, 3, 7]] = False  # 7 beats the Han tokens often: the retry path
     input_ids = torch.randint(0, vocab, (16, 9), generator=generator)
     logits = (torch.randint(0, 8, (16, 9, vocab), generator=generator) / 2).to(dtype)
     logits[..., 7] += 0.5
+    logits[2, 3, 5] = logits[4, 1, input_ids[4, 1]] = float("nan")
     editable = han[input_ids] & (torch.rand(input_ids.shape, generator=generator) < 0.9)
-    for keep_bias in (0.5, 1.0, 1.5, 3.0):
+    before = logits.clone()
+    same = functools.partial(torch.testing.assert_close, rtol=0, atol=0, equal_nan=True)
+    for keep_bias in (0.0, -0.5, 0.5, 1.0, 1.5, 3.0):
         for threshold in (0.0, 0.2):
             got = decode_edits(input_ids, logits, han, editable, keep_bias, threshold)
             want = _decode_with_a_biased_copy(input_ids, logits, han, editable, keep_bias, threshold)
             assert len(got[0]) > 0
             for a, b in zip(got, want):
                 assert torch.equal(a, b), (keep_bias, threshold)
-    before = logits.clone()
-    decode_edits(input_ids, logits, han, editable, 2.0)
-    assert torch.equal(logits, before)  # the model's logits are left as they are
+            same(logits, before)  # the model's logits are left as they are
+    with torch.inference_mode():
+        frozen = logits.clone()
+    for given in (frozen, logits[:1].expand(16, 9, vocab)):
+        kept = given.clone()
+        got = decode_edits(input_ids, given, han, editable)
+        want = _decode_with_a_biased_copy(input_ids, given, han, editable, 0.0, 0.0)
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+        same(given, kept)
