@@ -130,7 +130,8 @@ def decode_edits(
     # the raised source logit, without a biased copy of the whole [batch, length, vocab] tensor
     source_only = keep_bias > 0 and boosted is None
     biased = (bool(keep_bias) or boosted is not None) and not source_only
-    logits = logits.float() if biased and logits.dtype != torch.float32 else logits.clone() if biased else logits
+    if biased:
+        logits = logits.float() if logits.dtype != torch.float32 else logits.clone()
     logits = logits.contiguous()  # written into below: an expanded or strided view is copied first
     source = logits.gather(-1, source_ids)
     raised = source.float() + keep_bias  # the source's logit as the rule reads it
