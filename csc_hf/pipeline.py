@@ -135,12 +135,10 @@ def decode_edits(
     logits = logits.contiguous()  # written into below: an expanded or strided view is copied first
     source = logits.gather(-1, source_ids)
     raised = source.float() + keep_bias  # the source's logit as the rule reads it
-    if boosted is not None:  # the padding points at the source, whose logit is set just after
+    if boosted is not None:  # the padding points at the source, whose logit is written below
         unboosted = logits.gather(-1, boosted)
         logits.scatter_add_(-1, boosted, logits.new_full(boosted.shape, similarity_prior))
-    held = raised if biased else source  # the source's logit in the tensor searched
-    if biased:
-        logits.scatter_(-1, source_ids, held)
+    held = raised if biased else source  # the source's logit in the tensor searched, written after the maximum
     # Most positions keep their source, and one maximum over the other tokens (the source's logit set to -inf for
     # it, then put back) finds every position where the raised source beats them all. Only the other editable
     # positions take a maximum with its index (which costs about five such maxima on the CPU): ties (the first
