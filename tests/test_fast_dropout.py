@@ -1,6 +1,7 @@
-"""`FastDropout` (the training key ``fast_dropout``) drops at its rate with the same scaling as `nn.Dropout`, the
-same mask for the same seed whatever the thread count, and changes nothing a model saves or predicts; the training
-keys ``fast_dropout`` and ``attn_implementation`` reach the model and leave no trace in the saved folder."""
+"""`FastDropout` (the training key ``fast_dropout``) drops at its rate with the same scaling as `nn.Dropout`, from
+splitmix64 words keyed by torch's generator, the same mask for the same seed whatever the thread count, and changes
+nothing a model saves or predicts; under eager attention it drops the attention probabilities too; the training keys
+``fast_dropout`` and ``attn_implementation`` reach the model and leave no trace in the saved folder."""
 
 import json
 
@@ -9,8 +10,38 @@ import torch
 from conftest import torch_threads, train_tiny
 from torch import nn
 
-from csc_hf.modeling import VARIANTS, CSCConfig, CSCForCorrection, FastDropout, use_fast_dropout
+from csc_hf.modeling import VARIANTS, CSCConfig, CSCForCorrection, CSCTokenizer, FastDropout, use_fast_dropout
+from csc_hf.modeling.bart import build_bart
+from csc_hf.modeling.kernels import (
+    EAGER_FAST_DROPOUT,
+    eager_attention_fast_dropout,
+    random_bits,
+    use_training_kernels,
+)
 from csc_hf.training import check_config
+
+M64 = (1 << 64) - 1
+
+
+def splitmix64(key: int, i: int) -> int:
+    """The i-th output of splitmix64 from state ``key``, in Python's unbounded integers (the published algorithm)."""
+    z = (key + i * 0x9E3779B97F4A7C15) & M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+@pytest.mark.parametrize("n", [1, 7, 4096 * 3 + 2, 300_001])
+def test_random_bits_are_the_quarters_of_splitmix64_words_keyed_by_torchs_generator(n):
+    torch.manual_seed(11)
+    key = int(torch.empty((), dtype=torch.int64).random_(-(1 << 63), None)) & M64
+    torch.manual_seed(11)
+    bits = random_bits(n).tolist()
+    assert len(bits) == n
+    for j in {0, 1, 2, 3, n // 3, n // 2, n - 1} & set(range(n)):  # element j: bits 16 (j % 4) up of word j // 4
+        word = splitmix64(key, j // 4 + 1)
+        assert bits[j] & 0xFFFF == (word >> (16 * (j % 4))) & 0xFFFF, j
+    assert bits != random_bits(n).tolist() or n == 1  # the next mask takes the next key
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5])
@@ -75,3 +106,44 @@ def test_training_keys_reach_the_model_and_stay_out_of_the_saved_folder(tmp_path
     assert weights[0].read_bytes() != weights[1].read_bytes()  # other dropout draws: the keys were used
     saved = json.loads((fast[0] / "config.json").read_text(encoding="utf-8"))
     assert not {"attn_implementation", "_attn_implementation", "fast_dropout"} & saved.keys()
+
+
+def tiny_models():
+    tokenizer = CSCTokenizer.from_texts(["我们今天去银行取钱", "他们明天来学校上课"])
+    sizes = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    bart = dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2)
+    ids = torch.tensor([tokenizer("我们今天去银行")["input_ids"], tokenizer("他们明天来学校")["input_ids"]])
+    mask = torch.ones_like(ids)
+    mask[1, -2:] = 0
+    for name, build in [
+        ("bert", lambda: CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **sizes))),
+        ("bart", lambda: build_bart(tokenizer, encoder_ffn_dim=64, decoder_ffn_dim=64, **bart)),
+    ]:
+        yield name, build, {"input_ids": ids, "attention_mask": mask, "labels": ids}
+
+
+@pytest.mark.parametrize("name", ["bert", "bart"])
+def test_eager_fast_dropout_attention_is_eager_attention_in_eval_and_drops_probabilities_in_training(name):
+    _, build, batch = next(m for m in tiny_models() if m[0] == name)
+    torch.manual_seed(0)
+    eager = build().eval()
+    eager.set_attn_implementation("eager")
+    fast = build()
+    fast.load_state_dict(eager.state_dict())
+    use_training_kernels(fast, "eager", fast_dropout=True).eval()
+    assert fast.config._attn_implementation == EAGER_FAST_DROPOUT
+    assert torch.equal(fast(**batch).logits, eager(**batch).logits)  # eval: the same bytes as transformers' eager
+    module = nn.Module().train()  # the attention layer: only its training flag is read
+    qkv = torch.randn(3, 8, 2, 40, 16, requires_grad=True)
+    q, k, v = qkv.unbind(0)
+    plain = eager_attention_fast_dropout(module.eval(), q, k, v, None, dropout=0.1)[1]
+    torch.manual_seed(1)
+    out, weights = eager_attention_fast_dropout(module.train(), q, k, v, None, dropout=0.1)
+    kept = weights != 0
+    assert abs(1 - kept.double().mean().item() - 0.1) < 0.01  # 25,600 probabilities, each dropped with p = 0.1
+    assert torch.allclose(weights, torch.where(kept, plain / 0.9, 0.0))  # the kept ones scaled by 1 / (1 - p)
+    assert torch.allclose(out, (weights @ v).transpose(1, 2))
+    out.sum().backward()
+    assert qkv.grad.flatten(1).abs().sum(1).min() > 0  # through the queries, keys and values
+    assert use_training_kernels(build(), "eager").config._attn_implementation == "eager"  # without fast_dropout
+    assert use_training_kernels(build(), "sdpa", fast_dropout=True).config._attn_implementation == "sdpa"

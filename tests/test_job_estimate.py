@@ -8,6 +8,7 @@ from torch import nn
 from csc_hf import job_estimate
 from csc_hf.job_estimate import StepProbe, bart_sizes
 from csc_hf.modeling import CSCTokenizer, FastDropout, build_model
+from csc_hf.modeling.kernels import EAGER_FAST_DROPOUT
 
 TINY = {
     "hidden_size": 32,
@@ -83,7 +84,9 @@ def test_probe_trains_as_the_presets_blocks_say_and_evaluates_as_a_saved_model(m
         finetune_keys={"attn_implementation": "eager", "fast_dropout": True},
         bf16_weights=True,
     )
-    assert trained == [("eager", "nn.Dropout"), ("eager", "FastDropout")] and corrected == [("sdpa", True, 3)]
+    assert trained == [("eager", "nn.Dropout"), (EAGER_FAST_DROPOUT, "FastDropout")] and corrected == [
+        ("sdpa", True, 3)
+    ]
 
 
 def _kernels(model) -> tuple[str, str]:

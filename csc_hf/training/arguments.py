@@ -72,8 +72,9 @@ class ModelArguments:
     fast_dropout: bool = field(
         default=False,
         metadata={
-            "help": "dropout masks from 16 random bits per element instead of bernoulli_ "
-            "(csc_hf.modeling.FastDropout: the same distribution, other random draws, faster on the CPU)"
+            "help": "dropout masks from 16 bits per element of splitmix64 words that every thread computes, instead of "
+            "bernoulli_ (csc_hf.modeling.FastDropout; with attn_implementation eager, the attention probabilities' "
+            "masks too): the same distribution, other random draws, faster on the CPU"
         },
     )
 
