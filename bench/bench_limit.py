@@ -346,8 +346,9 @@ LEVERS = {  # name: how the model or the step differs from the stage's reference
     "no attention dropout (recipe change)": {"config": {"attention_probs_dropout_prob": 0.0}},
     "AdamW foreach (not fused)": {"fused": False},
     # inductor over the encoder alone, with symbolic widths: the whole model breaks its graph (FastDropout's key, read
-    # from torch's generator as a Python int, the chunked loss's autograd.grad) and recompiles for every batch (the logits' rows, num_items_in_batch)
-    # until dynamo's limit leaves it eager; dropout stays nn.Dropout, which inductor fuses with its own generator
+    # from torch's generator as a Python int, the chunked loss's autograd.grad) and recompiles for every batch (the
+    # logits' rows, num_items_in_batch) until dynamo's limit leaves it eager; dropout stays nn.Dropout, which inductor
+    # fuses with its own generator
     "eager attention, encoder compiled": {"attention": "eager", "compile": True},
     "masked + eager, encoder compiled": {
         "sparse": True,
