@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from conftest import torch_threads, train_tiny
+from conftest import BART_TINY, torch_threads, train_tiny
 from torch import nn
 
 from csc_hf.modeling import VARIANTS, CSCConfig, CSCForCorrection, CSCTokenizer, FastDropout, use_fast_dropout
@@ -108,23 +108,24 @@ def test_training_keys_reach_the_model_and_stay_out_of_the_saved_folder(tmp_path
     assert not {"attn_implementation", "_attn_implementation", "fast_dropout"} & saved.keys()
 
 
-def tiny_models():
-    tokenizer = CSCTokenizer.from_texts(["我们今天去银行取钱", "他们明天来学校上课"])
-    sizes = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
-    bart = dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2)
-    ids = torch.tensor([tokenizer("我们今天去银行")["input_ids"], tokenizer("他们明天来学校")["input_ids"]])
+TOKENIZER = CSCTokenizer.from_texts(["我们今天去银行取钱", "他们明天来学校上课"])
+BUILDERS = {  # tiny models whose attention goes through transformers' attention kernels
+    "bert": lambda: CSCForCorrection(
+        CSCConfig(
+            vocab_size=len(TOKENIZER), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64
+        )
+    ),
+    "bart": lambda: build_bart(TOKENIZER, **BART_TINY),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_eager_fast_dropout_attention_is_eager_attention_in_eval(name):
+    build = BUILDERS[name]
+    ids = torch.tensor([TOKENIZER("我们今天去银行")["input_ids"], TOKENIZER("他们明天来学校")["input_ids"]])
     mask = torch.ones_like(ids)
     mask[1, -2:] = 0
-    for name, build in [
-        ("bert", lambda: CSCForCorrection(CSCConfig(vocab_size=len(tokenizer), **sizes))),
-        ("bart", lambda: build_bart(tokenizer, encoder_ffn_dim=64, decoder_ffn_dim=64, **bart)),
-    ]:
-        yield name, build, {"input_ids": ids, "attention_mask": mask, "labels": ids}
-
-
-@pytest.mark.parametrize("name", ["bert", "bart"])
-def test_eager_fast_dropout_attention_is_eager_attention_in_eval_and_drops_probabilities_in_training(name):
-    _, build, batch = next(m for m in tiny_models() if m[0] == name)
+    batch = {"input_ids": ids, "attention_mask": mask, "labels": ids}
     torch.manual_seed(0)
     eager = build().eval()
     eager.set_attn_implementation("eager")
@@ -133,7 +134,12 @@ def test_eager_fast_dropout_attention_is_eager_attention_in_eval_and_drops_proba
     use_training_kernels(fast, "eager", fast_dropout=True).eval()
     assert fast.config._attn_implementation == EAGER_FAST_DROPOUT
     assert torch.equal(fast(**batch).logits, eager(**batch).logits)  # eval: the same bytes as transformers' eager
-    module = nn.Module().train()  # the attention layer: only its training flag is read
+    assert use_training_kernels(build(), "eager").config._attn_implementation == "eager"  # without fast_dropout
+    assert use_training_kernels(build(), "sdpa", fast_dropout=True).config._attn_implementation == "sdpa"
+
+
+def test_eager_fast_dropout_attention_drops_probabilities_in_training():
+    module = nn.Module()  # the attention layer: only its training flag is read
     qkv = torch.randn(3, 8, 2, 40, 16, requires_grad=True)
     q, k, v = qkv.unbind(0)
     plain = eager_attention_fast_dropout(module.eval(), q, k, v, None, dropout=0.1)[1]
@@ -145,5 +151,3 @@ def test_eager_fast_dropout_attention_is_eager_attention_in_eval_and_drops_proba
     assert torch.allclose(out, (weights @ v).transpose(1, 2))
     out.sum().backward()
     assert qkv.grad.flatten(1).abs().sum(1).min() > 0  # through the queries, keys and values
-    assert use_training_kernels(build(), "eager").config._attn_implementation == "eager"  # without fast_dropout
-    assert use_training_kernels(build(), "sdpa", fast_dropout=True).config._attn_implementation == "sdpa"
