@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from csc_hf import hardware
 from csc_hf.scoring import align, score, scores_from_totals
 
 METRIC = str(Path(__file__).resolve().parents[1] / "metrics" / "csc")
@@ -76,16 +77,9 @@ def synthesize(n: int, seed: int = 0) -> tuple[list[str], list[str], list[str]]:
 
 
 def cpu_line() -> str:
-    """The CPU's model, the flags that matter for speed, and the load (other jobs share the machine)."""
-    try:
-        info = open("/proc/cpuinfo", encoding="utf-8").read()
-    except OSError:
-        return "CPU flags unknown"
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
-    wanted = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16") if f in flags]
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"{model} ({os.cpu_count()} CPUs; {' '.join(wanted) or 'no avx2'}); load average {load}"
+    """The CPU's model, the flags that matter for speed (`csc_hf.hardware.describe`), and the load (other jobs share
+    the machine)."""
+    return f"{hardware.describe()}; load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
 
 
 def loop_totals(sources: list[str], predictions: list[str], references: list[str]) -> Counter:
