@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import run_without_csc_hf
+from conftest import BART_TINY, run_without_csc_hf
 from transformers import (
     AutoConfig,
     AutoModel,
@@ -50,16 +50,7 @@ TINY = dict(
     glyph_size=16,
     max_strokes=16,
 )
-BART_TINY = dict(
-    d_model=32,
-    encoder_layers=1,
-    decoder_layers=1,
-    encoder_attention_heads=2,
-    decoder_attention_heads=2,
-    encoder_ffn_dim=64,
-    decoder_ffn_dim=64,
-    max_position_embeddings=64,
-)
+BART_TINY = {**BART_TINY, "max_position_embeddings": 64}  # conftest's, with positions as TINY's
 EXTRA_VARIANTS = {
     "vectors_concat": {"sources": ["pinyin_vectors", "glyph_vectors"], "fusion": "concat"},
     "pinyin_transformer_sum": {"sources": ["pinyin_transformer"], "fusion": "sum"},

@@ -5,7 +5,7 @@ import random
 
 import pytest
 import torch
-from conftest import torch_threads
+from conftest import BART_TINY, torch_threads
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers import BertTokenizerFast, pipeline
@@ -20,16 +20,7 @@ EDITS = [[(1, "门", "们"), (13, "生", "升")], [(3, "适", "是"), (9, "的",
 TINY = dict(
     hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32
 )
-BART_TINY = dict(
-    d_model=32,
-    encoder_layers=1,
-    decoder_layers=1,
-    encoder_attention_heads=2,
-    decoder_attention_heads=2,
-    encoder_ffn_dim=64,
-    decoder_ffn_dim=64,
-    max_position_embeddings=32,
-)
+BART_TINY = {**BART_TINY, "max_position_embeddings": 32}  # conftest's, with positions as TINY's
 MIXED = "abcXYZ 019,.!?😀🎉𠀀𝌆\u3000\t\n，。é"  # Latin, digits, spaces, emoji, astral, punctuation
 
 
