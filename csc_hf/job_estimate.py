@@ -39,6 +39,7 @@ from .modeling import (
     CSCTokenizer,
     SidePretrainingModel,
     SparseBertForMaskedLM,
+    bart_fields,
     build_char_knowledge,
     build_model,
     is_seq2seq,
@@ -58,20 +59,9 @@ def _ids(batch: int, vocab_size: int, generator: torch.Generator) -> torch.Tenso
 
 
 def bart_sizes(model: Mapping, bart: Mapping) -> dict:
-    """BartConfig fields of the study's BART over an encoder of BertConfig fields `model` (its sizes, as
-    `csc_hf.modeling.bart_from_bert` takes them from the pretrained encoder), then `bart`'s own fields."""
-    hidden, layers = model.get("hidden_size", 768), model.get("num_hidden_layers", 12)
-    heads, inner = model.get("num_attention_heads", 12), model.get("intermediate_size", 3072)
-    return {
-        "d_model": hidden,
-        "encoder_layers": layers,
-        "decoder_layers": layers,
-        "encoder_attention_heads": heads,
-        "decoder_attention_heads": heads,
-        "encoder_ffn_dim": inner,
-        "decoder_ffn_dim": inner,
-        **bart,
-    }
+    """BartConfig fields of the study's BART over an encoder of BertConfig fields `model` (the BART that
+    `csc_hf.modeling.bart_from_bert` warm-starts from the pretrained encoder: `bart_fields`), then `bart`'s own."""
+    return {**bart_fields(BertConfig(**model)), **bart}
 
 
 GROUP = 50

@@ -4,6 +4,7 @@ import pytest
 import torch
 from conftest import BART_TINY
 from torch import nn
+from transformers import BertConfig, BertModel
 
 from csc_hf import job_estimate
 from csc_hf.job_estimate import StepProbe, bart_sizes
@@ -57,9 +58,17 @@ def test_probe_times_the_side_encoders_pretraining():
     assert "pretrain-sides" not in probe.stage_seconds(10, {}, 0)
 
 
-def test_bart_takes_the_encoders_sizes_then_its_own():
+def test_bart_takes_the_encoders_sizes_then_its_own(tmp_path):
     sizes = bart_sizes(TINY, {"decoder_layers": 1})
-    assert sizes == BART_TINY
+    assert {key: sizes[key] for key in BART_TINY} == BART_TINY
+    # the BART it times is the one the study warm-starts from a pretrained encoder of those sizes
+    tokenizer = CSCTokenizer.from_texts(["我们今天去学校"])
+    BertModel(BertConfig(vocab_size=len(tokenizer), **TINY)).save_pretrained(tmp_path / "encoder")
+    study = build_model("bart", tokenizer, init_from=str(tmp_path / "encoder"), decoder_layers=1).config.to_dict()
+    probe = build_model("bart", tokenizer, **sizes).config.to_dict()
+    assert {key: probe[key] for key in study if key != "transformers_version"} == {
+        key: value for key, value in study.items() if key != "transformers_version"
+    }
 
 
 def test_probe_trains_as_the_presets_blocks_say_and_evaluates_as_a_saved_model(monkeypatch):

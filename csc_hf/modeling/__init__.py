@@ -15,7 +15,7 @@ from typing import Any
 from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM, AutoTokenizer, BartForConditionalGeneration
 
 from ..logging import expected_load_report
-from .bart import bart_config, bart_correct, bart_generate, build_bart
+from .bart import bart_config, bart_correct, bart_fields, bart_generate, build_bart
 from .configuration_csc import (
     EDIT_OPS,
     VARIANTS,
@@ -122,6 +122,7 @@ __all__ = [
     "SparseBertForMaskedLM",
     "bart_config",
     "bart_correct",
+    "bart_fields",
     "bart_generate",
     "build_bart",
     "build_char_knowledge",

@@ -66,6 +66,24 @@ def _bert_name(name: str) -> str | None:
     return None
 
 
+def bart_fields(bert: BertConfig) -> dict:
+    """The BartConfig fields of a BART the size of `bert`, as `bart_from_bert` warm-starts it: BERT's width, heads,
+    FFN, positions, activation and dropouts, and as many encoder and decoder layers as BERT has layers."""
+    return dict(
+        d_model=bert.hidden_size,
+        encoder_layers=bert.num_hidden_layers,
+        decoder_layers=bert.num_hidden_layers,
+        encoder_attention_heads=bert.num_attention_heads,
+        decoder_attention_heads=bert.num_attention_heads,
+        encoder_ffn_dim=bert.intermediate_size,
+        decoder_ffn_dim=bert.intermediate_size,
+        max_position_embeddings=bert.max_position_embeddings,
+        activation_function=bert.hidden_act,
+        dropout=bert.hidden_dropout_prob,
+        attention_dropout=bert.attention_probs_dropout_prob,
+    )
+
+
 def bart_from_bert(tokenizer: CSCTokenizer, path: str, **overrides) -> BartForConditionalGeneration:
     """BART warm-started from the BERT checkpoint at `path` (vocabulary: the tokenizer's): its size is BERT's unless
     `overrides` change it (e.g. ``decoder_layers=2``: the decoder takes BERT's first two layers); embeddings, encoder
@@ -74,20 +92,7 @@ def bart_from_bert(tokenizer: CSCTokenizer, path: str, **overrides) -> BartForCo
     b: BertConfig = bert.config
     if b.vocab_size != len(tokenizer):
         raise ValueError(f"{path} has {b.vocab_size} tokens, the tokenizer {len(tokenizer)}")
-    sizes = dict(
-        d_model=b.hidden_size,
-        encoder_layers=b.num_hidden_layers,
-        decoder_layers=b.num_hidden_layers,
-        encoder_attention_heads=b.num_attention_heads,
-        decoder_attention_heads=b.num_attention_heads,
-        encoder_ffn_dim=b.intermediate_size,
-        decoder_ffn_dim=b.intermediate_size,
-        max_position_embeddings=b.max_position_embeddings,
-        activation_function=b.hidden_act,
-        dropout=b.hidden_dropout_prob,
-        attention_dropout=b.attention_probs_dropout_prob,
-    )
-    model = BartForConditionalGeneration(bart_config(tokenizer, **{**sizes, **overrides}))
+    model = BartForConditionalGeneration(bart_config(tokenizer, **{**bart_fields(b), **overrides}))
     weights = bert.state_dict()
     # BERT adds the segment-0 embedding to every position; BART's positions are offset by 2
     positions = weights["embeddings.position_embeddings.weight"] + weights["embeddings.token_type_embeddings.weight"][0]
@@ -183,4 +188,4 @@ def bart_correct(
     return [tokenizer.decode_correction(text, [tokenizer.cls_token_id, *ids]) for text, ids in zip(texts, generated)]
 
 
-__all__ = ["bart_config", "bart_correct", "bart_from_bert", "bart_generate", "build_bart"]
+__all__ = ["bart_config", "bart_correct", "bart_fields", "bart_from_bert", "bart_generate", "build_bart"]
