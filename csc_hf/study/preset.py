@@ -157,8 +157,10 @@ class Preset:
     @classmethod
     def load(cls, name_or_path: str) -> Preset:
         """A preset by name (``smoke``, ``cpu``, ``ablations``, ``paper``) or from a YAML file; unknown keys are
-        errors. ``base: NAME_OR_PATH`` takes that preset's keys under the file's own (a key given replaces the base's
-        whole; a relative path is read from the file's folder)."""
+        errors. ``base: NAME_OR_PATH`` takes that preset's keys under the file's own (a relative path is read from the
+        file's folder): a key given replaces the base's, but a mapping (``pretrain``, ``finetune``, ``model``, ...)
+        takes the keys of the base's mapping under its own, one level deep, and an empty one (``{}``) is empty: it
+        turns ``augmentation``, ``training_sets`` or ``pretrain_sides`` off."""
         path = _preset_file(name_or_path)
         preset = cls(name=path.stem, **_preset_data(path, ()))
         preset.validate(path)
@@ -285,7 +287,11 @@ def _preset_data(path: Path, chain: tuple[Path, ...]) -> dict:
         raise ValueError(f"{path}: base={base!r} must name a preset (smoke, cpu, ...) or a YAML file")
     relative = Path(base).suffix and not Path(base).is_absolute()
     base_path = _preset_file(path.parent / base if relative else base)
-    return {**_preset_data(base_path, (*chain, path.resolve())), **data}
+    merged = _preset_data(base_path, (*chain, path.resolve()))
+    for key, value in data.items():  # a mapping (a training block, model, ...) over the base's, one level deep
+        inherited = merged.get(key)
+        merged[key] = {**inherited, **value} if value and isinstance(value, dict) and inherited else value
+    return merged
 
 
 def check_variants(variants: Sequence[str], origin: Path | str) -> None:
