@@ -88,6 +88,9 @@ def run_without_csc_hf(code: str, *args: str, cwd: Path):
     )
 
 
+BERT_TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
+"""BertConfig fields of a tiny encoder for training tests (a preset's ``model``, a config's ``model_overrides``)."""
+
 BART_TINY = {
     "d_model": 32,
     "encoder_layers": 1,
@@ -116,9 +119,8 @@ def train_tiny(small_params: dict, out, **keys):
     config ``keys`` (task, max_steps, save keys, ...); the saved model folder."""
     from csc_hf.training import check_config, train
 
-    tiny = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
     config = {
-        "model_overrides": tiny,
+        "model_overrides": BERT_TINY,
         "bench_params": small_params,
         "output_dir": str(out),
         "per_device_train_batch_size": 8,

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import yaml
+from conftest import BERT_TINY
 
 from csc_hf import load_dataset
 from csc_hf.benchmark import BenchParams
@@ -29,12 +30,7 @@ def model(tmp_path_factory, small_params):
         "task": "correction",
         "variant": "bert",
         "bench_params": small_params,
-        "model_overrides": {
-            "hidden_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "intermediate_size": 64,
-        },
+        "model_overrides": BERT_TINY,
         "max_steps": 2,
         "per_device_train_batch_size": 8,
         "use_cpu": True,

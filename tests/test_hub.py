@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import run_without_csc_hf
+from conftest import BERT_TINY, run_without_csc_hf
 
 from csc_hf import hub
 from csc_hf.cli import main
@@ -45,12 +45,7 @@ def trained(tmp_path_factory, small_corpus):
         "variant": "bert",
         "use_benchmark": False,
         "train_files": [str(tmp / "pairs.tsv")],
-        "model_overrides": {
-            "hidden_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "intermediate_size": 64,
-        },
+        "model_overrides": BERT_TINY,
         "max_steps": 2,
         "per_device_train_batch_size": 8,
         "use_cpu": True,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import BERT_TINY
 
 from csc_hf import resources
 from csc_hf.modeling import CSCTokenizer
@@ -22,7 +23,6 @@ from csc_hf.training import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("setup.cfg", "pyproject.toml", "README.md", "csc_hf", *resources.SHIPPED)  # what the build reads
-TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
 
 
 def test_shipped_configs_are_found_from_any_folder(tmp_path, monkeypatch):
@@ -153,7 +153,7 @@ def test_wheel_installed_in_a_fresh_environment_runs_everything(tmp_path, small_
     bench = yaml.safe_dump(small_params, default_flow_style=True, width=10_000).strip()
     overrides = [
         f"bench_params={bench}",
-        f"model_overrides={json.dumps(TINY)}",
+        f"model_overrides={json.dumps(BERT_TINY)}",
         "output_dir=pretrained",
         "max_steps=2",
         "per_device_train_batch_size=8",

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import BART_TINY
+from conftest import BART_TINY, BERT_TINY
 from torch import nn
 from transformers import BertConfig, BertModel
 
@@ -11,17 +11,10 @@ from csc_hf.job_estimate import StepProbe, bart_sizes
 from csc_hf.modeling import CSCTokenizer, FastDropout, build_model
 from csc_hf.modeling.kernels import EAGER_FAST_DROPOUT
 
-TINY = {
-    "hidden_size": 32,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-}  # a preset's `model`
-
 
 def test_probe_times_every_stage_and_forecasts_the_plan():
     probe = StepProbe.measure(
-        TINY,
+        BERT_TINY,
         vocab_size=300,
         variants=["bert", "bart", "bert", "bert+pinyin_gru"],
         precision="fp32",
@@ -50,8 +43,8 @@ def test_probe_times_every_stage_and_forecasts_the_plan():
 
 def test_probe_times_the_side_encoders_pretraining():
     probe = StepProbe.measure(
-        TINY, vocab_size=300, variants=["bert"], precision="fp32", sides=["pinyin_gru", "glyph_cnn"], sides_batch=4,
-        pretrain_batch=4, finetune_batch=4, eval_batch=4, steps=1, threads=1,
+        BERT_TINY, vocab_size=300, variants=["bert"], precision="fp32", sides=["pinyin_gru", "glyph_cnn"],
+        sides_batch=4, pretrain_batch=4, finetune_batch=4, eval_batch=4, steps=1, threads=1,
     )  # fmt: skip
     assert probe.sides_step > 0 and "side encoders' pretraining" in probe.summary()
     assert probe.stage_seconds(10, {}, 0, sides_steps=20)["pretrain-sides"] == pytest.approx(20 * probe.sides_step)
@@ -59,11 +52,11 @@ def test_probe_times_the_side_encoders_pretraining():
 
 
 def test_bart_takes_the_encoders_sizes_then_its_own(tmp_path):
-    sizes = bart_sizes(TINY, {"decoder_layers": 1})
+    sizes = bart_sizes(BERT_TINY, {"decoder_layers": 1})
     assert {key: sizes[key] for key in BART_TINY} == BART_TINY
     # the BART it times is the one the study warm-starts from a pretrained encoder of those sizes
     tokenizer = CSCTokenizer.from_texts(["我们今天去学校"])
-    BertModel(BertConfig(vocab_size=len(tokenizer), **TINY)).save_pretrained(tmp_path / "encoder")
+    BertModel(BertConfig(vocab_size=len(tokenizer), **BERT_TINY)).save_pretrained(tmp_path / "encoder")
     study = build_model("bart", tokenizer, init_from=str(tmp_path / "encoder"), decoder_layers=1).config
     probe = build_model("bart", tokenizer, **sizes).config
     assert probe.to_diff_dict() == study.to_diff_dict()
@@ -81,7 +74,7 @@ def test_probe_trains_as_the_presets_blocks_say_and_evaluates_as_a_saved_model(m
 
     monkeypatch.setattr(job_estimate, "_correct_seconds", correct_seconds)
     StepProbe.measure(
-        TINY,
+        BERT_TINY,
         vocab_size=300,
         variants=["bert"],
         steps=1,
@@ -114,15 +107,15 @@ SENTENCES = [
 
 def test_probe_on_texts_trains_on_batches_of_them_over_their_characters():
     probe = StepProbe.measure(
-        TINY, None, ["bert", "bert+pinyin_gru"], precision="fp32", pretrain_batch=2, finetune_batch=2, eval_batch=2,
-        sides=["glyph_cnn"], sides_batch=2, steps=3, threads=1, texts=SENTENCES,
+        BERT_TINY, None, ["bert", "bert+pinyin_gru"], precision="fp32", pretrain_batch=2, finetune_batch=2,
+        eval_batch=2, sides=["glyph_cnn"], sides_batch=2, steps=3, threads=1, texts=SENTENCES,
     )  # fmt: skip
     assert probe.pretrain_step > 0 and probe.sides_step > 0 and list(probe.finetune_step) == ["bert", "bert+pinyin_gru"]
     assert all(s > 0 for s in [*probe.finetune_step.values(), *probe.sentence.values()])
     with pytest.raises(ValueError, match="one of vocab_size"):
-        StepProbe.measure(TINY, 300, ["bert"], texts=SENTENCES)
+        StepProbe.measure(BERT_TINY, 300, ["bert"], texts=SENTENCES)
     with pytest.raises(ValueError, match="one of vocab_size"):
-        StepProbe.measure(TINY, None, ["bert"])
+        StepProbe.measure(BERT_TINY, None, ["bert"])
 
 
 def test_the_timed_batches_span_the_group_and_weigh_as_all_of_it():
@@ -148,7 +141,8 @@ def test_the_probe_weighs_each_timed_step():
     tokenizer = CSCTokenizer.from_texts(SENTENCES)
     batches = job_estimate._text_batches(tokenizer, SENTENCES, 2, 2, torch.Generator(), masked=None)
     assert len(batches.batches) == 2 and sum(batches.weights) == pytest.approx(1.0)
-    seconds = job_estimate._train_seconds(build_model("bert", tokenizer, **TINY), batches, False, lambda: next(ticks))
+    model = build_model("bert", tokenizer, **BERT_TINY)
+    seconds = job_estimate._train_seconds(model, batches, False, lambda: next(ticks))
     assert seconds == pytest.approx(batches.weights[0] * 1.0 + batches.weights[1] * 3.0)
 
 
@@ -164,8 +158,8 @@ def test_the_masked_lm_batches_label_the_share_the_pretraining_masks(monkeypatch
     monkeypatch.setattr(job_estimate, "_train_seconds", train_seconds)
     monkeypatch.setattr(job_estimate, "_correct_seconds", lambda *_: 1.0)
     options = {"pretrain_batch": 4, "finetune_batch": 2, "eval_batch": 2, "steps": 2, "threads": 1}
-    StepProbe.measure(TINY, None, ["bert"], texts=SENTENCES, pretrain_keys={"mlm_probability": 1.0}, **options)
+    StepProbe.measure(BERT_TINY, None, ["bert"], texts=SENTENCES, pretrain_keys={"mlm_probability": 1.0}, **options)
     assert labelled == [[1.0, 1.0], [1.0, 1.0]]
     labelled.clear()
-    StepProbe.measure(TINY, None, ["bert"], texts=SENTENCES, **options)
+    StepProbe.measure(BERT_TINY, None, ["bert"], texts=SENTENCES, **options)
     assert all(share < 1.0 for share in labelled[0]) and labelled[1] == [1.0, 1.0]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import BERT_TINY
 
 from csc_hf.benchmark import BenchParams
 from csc_hf.benchmark.plan import plan_for
@@ -27,12 +28,7 @@ def write_config(path: Path, small_params, out: Path, **extra) -> Path:
         "output_dir": str(out),
         "max_steps": 2,
         "use_cpu": True,
-        "model_overrides": {
-            "hidden_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "intermediate_size": 64,
-        },
+        "model_overrides": BERT_TINY,
         "per_device_train_batch_size": 8,
         "report_to": "none",
         "save_strategy": "no",

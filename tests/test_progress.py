@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from conftest import BERT_TINY
 
 from csc_hf import hardware
 from csc_hf import logging as csc_logging
@@ -225,7 +226,7 @@ def test_ctrl_c_inside_the_trainer_prints_one_line_and_keeps_a_checkpoint(small_
         "variants": ["bert"],
         "tests": ["test"],
         "bootstrap": 0,
-        "model": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+        "model": BERT_TINY,
         "pretrain": {
             "max_steps": 100000,
             "per_device_train_batch_size": 8,
@@ -469,7 +470,7 @@ def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_pa
         seeds=[0],
         tests=["test", "unseen_k"],
         keep_bias_grid=[0.0, 1.0],
-        model={"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+        model=BERT_TINY,
         bart={"decoder_layers": 1},
         augmentation={"confusion": "sighan13", "variants": ["bert"]},
         pretrain={"max_steps": 100, "per_device_train_batch_size": 4, "precision": "fp32"},

@@ -6,13 +6,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import BART_TINY
+from conftest import BART_TINY, BERT_TINY
 
 import csc_hf.training.data
 from csc_hf.training import load_config, train
 from csc_hf.training.data import training_data
-
-BERT_TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
 
 
 def sentences(small_corpus: Path, n: int) -> list[str]:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 import torch
-from conftest import train_tiny
+from conftest import BERT_TINY, train_tiny
 from safetensors.torch import load_file
 from torch.nn import functional as F
 from transformers import BertForMaskedLM
@@ -13,7 +13,6 @@ from csc_hf.modeling import CSCConfig, CSCTokenizer, SidePretrainingModel, build
 from csc_hf.training import check_config
 
 SOURCES = ["pinyin_gru", "glyph_cnn"]
-TINY = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64}
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +20,7 @@ def tiny():
     """A SidePretrainingModel over a tiny random masked LM, and a masked batch of its vocabulary."""
     chars = list("中国人民银行大小上下天地日月水火山石")
     tokenizer = CSCTokenizer.from_texts(["".join(chars)])
-    config = CSCConfig(vocab_size=len(tokenizer), sources=SOURCES, max_position_embeddings=32, **TINY)
+    config = CSCConfig(vocab_size=len(tokenizer), sources=SOURCES, max_position_embeddings=32, **BERT_TINY)
     torch.manual_seed(0)
     model = SidePretrainingModel(config, build_char_knowledge(tokenizer.get_vocab(), config))
     ids = torch.tensor([tokenizer.convert_tokens_to_ids(chars[:8]), tokenizer.convert_tokens_to_ids(chars[8:16])])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import BART_TINY
+from conftest import BART_TINY, BERT_TINY
 
 from csc_hf.training import load_config, read_config, train
 from csc_hf.training import run as training_run
@@ -16,14 +16,7 @@ from csc_hf.training.data import CorrectionCollator, encode_sentences
 from csc_hf.training.run import last_complete_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = {
-    "hidden_size": 32,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-    "hidden_dropout_prob": 0.0,
-    "attention_probs_dropout_prob": 0.0,
-}
+TINY = {**BERT_TINY, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 
 
 def write_config(path: Path, **config) -> Path:
