@@ -8,7 +8,7 @@ import json
 
 import pytest
 import yaml
-from conftest import BERT_TINY
+from conftest import train_tiny
 
 from csc_hf import load_dataset
 from csc_hf.benchmark import BenchParams
@@ -23,25 +23,8 @@ def bench_args(params: dict) -> list[str]:
 @pytest.fixture(scope="module")
 def model(tmp_path_factory, small_params):
     """A tiny bert trained two steps on the benchmark built with the small parameters (csc-bench train's folder)."""
-    from csc_hf.training import load_config, train
-
-    tmp = tmp_path_factory.mktemp("evaluate")
-    config = {
-        "task": "correction",
-        "variant": "bert",
-        "bench_params": small_params,
-        "model_overrides": BERT_TINY,
-        "max_steps": 2,
-        "per_device_train_batch_size": 8,
-        "use_cpu": True,
-        "report_to": "none",
-        "save_strategy": "no",
-        "eval_strategy": "no",
-        "disable_tqdm": True,
-        "output_dir": str(tmp / "model"),
-    }
-    (tmp / "c.yaml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return train(*load_config(tmp / "c.yaml"))
+    out = tmp_path_factory.mktemp("evaluate") / "model"
+    return train_tiny(small_params, out, task="correction", variant="bert", max_steps=2, save_strategy="no")
 
 
 def evaluate(capsys, model, out, *args) -> tuple[int, list[dict] | None, str, str]:
