@@ -561,12 +561,15 @@ def test_the_default_preset_follows_the_compute_path(monkeypatch, tmp_path, capl
     assert set(resources.DEFAULT_PRESETS.values()) == {"cpu", "cpu-small", "cpu-tiny"}
     for sized in (small, tiny):  # their models: two 1-thread processes, each training in a new process
         differ = {name for name in vars(cpu) if getattr(cpu, name) != getattr(sized, name)}
-        assert differ == {"name", "description", "bench_params", "seeds", "model", "processes", "fresh_processes"}
+        assert differ - {"pretrain"} == {"name", "description", "bench_params", "seeds", "model", "processes",
+                                         "fresh_processes"}  # fmt: skip
         assert sized.seeds == [0] and sized.fresh_processes
         assert sized.bench_params == {"n_test": 2500}  # evaluation is a third of the job in fp32
         assert sized.model["hidden_size"] % sized.model["num_attention_heads"] == 0
         assert sized.model["hidden_size"] // sized.model["num_attention_heads"] == 64  # cpu's heads, fewer of them
     assert tiny.model["hidden_size"] < small.model["hidden_size"] < cpu.model["hidden_size"]
+    steps = cpu.pretrain["max_steps"]  # cpu-small's encoder pretrains twice as long (cpu-tiny's is not measured)
+    assert (small.pretrain, tiny.pretrain) == ({**cpu.pretrain, "max_steps": 2 * steps}, cpu.pretrain)
     assert (cpu.processes, small.processes, tiny.processes) == (1, 2, 2)
     for path, name in (
         ("bf16 (AMX)", "cpu"),
