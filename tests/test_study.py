@@ -570,6 +570,8 @@ def test_the_default_preset_follows_the_compute_path(monkeypatch, tmp_path, capl
     assert tiny.model["hidden_size"] < small.model["hidden_size"] < cpu.model["hidden_size"]
     longer = {**cpu.pretrain, "max_steps": 2 * cpu.pretrain["max_steps"]}  # the smaller encoders pretrain twice as long
     assert small.pretrain == tiny.pretrain == longer
+    for sized in (small, tiny):  # what --help says of them
+        assert f"pretrained {longer['max_steps']:,} steps" in sized.description
     assert (cpu.processes, small.processes, tiny.processes) == (1, 2, 2)
     for path, name in (
         ("bf16 (AMX)", "cpu"),
