@@ -561,8 +561,8 @@ def test_the_default_preset_follows_the_compute_path(monkeypatch, tmp_path, capl
     assert set(resources.DEFAULT_PRESETS.values()) == {"cpu", "cpu-small", "cpu-tiny"}
     for sized in (small, tiny):  # their models: two 1-thread processes, each training in a new process
         differ = {name for name in vars(cpu) if getattr(cpu, name) != getattr(sized, name)}
-        assert differ - {"pretrain"} == {"name", "description", "bench_params", "seeds", "model", "processes",
-                                         "fresh_processes"}  # fmt: skip
+        assert differ == {"name", "description", "bench_params", "seeds", "model", "pretrain", "processes",
+                          "fresh_processes"}  # fmt: skip
         assert sized.seeds == [0] and sized.fresh_processes
         assert sized.bench_params == {"n_test": 2500}  # evaluation is a third of the job in fp32
         assert sized.model["hidden_size"] % sized.model["num_attention_heads"] == 0
