@@ -145,7 +145,10 @@ def read_data(
     ``equal_lengths`` (the default: every statistic and score compares aligned characters), as long as its source."""
     candidates, chosen, bench = _candidates(spec, dict(params or {}), cache_dir, equal_lengths)
     if chosen:
-        candidates = {name: c for name, c in candidates.items() if name == spec or c[0] == chosen}
+        matches = {name: c for name, c in candidates.items() if name == spec or c[0] == chosen}
+        if not matches:
+            raise ValueError(f"{spec}: no split {chosen}; it has {', '.join(candidates) or 'none'}")
+        candidates = matches
     return {name: _split(name, load(), bench, equal_lengths) for name, (_, load) in candidates.items()}
 
 

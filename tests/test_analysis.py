@@ -149,6 +149,8 @@ def test_bad_inputs_are_clear_errors(tmp_path):
         read_data(str(tmp_path / "empty.jsonl"))
     with pytest.raises(FileNotFoundError, match="nope: not a file, a folder, FOLDER:CONFIG or a csc_bench config"):
         read_data("nope")
+    with pytest.raises(ValueError, match=r"probs/pe07: no split pe07; it has probs/pe01, .*probs/pe05"):
+        read_data("probs/pe07")  # a split the config lacks: an error before anything is built, not no data
 
 
 def test_analyze_tsv_and_jsonl_from_the_command_line(tmp_path, capsys):
