@@ -7,6 +7,7 @@ A pair ``(key, candidate)`` says that the correct character ``key`` is easily mi
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .chars.glyphs import glyph_features, glyph_similarity, render_glyphs
+from .chars.glyphs import default_font_record, glyph_features, glyph_similarity, render_glyphs
 from .chars.pinyin import char_readings, is_han, sentence_pinyin, similar_syllables
 from .chars.strokes import stroke_distance, stroke_distances, stroke_sequence
 from .corruption import PAIR_TYPES, CandidateTable
@@ -265,6 +266,17 @@ class BuildParams:
     max_graphic: int = 6  # graphic candidates per key
     max_stroke_distance: float = 0.34  # stroke-sequence edit distance over the longer sequence's length
     min_glyph_similarity: float = 0.55  # cosine similarity of the blurred glyph bitmaps
+
+
+def character_inputs() -> dict:
+    """What S's pairs and their types depend on besides the corpus, :class:`BuildParams` and csc_hf's code: pypinyin's
+    readings, and the glyphs as Pillow draws them with the default font (:func:`default_font_record`), which is not
+    the same on every machine."""
+    return {
+        "pypinyin": importlib.metadata.version("pypinyin"),
+        "pillow": importlib.metadata.version("pillow"),
+        "glyph_font": default_font_record(),
+    }
 
 
 def common_chars(frequencies: Mapping[str, int], n: int) -> list[str]:

@@ -46,6 +46,25 @@ def test_other_parameters_or_inputs_key_another_file(fresh_plan):
     assert other.confusion != plan.confusion  # each its own S, never the other's file
 
 
+def test_another_glyph_font_keys_another_s_and_another_build(fresh_plan, small_params, monkeypatch):
+    """S's graphic pairs come from glyph bitmaps, and the default font differs between machines (Debian's Noto Sans
+    CJK SC, else the pip package's TC): a machine with another font keys another S, another datasets build, and an
+    export's record shows the difference."""
+    import csc_hf.confusion as confusion_mod
+    from csc_hf.benchmark.plan import input_files
+
+    params = BenchParams(**small_params)
+    path, fingerprint, record = fresh_plan().confusion_file, input_fingerprint(params), input_files(params)
+    font = record["characters"]["glyph_font"]
+    assert font["sha256"] and font["file"].lower().startswith("notosanscjk")  # a record of the bytes, not the path
+    other = {**font, "name": "Noto Sans CJK SC", "sha256": "0" * 64}
+    monkeypatch.setattr(confusion_mod, "default_font_record", lambda: other)
+    assert fresh_plan().confusion_file != path
+    assert input_fingerprint(params) != fingerprint
+    now = input_files(params)
+    assert now["characters"]["glyph_font"] == other and now["corpus"] == record["corpus"]
+
+
 def test_an_unreadable_cache_file_is_built_again(fresh_plan, caplog):
     built = fresh_plan().confusion
     plan = fresh_plan()

@@ -4,7 +4,8 @@ Building S from the corpus (pypinyin reads 20,000 sentences in context, and ever
 slowest step of a plan, and every new process needs S: a training run's tokenizer, a resumed study, each builder that
 is not served from the datasets cache. So a built S is kept as a JSON file next to the builder's files, under a key of
 everything it is made from: the generating code (:func:`code_hash`), the corpus sentences, the build parameters and
-the installed pypinyin. A file that cannot be read is built again.
+what this machine reads and draws the characters with (:func:`csc_hf.confusion.character_inputs`). A file that
+cannot be read is built again.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import importlib.metadata
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import astuple
 from pathlib import Path
 
-from ..confusion import BuildParams, ConfusionSet
+from ..confusion import BuildParams, ConfusionSet, character_inputs
 from ..logging import get_logger
 
 logger = get_logger(__name__)
@@ -72,7 +72,7 @@ def confusion_cache_file(sentences: Sequence[str], build: BuildParams) -> Path:
     import datasets.config  # the user's cache location, read where it is set
 
     text = hashlib.sha256("\n".join(sentences).encode()).hexdigest()
-    key = [code_hash(), text, astuple(build), importlib.metadata.version("pypinyin")]
+    key = [code_hash(), text, astuple(build), character_inputs()]
     digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:24]
     return Path(datasets.config.HF_DATASETS_CACHE) / CACHE_NAME / "confusion" / f"{digest}.json"
 

@@ -18,7 +18,16 @@ import numpy as np
 
 from .. import corpus as corpus_mod
 from ..chars.pinyin import HAN_RANGES, is_han
-from ..confusion import BuildParams, ConfusionSet, Division, attested_readings, build_confusion_set, divide, pair_type
+from ..confusion import (
+    BuildParams,
+    ConfusionSet,
+    Division,
+    attested_readings,
+    build_confusion_set,
+    character_inputs,
+    divide,
+    pair_type,
+)
 from ..corruption import (
     ERROR_TYPES,
     NO_ERROR,
@@ -596,9 +605,10 @@ def han_mask(codes: np.ndarray) -> np.ndarray:
 
 def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
     """What the data depends on beyond the parameters and the code, per input (``corpus``, ``confusion_path``,
-    ``sighan15_path``, ``augmentation``, the ``domains``' packages): the sha256 of each file (a folder: of each file
-    in it, by relative path; None when missing), or the package and version that ships it (the embedded corpus,
-    pycorrector's SIGHAN-2015, the domain configs' corpora)."""
+    ``sighan15_path``, ``augmentation``, ``characters``, the ``domains``' packages): the sha256 of each file (a folder:
+    of each file in it, by relative path; None when missing), or the package and version that ships it (the embedded
+    corpus, pycorrector's SIGHAN-2015, the domain configs' corpora); ``characters``: what S's pairs depend on on this
+    machine (:func:`csc_hf.confusion.character_inputs`: pypinyin, Pillow and the glyph font)."""
     inputs: dict[str, dict[str, Any]] = {}
     if params.corpus in corpus_mod.CORPORA:
         names = corpus_mod.MIXES.get(params.corpus, (params.corpus,))
@@ -625,6 +635,7 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
         inputs["augmentation"] = {"package": package, "version": importlib.metadata.version(package) if found else None}
     elif params.augmentation:
         inputs["augmentation"] = {"path": params.augmentation, "sha256": _sha256s(Path(params.augmentation))}
+    inputs["characters"] = character_inputs()
     packages = sorted({corpus_mod.TEXT_SOURCES[corpus].package for corpus, _ in DOMAINS.values()})
     inputs["domains"] = {package: _version(package) for package in packages}  # None: not installed
     return inputs

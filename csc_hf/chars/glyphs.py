@@ -12,6 +12,7 @@ given font file and Pillow/FreeType build.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -27,6 +28,7 @@ from PIL import Image, ImageDraw, ImageFont
 __all__ = [
     "REFERENCE_CHARS",
     "FontSpec",
+    "default_font_record",
     "find_fonts",
     "glyph_features",
     "glyph_similarities",
@@ -131,6 +133,19 @@ def _default_font() -> FontSpec:
         if spec is not None:
             return spec
     raise RuntimeError(f"no CJK font found; install one: {INSTALL_HINT}")
+
+
+@lru_cache(maxsize=1)
+def default_font_record() -> dict[str, str | int] | None:
+    """What the default font (:func:`find_fonts`) is, for the records of what built data depends on: its face name,
+    file name, face index and the sha256 of its file (the path differs between machines; the bytes decide the
+    glyphs). None where no CJK font is installed."""
+    try:
+        spec = _default_font()
+    except RuntimeError:
+        return None
+    digest = hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
+    return {"name": spec.name, "file": Path(spec.path).name, "index": spec.index, "sha256": digest}
 
 
 def find_fonts(paths: Sequence[str] | None = None) -> list[FontSpec]:
