@@ -184,6 +184,31 @@ def test_a_moved_run_folder_keeps_its_stages(smoke_run, tmp_path, caplog):
     )
 
 
+def test_a_run_resumed_on_other_data_is_an_error_before_any_work(smoke_run, tmp_path, monkeypatch, caplog):
+    """The build stage records what the data was built from (input files, the glyph font, pypinyin, the code): a
+    resumed run whose data would be built from other inputs stops before any stage, since its finished stages would
+    be taken as done beside models of the new data; other csc_hf code is a warning."""
+    import csc_hf.confusion as confusion_mod
+
+    moved = tmp_path / "moved"
+    shutil.copytree(smoke_run, moved)
+    study = Study(Preset.load("smoke"), moved)
+    build = moved / "stages" / study.directory(*study._build_inputs()).name / "done.json"
+    marker = json.loads(build.read_text(encoding="utf-8"))
+    assert marker["inputs"]["characters"]["glyph_font"]["sha256"] and marker["code_hash"]
+    font = {**marker["inputs"]["characters"]["glyph_font"], "sha256": "0" * 64}
+    files = {path: path.stat().st_mtime_ns for path in moved.rglob("*") if path.is_file()}
+    with monkeypatch.context() as m:
+        m.setattr(confusion_mod, "default_font_record", lambda: font)
+        with pytest.raises(ValueError, match=rf"{moved} was built from other data .*: its input characters differs"):
+            study.run()
+    assert {path: path.stat().st_mtime_ns for path in moved.rglob("*") if path.is_file()} == files  # nothing ran
+    build.write_text(json.dumps({**marker, "code_hash": "0" * 16}), encoding="utf-8")
+    assert main(["run", "--preset", "smoke", "--output", str(moved)]) == 0
+    assert f"{moved} was built by other csc_hf code (0000000000000000" in caplog.text
+    assert f"{planned(moved)} stages, {planned(moved)} finished" in caplog.text and "train " not in caplog.text
+
+
 def test_saved_models_load_and_correct(smoke_run, capsys):
     model_dir = Study(Preset.load("smoke"), smoke_run).folders("bert", 0)[0]
     assert main(["correct", str(model_dir), "我们今天去学校。", "abc 123"]) == 0

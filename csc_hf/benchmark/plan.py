@@ -641,6 +641,17 @@ def input_files(params: BenchParams) -> dict[str, dict[str, Any]]:
     return inputs
 
 
+def input_changes(recorded: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
+    """Each input whose record (:func:`input_files`) differs between ``recorded`` and ``now``, as ``"its input NAME
+    differs here (NOW instead of RECORDED)"``; [] when they agree."""
+    recorded = recorded or {}
+    return [
+        f"its input {name} differs here ({now.get(name)} instead of {recorded.get(name)})"
+        for name in sorted(set(now) | set(recorded))
+        if now.get(name) != recorded.get(name)
+    ]
+
+
 def _version(package: str) -> str | None:
     """The installed version of the package that provides the import name ``package``, or None."""
     if importlib.util.find_spec(package) is None:

@@ -22,8 +22,9 @@ import yaml
 
 from .. import hardware
 from ..benchmark.builder import columns, load_dataset
+from ..benchmark.cache import code_hash
 from ..benchmark.configs import DOMAINS
-from ..benchmark.plan import AUGMENTED_COPIES, BenchParams, input_files, plan_for
+from ..benchmark.plan import AUGMENTED_COPIES, BenchParams, input_changes, input_files, plan_for
 from ..evaluation import (
     EvaluationOptions,
     augmentation_comparisons,
@@ -209,8 +210,34 @@ class Study:
                 sizes[name] = {
                     split: len(ds) for split, ds in load_dataset("csc_bench", name, **p.bench_params).items()
                 }
-            stage.finish({"configs": sizes})
+            stage.finish({"configs": sizes, "inputs": self._data_inputs(), "code_hash": code_hash()})
         return stage
+
+    def _data_inputs(self) -> dict:
+        """What the run's data is built from beyond its parameters (:func:`csc_hf.benchmark.plan.input_files`): the
+        build stage records it, and a resumed run must find the same."""
+        return input_files(BenchParams(**self.preset.bench_params))
+
+    def check_data(self) -> None:
+        """A run folder whose data was built from other input files (a corpus or confusion file edited in place, another
+        glyph font or pypinyin) is an error before any work: its finished stages would be taken as done and mixed with
+        models of the new data. Other generating code (an edited csc_hf) is a warning. A build stage that recorded
+        neither (an older csc_hf) is not checked."""
+        marker = Stage(self.directory(*self._build_inputs())).marker()
+        changes = input_changes(marker["inputs"], self._data_inputs()) if "inputs" in marker else []
+        if changes:
+            raise ValueError(
+                f"{self.run_dir} was built from other data than the preset's now: {'; '.join(changes)}. Give another "
+                f"--output to run on the data as it is now, or restore what changed to resume {self.run_dir}"
+            )
+        if marker.get("code_hash") not in (None, code_hash()):
+            logger.warning(
+                "%s was built by other csc_hf code (%s; this is %s): its finished stages are kept, and a build of "
+                "its data with this code may differ",
+                self.run_dir,
+                marker["code_hash"],
+                code_hash(),
+            )
 
     def pretrain(self) -> Stage:
         """Masked-LM pretraining of the semantic encoder that every variant starts from."""
@@ -723,6 +750,7 @@ class Study:
         threads_before = None
         if not self.finished_only:
             self.check(grid)
+            self.check_data()
             threads_before = hardware.set_threads()
             self.progress = Progress(self.plan(grid), processes=self.processes)
             total, finished = len(self.progress.plan), len(self.progress.finished())
