@@ -158,6 +158,13 @@ def test_data_keys_are_checked_before_any_work(tmp_path, small_corpus, small_par
         load_config(config, [files, "use_benchmark=false", "eval_strategy=steps"])
     with pytest.raises(ValueError, match="drop bench_params or set use_benchmark: true"):
         load_config(config, [files, "use_benchmark=false", f"bench_params={json.dumps(small_params)}"])
+    # the metric scores predictions against the sources, which the Trainer passes only when asked: an error before
+    # training, not at the first evaluation (a seq2seq model is scored by its own loss and needs none)
+    evaluating = [files, f"validation_files=[{tmp_path / 'pairs.tsv'}]", "use_benchmark=false", "eval_strategy=steps"]
+    with pytest.raises(ValueError, match=r"eval_strategy=steps: include_for_metrics=\[\]: a correction run that eval"):
+        load_config(config, evaluating)
+    assert load_config(config, [*evaluating, "include_for_metrics=[inputs]"])[2].include_for_metrics == ["inputs"]
+    assert load_config(config, [*evaluating, "variant=bart", "model_overrides={}"])[0].variant == "bart"
 
 
 def test_a_pair_file_as_corpus_is_refused(tmp_path, small_corpus):

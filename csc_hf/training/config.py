@@ -346,6 +346,13 @@ def check_data(
             "needs validation pairs, and use_benchmark=false leaves none: give validation_files, or set "
             "eval_strategy: 'no'"
         )
+    scores = evaluates and model_args.task == "correction" and not is_seq2seq(model_args.variant)
+    if scores and "inputs" not in training_args.include_for_metrics:
+        raise ValueError(
+            f"{origins.get('include_for_metrics', origins.get('eval_strategy', 'config'))}: include_for_metrics="
+            f"{training_args.include_for_metrics}: a correction run that evaluates scores its predictions against the "
+            "sources, which the Trainer passes only with include_for_metrics: [inputs] (as finetune.yaml sets it)"
+        )
 
 
 def check_train_edit_shares(model_args: ModelArguments, data_args: DataArguments, origin: str = "config") -> None:
