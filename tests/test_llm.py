@@ -455,6 +455,15 @@ def test_contamination_flags():
         "sighan15": ["sighan15"],
     }
     assert benchmark_sources(["test"], "my_corpus.txt") == {"test": []}
+    # a domain config's sentences come from its own corpus, whatever the main corpus is
+    assert benchmark_sources(["domain_hsk", "domain_reviews"], "my_corpus.txt") == {
+        "domain_hsk": ["hsk"],
+        "domain_reviews": ["reviews"],
+    }
+    assert [f["level"] for f in contamination_flags(["HSK"], benchmark_sources(["domain_hsk"], "peoples_daily"))] == [
+        "contaminated"
+    ]
+    assert contamination_flags(["人民日报"], benchmark_sources(["domain_hsk"], "peoples_daily")) == []
     flags = contamination_flags(
         [("shibing624/CSC", "model card"), "SIGHAN-2015:train", "sighan15 test", "人民日报"], sources
     )

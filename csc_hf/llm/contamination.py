@@ -89,14 +89,20 @@ def card_training_data(model: str | Path) -> list[tuple[str, str]]:
 
 
 def benchmark_sources(configs: Iterable[str], corpus: str) -> dict[str, list[str]]:
-    """The sources (keys of :data:`TEST_SOURCES`) of each csc_bench config's sentences: SIGHAN-2015's for
-    ``sighan15``, the corpus's (each source of a mix) for every config drawn from it; none for a corpus file."""
-    from csc_hf.benchmark.configs import CONFIGS
+    """The sources (keys of :data:`TEST_SOURCES`) of each csc_bench config's sentences, by the pools its splits draw
+    from: SIGHAN-2015's for ``sighan15``, a domain config's corpus (:data:`csc_hf.benchmark.configs.DOMAINS`), and
+    the main corpus's (each source of a mix) for every other pool; none for a corpus file."""
+    from csc_hf.benchmark.configs import CONFIGS, DOMAINS
     from csc_hf.corpus import MIXES
 
-    corpus_sources = [name for name in MIXES.get(corpus, (corpus,)) if name in TEST_SOURCES]
+    def pool_sources(pool: str) -> list[str]:
+        if pool == "sighan15":
+            return ["sighan15"]
+        names = (DOMAINS[pool][0],) if pool in DOMAINS else MIXES.get(corpus, (corpus,))
+        return [name for name in names if name in TEST_SOURCES]
+
     return {
-        config: ["sighan15"] if any(spec.pool == "sighan15" for spec in CONFIGS[config].splits) else corpus_sources
+        config: list(dict.fromkeys(name for spec in CONFIGS[config].splits for name in pool_sources(spec.pool)))
         for config in configs
     }
 
