@@ -847,7 +847,7 @@ def parser_evaluate(sub) -> None:
         metavar="DIR",
         help="save each split's predictions in DIR: CONFIG.SPLIT.txt (edits), or an LLM's CONFIG.SPLIT.jsonl (each "
         "answer as written, before the length policy, with the raw output: csc-bench score reads it under any "
-        "--length-policy)",
+        "--length-policy); a data file's as NAME.test (my_test.tsv: my_test_tsv.test.txt)",
     )
     _add_precision(evaluate)
     _add_llm_options(evaluate, training_data=True)

@@ -18,6 +18,7 @@ kept (``edit_kinds``; an LLM's follow its length policy).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -362,7 +363,7 @@ def evaluate_model(
         run = split_corrector.run(split.sources) if llm else None
         predictions = split_corrector.correct(split.sources) if run is None else run.answers
         seconds = time.perf_counter() - started
-        if o.predictions_dir is not None and not split.data:
+        if o.predictions_dir is not None:
             _save_predictions(o.predictions_dir, split, predictions, run)
         if run is not None:  # the answers as written are saved; the policy is applied to score them
             predictions = apply_length_policy(split.sources, predictions, corrector.length_policy)
@@ -425,16 +426,22 @@ def _save_predictions(folder: Path, split: ScoredSplit, predictions: list[str], 
     """A split's predictions in ``folder``: a tagging model's as edits (``CONFIG.SPLIT.txt``), an LLM's (``run``) as
     jsonl records (``CONFIG.SPLIT.jsonl``) of ``id``, ``prediction`` (its answer before the length policy:
     ``csc-bench score --length-policy P`` gives evaluate's scores under any ``P``), the parsed ``answer``, the raw
-    ``output`` and the ``status``."""
+    ``output`` and the ``status``. A split of other data is saved as ``NAME.test``, its table name made a file name
+    (a file's name without its folder, each other character than a letter, digit, ``-`` or ``_`` as ``_``)."""
+    config = split.config
+    if split.data:
+        config = re.sub(r"[^\w-]+", "_", Path(config).name if Path(config).is_file() else config).strip("_")
+    path = folder / predictions_file(config, split.split, ".txt" if run is None else ".jsonl")
+    logger.info("%s: predictions in %s", split.name, path)
     if run is None:
-        write_predictions(folder / predictions_file(split.config, split.split), split.sources, predictions)
+        write_predictions(path, split.sources, predictions)
         return
     keys = ("answer", "output", "status")
     records = (
         {"id": i, "prediction": prediction, **{k: result[k] for k in keys}}
         for i, prediction, result in zip(split.ids, predictions, run.results)
     )
-    write_prediction_records(folder / predictions_file(split.config, split.split, ".jsonl"), records)
+    write_prediction_records(path, records)
 
 
 def _kept_kinds(corrector, llm: bool) -> tuple[str, ...]:

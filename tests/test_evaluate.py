@@ -107,8 +107,19 @@ def test_tuning_on_a_dev_file_and_scoring_test_files(model, small_params, tmp_pa
 
     shutil.copytree(model, copy)
     args = ["--configs", str(mine), "test", "--keep-bias", "0", "1", "--validation", str(dev)]
-    code, records, out, err = evaluate(capsys, copy, tmp_path / "e.json", *args)
+    code, records, out, err = evaluate(
+        capsys, copy, tmp_path / "e.json", *args, "--predictions-dir", str(tmp_path / "p")
+    )
     assert code == 0, err
+    # each split's predictions, the data file's too, which csc-bench score reads back to the same scores
+    assert sorted(path.name for path in (tmp_path / "p").iterdir()) == ["my_test_tsv.test.txt", "test.test.txt"]
+    scored = ["score", "--predictions", str(tmp_path / "p" / "my_test_tsv.test.txt"), "--references", str(mine)]
+    assert main([*scored, "--bootstrap", "0", "--output", str(tmp_path / "s.json")]) == 0
+    rescored = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["scores"]["strict"]
+    assert {k: rescored[k] for k in records[0]["scores"] if k in rescored} == {
+        k: v for k, v in records[0]["scores"].items() if k in rescored
+    }
+    assert {"char_det_f1", "char_cor_f1", "sent_cor_f1"} <= rescored.keys() & records[0]["scores"].keys()
     assert [(r["config"], r.get("data")) for r in records] == [(str(mine), str(mine)), ("test", None)]
     assert records[0]["scores"]["n_sentences"] == 10 and records[0]["scores"]["fpr"] is None
     assert f"{mine}  " in out and " n/a" in out  # its row, and its undefined false-positive rate
