@@ -762,7 +762,7 @@ def training_matrix(results: Mapping, grid_records: Iterable[Mapping], pe_series
     sets, variants = dict(stage["sets"]), list(stage["variants"])
     params = results.get("params") if isinstance(results.get("params"), Mapping) else {}
     base_params = params.get("bench_params") or {}
-    grid_p_e = base_params.get("train_error_prob") or base_params.get("error_prob", 0.05)
+    grid_p_e = BenchParams(**base_params).train_p_e
     tagged = [{**r, "training_set": r.get("training_set") or GRID_SET} for r in stage["records"]] + [
         {**r, "training_set": GRID_SET} for r in grid_records if r["model"] in variants
     ]
