@@ -42,6 +42,12 @@ def built(small_params, tmp_path_factory):
     }
 
 
+def test_probs_split_names_read_as_percent():
+    """Two digits of whole percent, then its decimals: a P_e under 1% never takes the name of a larger one."""
+    names = {0.01: "pe01", 0.1: "pe10", 0.005: "pe005", 0.035: "pe035", 0.05: "pe05", 0.125: "pe125", 1.0: "pe100"}
+    assert {p: probs_split(p) for p in names} == names
+
+
 def test_every_config_and_split(built, small_params):
     assert set(built["train"]) == {"train", "validation"}
     assert (

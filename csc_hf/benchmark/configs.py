@@ -162,9 +162,10 @@ def check_configs(
 
 
 def probs_split(error_prob: float) -> str:
-    """The split name of one P_e of the ``probs`` config: 0.01 -> ``pe01``, 0.005 -> ``pe005``."""
-    percent = f"{error_prob * 100:g}".replace(".", "")
-    return f"pe{percent.zfill(2)}"
+    """The split name of one P_e of the ``probs`` config: the whole percent in two digits, then the percent's
+    decimals: 0.01 -> ``pe01``, 0.15 -> ``pe15``, 0.005 -> ``pe005``, 0.035 -> ``pe035``, 1.0 -> ``pe100``."""
+    whole, _, decimals = f"{error_prob * 100:g}".partition(".")
+    return f"pe{whole.zfill(2)}{decimals}"
 
 
 def splits_of(name: str, probs: tuple[float, ...]) -> tuple[SplitSpec, ...]:
