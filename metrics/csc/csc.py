@@ -58,7 +58,8 @@ With alignment=True, references may differ in length from their sources (missing
 characters): gold errors and changes are the edits of the minimum-edit alignments source ->
 reference and source -> prediction (substitutions, missing characters, redundant characters,
 at source positions), scored with the same definitions and broken down by edit kind. On
-substitution-only data it gives the default mode's numbers exactly.
+substitution-only data read position by position by a minimum alignment (as any CSC data) it
+gives the default mode's numbers exactly.
 """
 
 _KWARGS_DESCRIPTION = """
