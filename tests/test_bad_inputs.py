@@ -66,7 +66,11 @@ LIBRARY_DATA: list[Bad] = [
     Bad("bench float given as a string", _bench_params(error_prob="0.1"), "error_prob='0.1' must be a number"),
     Bad("bench probs not a tuple", _bench_params(probs=0.1), "probs=0.1 must be a tuple of numbers"),
     Bad("bench negative seed", _bench_params(seed=-1), "seed=-1 must not be negative"),
-    Bad("bench probs naming one split", _bench_params(probs=(0.104, 0.0104)), "P_e=0.104 and P_e=0.0104 both name"),
+    Bad(
+        "bench probs naming one split",
+        _bench_params(probs=(0.12345671, 0.12345674)),
+        "P_e=0.12345671 and P_e=0.12345674 both",
+    ),
     Bad("bench min_len above max_len", _bench_params(min_len=50, max_len=20), "need 1 <= min_len <= max_len"),
     Bad(
         "confusion json: emoji key",
@@ -738,8 +742,8 @@ CLI: list[BadCli] = [
     ),
     BadCli(
         "build: --probs naming one split twice",
-        ("build", "probs", "--probs", "0.104", "0.0104", "--cache-dir", "{tmp}/c"),
-        "P_e=0.104 and P_e=0.0104 both name the split pe104",
+        ("build", "probs", "--probs", "0.12345671", "0.12345674", "--cache-dir", "{tmp}/c"),
+        "P_e=0.12345671 and P_e=0.12345674 both name the split pe123457",
     ),
     BadCli("confusion inspect without --input", ("confusion", "inspect"), "give --input FILE"),
     BadCli(

@@ -284,7 +284,7 @@ def test_export_failure_leaves_nothing(small_params, tmp_path):
         (dict(n_test=100_000), "too few for n_validation"),
         (dict(n_unseen_keys=100_000), "exceed the"),
         (dict(seed=-1), "seed=-1 must not be negative"),
-        (dict(probs=(0.104, 0.0104)), "P_e=0.104 and P_e=0.0104 both name the split pe104"),
+        (dict(probs=(0.12345671, 0.12345674)), "P_e=0.12345671 and P_e=0.12345674 both name the split pe123457"),
     ],
 )
 def test_bad_parameters(small_params, tmp_path, kwargs, message):
