@@ -353,6 +353,21 @@ def test_masking_depends_on_the_batch_and_seed_only():
     )
 
 
+def test_masked_fine_tuning_scores_the_validation_sentences_as_they_are(small_params, tmp_path):
+    """The training batches carry [MASK]s (mask_rate); the evaluations do not: their gold errors are the validation
+    set's own, not one per masked character."""
+    from conftest import train_tiny
+
+    from csc_hf import load_dataset
+
+    keys = dict(task="correction", variant="bert", max_steps=1, mask_rate=0.5, include_for_metrics=["inputs"])
+    out = train_tiny(small_params, tmp_path / "m", **keys, eval_strategy="steps", eval_steps=1, max_eval_samples=8)
+    history = json.loads((out / "csc_training.json").read_text(encoding="utf-8"))["log_history"]
+    validation = load_dataset("csc_bench", "train", split="validation", **small_params).select(range(8))
+    gold = sum(a != b for s, t in zip(validation["source"], validation["target"]) for a, b in zip(s, t))
+    assert 0 < gold < 20 and [e["eval_n_errors"] for e in history if "eval_n_errors" in e] == [gold]
+
+
 def logits_of(folder: Path):
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer

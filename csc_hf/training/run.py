@@ -77,7 +77,7 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
     if model_args.task == "mlm" and eval_set and training_args.eval_strategy != "no":  # only evaluations report it
         plateau = unigram_cross_entropy(train_set["input_ids"], eval_set["input_ids"], tokenizer.all_special_ids)
         callbacks.append(UnigramPlateau(plateau))
-    trainer = Trainer(
+    trainer = CSCTrainer(
         model=model,
         args=training_args,
         train_dataset=train_set,
@@ -121,10 +121,10 @@ def train(model_args: ModelArguments, data_args: DataArguments, training_args: T
 
 
 def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, tokenizer: CSCTokenizer) -> tuple:
-    """What the task trains: ``(model, encode, collator, Trainer metric arguments)`` — a masked LM over the
-    tokenizer's vocabulary (``mlm``), the side encoders of ``variant``'s sources over the masked LM ``init_from``
-    (``sides``; evaluated by its loss), or a model of ``variant`` (``correction``; a seq2seq one is evaluated by its
-    loss alone)."""
+    """What the task trains: ``(model, encode, collator, CSCTrainer arguments: its metrics, and for masked fine-tuning
+    the evaluations' collator)`` — a masked LM over the tokenizer's vocabulary (``mlm``), the side encoders of
+    ``variant``'s sources over the masked LM ``init_from`` (``sides``; evaluated by its loss), or a model of
+    ``variant`` (``correction``; a seq2seq one is evaluated by its loss alone)."""
     if model_args.task in ("mlm", "sides"):
         if model_args.task == "mlm":
             model = _mlm_model(model_args, tokenizer, data_args.max_length)
@@ -173,7 +173,28 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
         if seq2seq
         else {"compute_metrics": make_compute_metrics(), "preprocess_logits_for_metrics": preprocess_logits_for_metrics}
     )
+    if collator.mask_rate > 0:  # the validation sentences are scored as they are, without the training's [MASK]s
+        metrics["eval_collator"] = CorrectionCollator(tokenizer, 0.0, seed)
     return model, encode, collator, metrics
+
+
+class CSCTrainer(Trainer):
+    """A Trainer whose evaluations may collate otherwise than its training steps (``eval_collator``): masked
+    fine-tuning replaces correct characters by ``[MASK]`` in the training batches only, and the validation scores
+    read the validation sentences as they are."""
+
+    def __init__(self, *args: Any, eval_collator: Any = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.eval_collator = eval_collator
+
+    def get_eval_dataloader(self, eval_dataset: Any = None) -> Any:
+        if self.eval_collator is None:
+            return super().get_eval_dataloader(eval_dataset)
+        training, self.data_collator = self.data_collator, self.eval_collator
+        try:
+            return super().get_eval_dataloader(eval_dataset)
+        finally:
+            self.data_collator = training
 
 
 def precision_of(training_args: TrainingArguments) -> str:
