@@ -392,7 +392,7 @@ class SaveEvery(TrainerCallback):
             return control
         due = self.clock() - self.last >= self.seconds
         if torch.distributed.is_available() and torch.distributed.is_initialized():
-            flag = torch.tensor([int(due)])
+            flag = torch.tensor([int(due)], device=args.device)  # NCCL takes tensors on the process's GPU only
             torch.distributed.broadcast(flag, src=0)
             due = bool(flag.item())
         if due:
