@@ -409,6 +409,29 @@ def test_two_processes_match_one(tmp_path, small_params):
     assert [r["processes"] for r in records] == [1, 2]  # the record names the layout the bytes came from
 
 
+@pytest.mark.parametrize("task", ["mlm", "bart"])
+def test_accumulated_steps_are_one_batch_for_the_masked_lm_and_bart(small_params, tmp_path, task):
+    """The Trainer passes num_items_in_batch to a model whose forward takes **kwargs and then leaves the loss as the
+    model gives it: the masked LM divides its summed loss by it, and BART (a mean of its own) is marked as not
+    normalising, so that two accumulated batches of 8 train, and log, as one of 16 (and two processes as one)."""
+    from conftest import train_tiny
+
+    keys = dict(task="mlm", model_overrides=TINY) if task == "mlm" else dict(task="correction", variant="bart")
+    keys = dict(keys, max_steps=2, logging_steps=1, learning_rate=0.003, precision="fp32")
+    if task == "bart":
+        keys["model_overrides"] = BART_TINY
+    losses = []
+    for name, batch, steps in (("one", 16, 1), ("two", 8, 2)):
+        out = train_tiny(
+            small_params, tmp_path / name, **keys, per_device_train_batch_size=batch, gradient_accumulation_steps=steps
+        )
+        history = json.loads((out / "csc_training.json").read_text(encoding="utf-8"))["log_history"]
+        losses.append([entry["loss"] for entry in history if "loss" in entry])
+    # the same sentences; BART averages the means of its two batches, and the masked LM draws its masks per batch
+    # (of 16 or of 8): the losses agree closely, not exactly
+    assert losses[1] == pytest.approx(losses[0], rel=1e-3 if task == "bart" else 0.05)
+
+
 @pytest.mark.slow
 def test_killed_run_resumes_to_the_same_result(tmp_path, small_params):
     """The run kills itself (SIGKILL) right after checkpoint-10 is saved; a half-written checkpoint-15 (a kill while

@@ -162,6 +162,8 @@ def _task(model_args: ModelArguments, data_args: DataArguments, seed: int, token
         **model_args.model_overrides,
     )
     seq2seq = is_seq2seq(model_args.variant)
+    if seq2seq:  # BART's loss is the mean over its own labels: not one the Trainer may take as normalised by
+        model.accepts_loss_kwargs = False  # num_items_in_batch (it would skip the division by accumulated steps)
     edits = not seq2seq and model.config.edit_head  # the edit head's targets from each pair's alignment
 
     def encode(batch):
