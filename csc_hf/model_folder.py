@@ -156,14 +156,21 @@ def weights_problem(folder: Path, config: dict | None = None) -> str | None:
 
 def start_tokenizer_file(path: str | Path) -> Path | None:
     """The tokenizer file a checkpoint holds: ``tokenizer.json`` of a saved CSCTokenizer, ``vocab.txt`` of a BERT
-    checkpoint (another tokenizer.json, e.g. bert-base-chinese's WordPiece one, is not a character tokenizer), or
-    None."""
+    checkpoint, or None. Another tokenizer.json is not a character tokenizer: bert-base-chinese's and macbert's are
+    WordPiece ones, and their ``tokenizer_config.json`` names no ``tokenizer_class``, so a tokenizer.json without one
+    counts as a CSCTokenizer's only when its model is a WordLevel one (CSCTokenizer's)."""
     config_file = model_file(path, "tokenizer_config.json")
-    config = read_json_object(config_file) if config_file else {}
+    named = (read_json_object(config_file) if config_file else {}).get("tokenizer_class")
     found = model_file(path, "tokenizer.json")
-    if found and config.get("tokenizer_class", "CSCTokenizer") == "CSCTokenizer":
+    if found and (named == "CSCTokenizer" or named is None and _model_type(found) == "WordLevel"):
         return found
     return model_file(path, "vocab.txt")
+
+
+def _model_type(tokenizer_file: Path) -> str | None:
+    """The ``model.type`` of a tokenizers ``tokenizer.json`` (WordLevel, WordPiece, BPE, ...), or None."""
+    model = read_json_object(tokenizer_file).get("model")
+    return model.get("type") if isinstance(model, dict) else None
 
 
 def read_json_object(path: Path) -> dict:

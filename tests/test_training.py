@@ -231,6 +231,15 @@ def test_a_bert_checkpoint_trains_over_its_own_vocabulary(tmp_path, small_params
     bert = tmp_path / "bert"
     BertForMaskedLM(BertConfig(vocab_size=len(tokens), **TINY)).save_pretrained(bert)
     (bert / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    # bert-base-chinese also ships a WordPiece tokenizer.json, and a tokenizer_config.json without tokenizer_class
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordPiece
+
+    from csc_hf.model_folder import start_tokenizer_file
+
+    Tokenizer(WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]")).save(str(bert / "tokenizer.json"))
+    (bert / "tokenizer_config.json").write_text('{"do_lower_case": false, "model_max_length": 512}', encoding="utf-8")
+    assert start_tokenizer_file(bert) == bert / "vocab.txt"  # the characters of its vocabulary, one per token
     config = write_config(
         tmp_path / "c.yaml",
         **base_config(
