@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .benchmark.plan import AUGMENTED_COPIES
 from .dataset_stats import CONTEXT_N
+from .files import write_atomic
 from .markdown import percent, percent_range, signed_points, table
 from .results import (
     CREDIBILITY_RULE,
@@ -744,5 +745,4 @@ def write_report(run_dir: str | Path, analysis: RunAnalysis | None = None) -> Pa
         plots["training_sets"] = plot_training(analysis.training_sets, run_dir / PLOT_DIR / PLOTS["training_sets"])
     path = run_dir / REPORT_FILE
     relative = {name: plot.relative_to(run_dir).as_posix() for name, plot in plots.items()}
-    path.write_text(report_markdown(analysis, relative), encoding="utf-8")
-    return path
+    return write_atomic(path, report_markdown(analysis, relative))  # whole, when two processes of a run end together
