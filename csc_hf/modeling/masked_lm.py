@@ -7,9 +7,9 @@ first: in training, with labels, its ``logits`` are ``(labelled positions, vocab
 order and its loss is `BertForMaskedLM`'s (the mean cross-entropy over the labelled positions), or with the Trainer's
 ``num_items_in_batch`` (the labelled positions of every process and accumulation step) their sum over that count, so
 that two processes or accumulated steps train as one larger batch. Without labels, or in eval mode (evaluation,
-`compute_metrics`), it is `BertForMaskedLM` itself. Its weights and saved checkpoints are a
-plain `BertForMaskedLM`'s, and so is the ``architectures`` entry of their config: `BertForMaskedLM.from_pretrained`,
-the Auto classes and any tool that reads the config load them without this file.
+`compute_metrics`), it is `BertForMaskedLM` itself. Its weights and saved checkpoints are a plain `BertForMaskedLM`'s,
+and so is the ``architectures`` entry of their config: `BertForMaskedLM.from_pretrained`, the Auto classes and any
+tool that reads the config load them without this file.
 """
 
 import os
