@@ -471,6 +471,13 @@ def test_train_edit_shares_change_the_train_config_only(built, small_params, tmp
                 Edit(kinds[e["kind"]], e["position"], e["wrong"] or None, e["right"] or None) for e in row["errors"]
             ]
             assert edits == alignment(row["source"], row["target"])
+        # no key of S_unseen^k is misspelt or dropped in training, and no pair of S_unseen^v is made, even where the
+        # alignment reads a dropped and an inserted character as a substitution
+        division = plan_for(BenchParams(**small_params)).division
+        unseen_v = {(key, wrong) for key, wrongs in division.unseen_v.items() for wrong in wrongs}
+        errors = [e for row in ds["errors"] for e in row]
+        assert not [e for e in errors if e["right"] in division.unseen_k]
+        assert not [e for e in errors if kinds[e["kind"]] == "substitution" and (e["right"], e["wrong"]) in unseen_v]
     same = load_dataset(
         "csc_bench", "train", cache_dir=str(tmp_path / "c"), train_edit_shares=[1, 0, 0], **small_params
     )

@@ -57,8 +57,9 @@ STREAMS.update({config: 6 + i for i, config in enumerate(DOMAINS)})  # a domain'
 STREAMS.update({"missing": 1000, "redundant": 1001, "mixed": 1002})  # the edit-kind configs: a block of their own
 DOMAIN_SIZE = 5000  # the sentences of a domain config's pool when n_test is None (all, when its corpus has fewer)
 TRAINING_FIELDS = ("train_error_prob", "train_confusion", "augmentation", "train_edit_shares")
-"""The parameters that change the training data only (the train and validation splits, and ``seen`` and ``scontext``,
-which are made from the training set): models trained with other values meet the same test sentences and errors."""
+"""The parameters that change the training data only (the train and validation splits; the first two also ``seen``
+and ``scontext``, which are made from the substitution-only training set): models trained with other values meet the
+same test sentences and errors."""
 TRAIN_CONFUSIONS = ("S_train", "S_train_phonetic", "S_train_graphic")
 """The parts of S a training set can be built from (``train_confusion``): all of S_train, or its phonetic or graphic
 pairs (``both`` pairs count as each, as in the ``phonetic`` and ``graphic`` test configs)."""
@@ -570,6 +571,10 @@ class Plan:
         if spec.changes_length:
             p = self.params
             confusion = p.confusion_of(spec)
+            training = spec.pool in ("train", "validation")
+            eligible = han_mask(target.codes)
+            if training:  # S_unseen^k's keys are not dropped in training either
+                eligible &= ~np.isin(target.codes, [ord(key) for key in self.division.unseen_k])
             corruption = mixed(
                 target,
                 self.subset(confusion).table if confusion else None,
@@ -577,8 +582,10 @@ class Plan:
                 p.seed,
                 STREAMS[spec.stream or spec.pool],
                 dict(spec.kinds),
-                han_mask(target.codes),
+                eligible,
             )
+            if training:
+                corruption = self._without_unseen_edits(target, corruption)
             return Examples(np.arange(len(target)), target, corruption)
         if spec.pool == "train":
             if augmentation:
@@ -593,6 +600,28 @@ class Plan:
                 else Corruption(target, np.full(len(target.codes), NO_ERROR, dtype=np.int8))
             )
         return Examples(np.arange(len(target)), target, corruption)
+
+    def _without_unseen_edits(self, target: PackedText, corruption: EditCorruption) -> EditCorruption:
+        """Training rows with missing and redundant characters, less the rows whose edits (as the alignment reads
+        them) put in a key of S_unseen^k or a pair of S_unseen^v: where a dropped character meets an inserted one,
+        the alignment can read a substitution or a drop that no draw made (高兴 with 高 dropped and 兴 replaced by 高
+        reads as one missing 兴). Those rows are kept without errors, so that no unseen set's error is seen in
+        training."""
+        division, edits = self.division, corruption.edits
+        unseen_v = {(ord(key), ord(wrong)) for key, wrongs in division.unseen_v.items() for wrong in wrongs}
+        substitution = edits.kind == EDIT_KINDS.index(SUBSTITUTION)
+        pairs = zip(edits.right.tolist(), edits.wrong.tolist())
+        leaks = np.isin(edits.right, [ord(key) for key in division.unseen_k]) | (
+            substitution & np.fromiter((pair in unseen_v for pair in pairs), dtype=bool, count=len(edits.right))
+        )
+        rows = np.unique(edits.sentence[leaks])
+        if not len(rows):
+            return corruption
+        sources = unpack(corruption.source)
+        for row, text in zip(rows.tolist(), unpack(target.take(rows))):
+            sources[row] = text
+        kept = ~np.isin(edits.sentence, rows)
+        return EditCorruption(pack(sources), Edits(*(getattr(edits, f.name)[kept] for f in fields(Edits))))
 
 
 def han_mask(codes: np.ndarray) -> np.ndarray:
