@@ -10,6 +10,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from .benchmark.plan import TRAINING_FIELDS, BenchParams
 from .files import OUTPUT_MARKER, check_output_folder, output_folder, read_text
 from .markdown import score_text, table
 from .model_folder import (
@@ -419,9 +420,9 @@ def push(folder: str | Path, repo_id: str, token: str) -> str:
 
 
 def load_records(path: str | Path) -> list[dict]:
-    """Result records from an evaluation json (a list) or a run's results.json (each record gets the run's
-    ``bench_params`` unless it has its own). A file of another shape is a ValueError that names the file and what is
-    wrong."""
+    """Result records from an evaluation json (a list) or a run's results.json: its grid's records, then those of its
+    augmentation and training-set stages (each record gets the run's ``bench_params`` unless it has its own). A file
+    of another shape is a ValueError that names the file and what is wrong."""
     try:
         data = json.loads(read_text(path, "results file"))
     except json.JSONDecodeError as err:
@@ -432,6 +433,10 @@ def load_records(path: str | Path) -> list[dict]:
             f"results file {path}: expected a list of records or a run's results.json with a "
             f"'records' list, got {type(records).__name__}"
         )
+    for stage in ("augmentation", "training_sets"):
+        more = data.get(stage) if isinstance(data, dict) else None
+        if isinstance(more, dict) and isinstance(more.get("records"), list):
+            records = records + more["records"]
     for i, r in enumerate(records):
         problem = _record_problem(r)
         if problem:
@@ -443,16 +448,39 @@ def load_records(path: str | Path) -> list[dict]:
     return records
 
 
-MODEL_KEYS = ("model", "seed", "augmentation")
-"""What tells the models of a run's records apart: the variant, the seed and the augmentation it trained with."""
+MODEL_KEYS = ("model", "seed", "augmentation", "training_set")
+"""What tells the models of a run's records apart: the variant, the seed, and the augmentation stage's set or the
+training set it trained on."""
 
 
 def model_label(key: tuple) -> str:
-    """A model of a run's records in words: ``bert (seed 0)``, ``bert (seed 1, augmentation sighan13)``."""
-    model, seed, augmentation = key
+    """A model of a run's records in words: ``bert (seed 0)``, ``bert (seed 1, augmentation sighan13)``, ``bart (seed
+    0, training set edits)``."""
+    model, seed, augmentation, training_set = key
     details = [f"seed {seed}"] if seed is not None else []
     details += [f"augmentation {augmentation}"] if augmentation is not None else []
+    details += [f"training set {training_set}"] if training_set is not None else []
     return f"{model}" + (f" ({', '.join(details)})" if details else "")
+
+
+def _training_fields(bench_params: object) -> tuple | None:
+    """The parameters of the training data (:data:`~csc_hf.benchmark.plan.TRAINING_FIELDS`) that ``bench_params``
+    give, defaults filled in (lists as tuples, as a json record holds them); None when they are no BenchParams."""
+    try:
+        params = BenchParams(**bench_params)
+    except (TypeError, ValueError):
+        return None
+    values = (getattr(params, name) for name in TRAINING_FIELDS)
+    return tuple(tuple(v) if isinstance(v, list | tuple) else v for v in values)
+
+
+def _record_training_fields(record: dict) -> tuple | None:
+    """:func:`_training_fields` of a run's record: its ``bench_params`` (those its test sets were built with), with the
+    augmentation it names (the augmentation stage's records name it beside parameters without it)."""
+    params = dict(record.get("bench_params") or {})
+    if "augmentation" in record:
+        params["augmentation"] = record["augmentation"]
+    return _training_fields(params)
 
 
 def model_records(
@@ -462,11 +490,13 @@ def model_records(
     model_seed: int | None = None,
     where: str = "the results file",
 ) -> list[dict]:
-    """The records of one model among ``records`` (a run's results hold every model's): those whose variant, seed
-    and augmentation (:data:`MODEL_KEYS`, where the records carry them) are the model's, as ``model_name`` /
-    ``model_seed`` or else its ``training`` record (variant, seed, ``bench_params``' augmentation) say. Records of
-    one model (an evaluation json) are all its own. A choice that leaves no model, or several, is a ValueError that
-    lists the models ``where`` holds; so is a ``model_name`` that is not the trained variant."""
+    """The records of one model among ``records`` (a run's results hold every model's): those whose variant and seed
+    (:data:`MODEL_KEYS`, where the records carry them) are the model's, as ``model_name`` / ``model_seed`` or else its
+    ``training`` record (variant, seed) say, and, in a run's records, whose training data is the model's (the
+    augmentation stage's and the training sets' models differ from the grid's only in it: the ``bench_params``'
+    training fields of each record and of the model's training record). Records of one model (an evaluation json)
+    are all its own. A choice that leaves no model, or several, is a ValueError that lists the models ``where``
+    holds; so is a ``model_name`` that is not the trained variant."""
     variant = training.get("variant")
     if model_name is not None and isinstance(variant, str) and model_name != variant:
         raise ValueError(f"--model-name {model_name}: the model folder holds a {variant} model")
@@ -476,11 +506,12 @@ def model_records(
         "seed": model_seed if model_seed is not None else training.get("seed"),
     }
     carried = {key for r in records for key in MODEL_KEYS if key in r}
+    data = _training_fields(bench) if training and carried else None  # a run's records: the training data decides too
     chosen = [
         r
         for r in records
         if all(r.get(key) == value for key, value in wanted.items() if key in carried and value is not None)
-        and ("augmentation" not in carried or not training or r.get("augmentation") == bench.get("augmentation"))
+        and (data is None or _record_training_fields(r) == data)
     ]
     found = {tuple(r.get(key) for key in MODEL_KEYS) for r in chosen}
     if len(found) == 1:

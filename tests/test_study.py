@@ -233,6 +233,29 @@ def test_saved_models_load_and_correct(smoke_run, capsys):
     records = json.loads((smoke_run / "results.json").read_text())["records"]
     own = [r for r in records if r["model"] == "bert" and r["seed"] == 0 and "augmentation" not in r]
     assert len(own) < len(records) and f"({len(own)} scored test sets in its card)" in capsys.readouterr().out
+    # the augmentation stage's and a training set's bert (seed 0 too) get their own records, not the grid's
+    results = json.loads((smoke_run / "results.json").read_text())
+    study = Study(Preset.load("smoke"), smoke_run)
+    augmented = results["augmentation"]["records"]
+    training_set = next(r["training_set"] for r in results["training_sets"]["records"] if r["model"] == "bert")
+    of_set = [
+        r for r in results["training_sets"]["records"] if (r["model"], r["training_set"]) == ("bert", training_set)
+    ]
+    for stage, folder, group in (
+        ("augmentation", study.folders("bert", 0, augmented=True)[0], augmented),
+        ("training_sets", study.folders("bert", 0, training_set=training_set)[0], of_set),
+    ):
+        hub_dir = smoke_run / f"hub-{stage}"
+        assert (
+            main(
+                ["push", str(folder), "user/x", "--results", str(smoke_run / "results.json"), "--folder", str(hub_dir)]
+            )
+            == 0
+        )
+        assert f"({len(group)} scored test sets in its card)" in capsys.readouterr().out
+        test = next(r for r in group if r["config"] == "test")["scores"]["char_cor_f1"]
+        card = (hub_dir / "README.md").read_text()
+        assert f"| {test:.3f} [" in next(line for line in card.splitlines() if line.startswith("| test/test |"))
 
 
 def test_part_of_the_grid_reuses_the_stages_and_keeps_every_result(smoke_run, capsys, caplog):
