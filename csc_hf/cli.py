@@ -456,6 +456,7 @@ def cmd_correct(args: argparse.Namespace) -> None:
     Correct TEXT arguments, or a file with one sentence a line (lines end at \\n; output line i answers input line
     i). The model is any model evaluate takes, a causal language model too (an LLM corrector)."""
     from .files import read_lines
+    from .llm.corrector import LLMCorrector
     from .pipeline import Corrector
 
     if bool(args.texts) == bool(args.file):
@@ -485,6 +486,8 @@ def cmd_correct(args: argparse.Namespace) -> None:
     corrector = Corrector.from_pretrained(
         args.model, trust_remote_code=args.trust_remote_code, precision=args.precision, **given
     )
+    if args.file and isinstance(corrector, LLMCorrector):  # a prompt too long is named by its line
+        corrector.check_lengths(texts, f"--file {args.file}, line")
     lines = corrector.correct(texts)
     if not lines:
         logger.warning("--file %s holds no line: nothing to correct", args.file)

@@ -351,6 +351,8 @@ def evaluate_model(
     pairs = set(error_pairs(*trained))
     corpus = BenchParams(**o.bench_params).corpus
     records = []
+    for split in splits if llm else ():  # every split's prompts fit the model before the first generation
+        corrector.check_lengths(split.sources, f"{split.name}, sentence")
     progress = tqdm(splits, desc=f"evaluate {Path(str(model_dir)).name}", unit="split")
     for split in progress:
         progress.set_postfix_str(split.name)
@@ -360,7 +362,7 @@ def evaluate_model(
             else corrector
         )
         started = time.perf_counter()
-        run = split_corrector.run(split.sources) if llm else None
+        run = split_corrector.run(split.sources, f"{split.name}, sentence") if llm else None
         predictions = split_corrector.correct(split.sources) if run is None else run.answers
         seconds = time.perf_counter() - started
         if o.predictions_dir is not None:

@@ -338,6 +338,20 @@ def test_failures_are_counted_not_raised(tokenizer):
     assert run.summary()["failed"] == {"empty": 0, "unfinished": 2, "rejected": 0}
 
 
+def test_blank_texts_are_not_prompted_and_an_opened_reasoning_is_read_as_one(tokenizer):
+    """A text of white space only is its own answer (a model asked to correct nothing writes something); a chat
+    template that ends its prompt inside <think> (QwQ, DeepSeek-R1 distills) leaves the reasoning without an opening
+    tag, and the answer is what follows </think>."""
+    corrector = LLMCorrector(scripted_lm(tokenizer, ANSWER), tokenizer)
+    run = corrector.run(["我门去公园。", "", "  "])
+    assert [(r["status"], r["prediction"], r["output"]) for r in run.results[1:]] == [("ok", "", ""), ("ok", "  ", "")]
+    assert run.results[0]["prediction"] == ANSWER and run.new_tokens == len(ANSWER) + 1  # one generation only
+    thinking = char_tokenizer(CHATML.replace("assistant\n{% endif %}", "assistant\n<think>\n{% endif %}"))
+    reasoning = LLMCorrector(scripted_lm(thinking, "门应改</think>" + ANSWER), thinking)
+    result = reasoning("我门去公园。")
+    assert result["output"] == "门应改</think>" + ANSWER and (result["answer"], result["status"]) == (ANSWER, "ok")
+
+
 @pytest.mark.parametrize("chat", [True, False])
 def test_batched_results_equal_single_sentence_results(tokenizer, chat):
     """Left padding, per-row budgets and stops: a sentence's generation is the same in any batch, and the same seed
@@ -394,10 +408,11 @@ def test_bad_models_templates_and_prompts(tokenizer, tmp_path):
     short = LLMCorrector(tiny_qwen2(tokenizer, max_position_embeddings=200), tokenizer)
     with pytest.raises(
         ValueError,
-        match=r"texts\[1\]: its prompt \(\d+ tokens\) and its answer budget \(\d+\) exceed "
-        r"the 200 positions",
+        match=r"^sentence 3: its prompt \(\d+ tokens\) and its answer budget \(\d+\) exceed the 200 positions",
     ):
-        short.run(["好", "好" * 100])
+        short.run(["好", "", "好" * 100])  # counted from 1, blank texts too (they are not prompted)
+    with pytest.raises(ValueError, match=r"^my.tsv, line 2: its prompt"):
+        short.check_lengths(["好", "好" * 100], "my.tsv, line")
     with pytest.raises(TypeError, match=r"texts\[1\] must be a str"):
         short.run(["好", 3])
 

@@ -372,31 +372,66 @@ class LLMCorrector:
             "training_data": [{"name": name, "from": origin} for name, origin in self.training_data],
         }
 
-    def run(self, texts: str | Iterable[str]) -> LLMRun:
-        """Correct ``texts``; every prompt is built and checked against the model's length before any generation."""
+    def check_lengths(self, texts: Sequence[str], where: str = "sentence") -> None:
+        """That each text's prompt and answer budget fit the model's positions, else a ValueError that names the first
+        that does not (``WHERE N``, N counted from 1: ``sentence 3``, ``test.tsv, line 3``): what :meth:`run` checks,
+        for a caller with several runs to make (the splits of an evaluation) that checks them all before the first
+        generation."""
+        asked = [text for text in texts if text.strip()]
+        self._check_lengths(self.prompts(asked) if asked else [], self.budgets(asked), where, texts)
+
+    def _check_lengths(
+        self, prompts: Sequence[list[int]], budgets: Sequence[int], where: str, texts: Sequence[str]
+    ) -> None:
+        if not (limit := self.backend.max_length):
+            return
+        numbers = [number for number, text in enumerate(texts, 1) if text.strip()]  # the prompted texts' numbers
+        for number, prompt, budget in zip(numbers, prompts, budgets):
+            if len(prompt) + budget > limit:
+                raise ValueError(
+                    f"{where} {number}: its prompt ({len(prompt)} tokens) and its answer budget ({budget}) "
+                    f"exceed the {limit} positions of {self.backend.model_name}; shorten the text or the template"
+                )
+
+    def run(self, texts: str | Iterable[str], where: str = "sentence") -> LLMRun:
+        """Correct ``texts``; every prompt is built and checked against the model's length before any generation
+        (an error names the text as :meth:`check_lengths` does). A text of white space only is its own answer: no
+        model is asked to correct nothing."""
         batch = [texts] if isinstance(texts, str) else check_texts(texts)
-        prompts, budgets = self.prompts(batch) if batch else [], self.budgets(batch)
-        if limit := self.backend.max_length:
-            for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
-                if len(prompt) + budget > limit:
-                    raise ValueError(
-                        f"texts[{i}]: its prompt ({len(prompt)} tokens) and its answer budget ({budget}) "
-                        f"exceed the {limit} positions of {self.backend.model_name}; shorten the text "
-                        "or the template"
-                    )
+        asked = [text for text in batch if text.strip()]
+        prompts, budgets = self.prompts(asked) if asked else [], self.budgets(asked)
+        self._check_lengths(prompts, budgets, where, batch)
         started = time.perf_counter()
         stop = None if self.use_chat_template else LINE_END
         generations = self.backend.generate(prompts, budgets, Sampling(self.temperature, self.top_p, self.seed, stop))
         seconds = time.perf_counter() - started
-        if len(generations) != len(batch):
+        if len(generations) != len(asked):
             raise RuntimeError(
-                f"backend {self.backend.name} returned {len(generations)} generations for {len(batch)} prompts"
+                f"backend {self.backend.name} returned {len(generations)} generations for {len(asked)} prompts"
             )
-        results = [self._result(text, generation) for text, generation in zip(batch, generations)]
+        opened = bool(asked) and self.use_chat_template and self._chat(asked[0]).rstrip().endswith("<think>")
+        answered = iter(generations)
+        results = [self._result(text, next(answered), opened) if text.strip() else self._blank(text) for text in batch]
         return LLMRun(results, seconds, sum(g.new_tokens for g in generations), self.settings)
 
-    def _result(self, source: str, generation: Generation) -> dict[str, Any]:
-        answer = parse_answer(generation.text, source, self.template.answer_prefix) if generation.finished else None
+    @staticmethod
+    def _blank(source: str) -> dict[str, Any]:
+        """The result of a text of white space only, which is not generated for."""
+        return {
+            "source": source,
+            "prediction": source,
+            "edits": [],
+            "output": "",
+            "answer": source,
+            "status": "ok",
+            "length_changed": False,
+        }
+
+    def _result(self, source: str, generation: Generation, opened: bool = False) -> dict[str, Any]:
+        """``opened``: the chat template ends its prompt inside a ``<think>`` (QwQ, DeepSeek-R1 distills, Qwen3.5):
+        the generation's reasoning has no opening tag of its own, and is read as if it had one."""
+        text = "<think>" + generation.text if opened else generation.text
+        answer = parse_answer(text, source, self.template.answer_prefix) if generation.finished else None
         if answer is None:
             status = "unfinished"
         elif not answer and source.strip():
