@@ -496,7 +496,10 @@ def model_records(
     augmentation stage's and the training sets' models differ from the grid's only in it: the ``bench_params``'
     training fields of each record and of the model's training record). Records of one model (an evaluation json)
     are all its own. A choice that leaves no model, or several, is a ValueError that lists the models ``where``
-    holds; so is a ``model_name`` that is not the trained variant."""
+    holds; so is a ``model_name`` that is not the trained variant, and a record of an LLM corrector's evaluation."""
+    if llm := next((r["llm"] for r in records if isinstance(r.get("llm"), dict)), None):
+        name = (llm.get("settings") or {}).get("model", "an LLM")
+        raise ValueError(f"{where} holds the results of the LLM corrector {name}, not of a CSC model folder")
     variant = training.get("variant")
     if model_name is not None and isinstance(variant, str) and model_name != variant:
         raise ValueError(f"--model-name {model_name}: the model folder holds a {variant} model")

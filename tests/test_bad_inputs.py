@@ -845,6 +845,16 @@ CLI: list[BadCli] = [
         },
     ),
     BadCli(
+        "push: an LLM corrector's results",
+        ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
+        "r.json holds the results of the LLM corrector Qwen/Qwen2.5-7B-Instruct, not of a CSC model folder",
+        {
+            "r.json": '[{"config": "test", "split": "test", "scores": '
+            + SCORES
+            + ', "llm": {"settings": {"model": "Qwen/Qwen2.5-7B-Instruct"}}}]'
+        },
+    ),
+    BadCli(
         "push: results not JSON",
         ("push", "{tmp}/model", "user/x", "--results", "{tmp}/r.json"),
         "r.json: not JSON",
