@@ -383,6 +383,7 @@ def evaluate_model(
             "split": split.split,
             **({"data": split.data} if split.data else {"bench_params": dict(o.bench_params)}),
             "error_prob": split.error_prob,
+            **({"alignment": True} if split.aligned else {}),  # scored by edit alignment: insertions and deletions
         }
         if llm:
             record["llm"] = _llm_record(corrector, run, split, corpus)

@@ -209,12 +209,13 @@ def card_metadata(
     for r in records:
         dataset = _dataset(r)
         convention = r["scores"].get("convention", "strict")
+        aligned = {"alignment": True} if r.get("alignment") else {}  # insertions and deletions count as edits
         metrics = [
             {
                 "type": key,
-                "name": f"{score_name(key)} ({convention} convention)",
+                "name": f"{score_name(key)} ({convention} convention{', by edit alignment' if aligned else ''})",
                 "value": round(float(r["scores"][key]), 4),
-                "args": {"convention": convention, **{k: r[k] for k in DECODING_KEYS if k in r}},
+                "args": {"convention": convention, **aligned, **{k: r[k] for k in DECODING_KEYS if k in r}},
             }
             for key in HEADLINE
             if r["scores"][key] is not None  # undefined on this set (no error-free sentence): no value to state

@@ -78,6 +78,7 @@ def records_file(tmp_path: Path) -> Path:
     records = [
         {"model": "bert", "config": "test", "split": "test", "keep_bias": 2.0, "scores": SCORES},
         {"model": "bert", "config": "probs", "split": "pe10", "keep_bias": 2.0, "scores": SCORES},
+        {"model": "bert", "config": "mixed", "split": "test", "keep_bias": 2.0, "alignment": True, "scores": SCORES},
         {"model": "plome", "config": "test", "split": "test", "keep_bias": 0.0, "scores": SCORES},
     ]
     path = tmp_path / "results.json"
@@ -107,7 +108,7 @@ def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
         )
         == 0
     )
-    assert "2 scored test sets" in capsys.readouterr().out
+    assert "3 scored test sets" in capsys.readouterr().out
     names = sorted(p.name for p in folder.iterdir() if p.name != OUTPUT_MARKER)  # the marker is never uploaded
     assert (folder / OUTPUT_MARKER).is_file()
     assert names == [
@@ -136,7 +137,7 @@ def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
     assert meta["license"] == "mit" and meta["library_name"] == "transformers" and meta["pipeline_tag"] == "fill-mask"
     assert {"chinese-spelling-check", "csc_hf", "bert"} <= set(meta["tags"]) and "base_model" not in meta
     assert "datasets" not in meta  # trained on a local file alone: no Hub dataset to name
-    ((result, probs),) = [entry["results"] for entry in meta["model-index"]]
+    ((result, probs, mixed),) = [entry["results"] for entry in meta["model-index"]]
     assert meta["model-index"][0]["name"] == "csc-tiny"
     assert result["task"]["type"] == "chinese-spelling-check"
     assert result["dataset"] == {
@@ -150,6 +151,9 @@ def test_pushed_folder_is_a_complete_hub_repository(trained, tmp_path, capsys):
     metrics = {m["type"]: m for m in result["metrics"]}
     assert set(metrics) == set(HEADLINE) and metrics["char_cor_f1"]["value"] == 0.5
     assert metrics["fpr"]["name"].endswith("(strict convention)") and metrics["fpr"]["args"]["keep_bias"] == 2.0
+    assert "alignment" not in metrics["fpr"]["args"]  # a set of substitutions: scored position by position
+    aligned = {m["type"]: m for m in mixed["metrics"]}["char_cor_f1"]  # insertions and deletions are edits there
+    assert aligned["name"].endswith("(strict convention, by edit alignment)") and aligned["args"]["alignment"] is True
     assert "`keep_bias` = 2.0, `threshold` = 0.1, `similarity_prior` = 3.0 (saved with the model)" in card
     assert "| test/test | keep_bias 2 | 0.500 [0.400, 0.600] | 0.600 |" in card
 
