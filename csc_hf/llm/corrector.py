@@ -434,7 +434,7 @@ class LLMCorrector:
         answer = parse_answer(text, source, self.template.answer_prefix) if generation.finished else None
         if answer is None:
             status = "unfinished"
-        elif not answer and source.strip():
+        elif not answer:  # (a source of white space only is never generated for: `_blank`)
             status = "empty"
         elif len(answer) != len(source) and self.length_policy == "strict":
             status = "rejected"
