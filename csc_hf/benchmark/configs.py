@@ -10,8 +10,9 @@ Adding a test set is one new row of ``CONFIGS``. Each :class:`SplitSpec` names
 - ``error_prob``: a number, or the name of the :class:`~csc_hf.benchmark.plan.BenchParams` field that holds it;
 - ``kinds``: the share of ``P_e`` of each error kind (``substitution``, ``missing``, ``redundant``: see
   :func:`csc_hf.corruption.mixed`); substitution only keeps every sentence's length, the other kinds change it;
-- ``stream``: the random stream of the errors (a key of ``csc_hf.benchmark.plan.STREAMS``; None: the pool's), so that
-  configs drawn from one pool do not share their random numbers.
+- ``stream``: the random stream of the errors (a key of ``csc_hf.benchmark.plan.STREAMS``), so that a config can draw
+  other random numbers than its pool's; None: the pool's, which every config of that pool naming none shares (the
+  test pool's sets draw the same numbers at each position and differ only in their part of S and ``P_e``: paired).
 """
 
 from __future__ import annotations
