@@ -366,10 +366,20 @@ def test_batched_results_equal_single_sentence_results(tokenizer, chat):
 
 
 def test_sampling_is_seeded(tokenizer):
+    """Sampled, a sentence's output depends on the seed and the sentence alone: not on the batch size, the order or
+    the other sentences (each row draws from its own generator)."""
     model = tiny_qwen2(tokenizer, initializer_range=2.0)
     sampled = LLMCorrector(model, tokenizer, temperature=1.0, seed=3, max_new_tokens_extra=4)
     first, again = sampled.run(TEXTS), sampled.run(TEXTS)
-    assert [r["output"] for r in first.results] == [r["output"] for r in again.results]
+    outputs = [r["output"] for r in first.results]
+    assert outputs == [r["output"] for r in again.results]
+    for size in (1, 4, 16):
+        alone = LLMCorrector(model, tokenizer, temperature=1.0, seed=3, max_new_tokens_extra=4, batch_size=size)
+        assert [r["output"] for r in alone.run(TEXTS[::-1]).results] == outputs[::-1], size
+    assert [sampled.run(text).results[0]["output"] for text in TEXTS[:3]] == outputs[:3]
+    greedy = LLMCorrector(model, tokenizer, max_new_tokens_extra=4).run(TEXTS)
+    other_seed = sampled.with_options(seed=4).run(TEXTS)
+    assert outputs != [r["output"] for r in greedy.results] and outputs != [r["output"] for r in other_seed.results]
     other = sampled.with_options(seed=4).run(TEXTS)
     assert [r["output"] for r in other.results] != [r["output"] for r in first.results]
     assert first.settings["generation"]["temperature"] == 1.0 and first.settings["generation"]["seed"] == 3

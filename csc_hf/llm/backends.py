@@ -5,6 +5,7 @@ plain prompt, at the end of the answer's line)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -13,10 +14,14 @@ import torch
 from tqdm.auto import tqdm
 from transformers import (
     GenerationConfig,
+    LogitsProcessor,
+    LogitsProcessorList,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     StoppingCriteria,
     StoppingCriteriaList,
+    TemperatureLogitsWarper,
+    TopPLogitsWarper,
 )
 
 from csc_hf.logging import get_verbosity
@@ -81,9 +86,37 @@ class _RowLimits(StoppingCriteria):
         return done
 
 
+class _RowSampler(LogitsProcessor):
+    """Sampling as greedy decoding of Gumbel-perturbed scores (the Gumbel-max trick): the scores at ``temperature``,
+    cut to the ``top_p`` nucleus, plus one Gumbel draw per token from each row's own generator, seeded by the seed and
+    the row's prompt. The argmax is then a sample of the nucleus's softmax, and a sentence's sample is the same in any
+    batch, in any order and beside any other sentence (one random stream for a whole batch would tie them)."""
+
+    def __init__(self, prompts: Sequence[list[int]], seed: int, temperature: float, top_p: float):
+        self.seeds = [_row_seed(prompt, seed) for prompt in prompts]
+        self.warpers = [TemperatureLogitsWarper(temperature), *([TopPLogitsWarper(top_p)] if top_p < 1.0 else [])]
+        self.generators: list[torch.Generator] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if not self.generators:  # on the scores' device, at the first step
+            self.generators = [torch.Generator(scores.device).manual_seed(seed) for seed in self.seeds]
+        for warper in self.warpers:
+            scores = warper(input_ids, scores)
+        draws = [torch.rand(scores.shape[-1], generator=g, device=scores.device) for g in self.generators]
+        gumbel = -torch.log(-torch.log(torch.stack(draws).clamp(1e-12, 1 - 1e-7)))
+        return scores.float() + gumbel
+
+
+def _row_seed(prompt: Sequence[int], seed: int) -> int:
+    """A generator seed drawn from a prompt's tokens and the run's seed alone."""
+    digest = hashlib.blake2b(str(list(prompt)).encode(), digest_size=8, key=str(seed).encode()).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
 class TransformersBackend:
     """Generation with a transformers model, in batches of ``batch_size`` prompts sorted by length (longest first),
-    padded on the left; results come back in input order."""
+    padded on the left; results come back in input order. Sampling draws each sentence from its own generator
+    (:class:`_RowSampler`), so that its output does not depend on the batch."""
 
     name = "transformers"
 
@@ -113,23 +146,16 @@ class TransformersBackend:
             raise ValueError(f"the transformers backend stops at a line end or at the end of the turn, not at {stop!r}")
         device = self.model.device
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        decoding = (
-            dict(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
-            if sampling.temperature
-            else dict(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)
-        )  # greedy: the defaults, so that no warning names ignored flags
+        # greedy decoding, with the generation config's defaults so that no warning names ignored flags; sampling is
+        # greedy decoding of per-row perturbed scores (_RowSampler)
+        decoding = dict(do_sample=False, temperature=1.0, top_p=1.0, top_k=50)
         line_end = self._line_end_tokens().to(device) if stop else None
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]), reverse=True)
         found: dict[int, Generation] = {}
         self.model.eval()
-        devices = [device] if device.type == "cuda" else []
-        with (
-            torch.random.fork_rng(devices=devices),
-            tqdm(
-                total=len(prompts), desc="generate", unit="sentence", disable=get_verbosity() > 20, leave=False
-            ) as progress,
-        ):
-            torch.manual_seed(sampling.seed)
+        with tqdm(
+            total=len(prompts), desc="generate", unit="sentence", disable=get_verbosity() > 20, leave=False
+        ) as progress:
             for b in range(0, len(order), self.batch_size):
                 rows = order[b : b + self.batch_size]
                 width = max(len(prompts[i]) for i in rows)
@@ -150,11 +176,17 @@ class TransformersBackend:
                     **decoding,
                 )
                 stops = StoppingCriteriaList([_RowLimits(width, limits, line_end)])
+                sampler = (
+                    [_RowSampler([prompts[i] for i in rows], sampling.seed, sampling.temperature, sampling.top_p)]
+                    if sampling.temperature
+                    else []
+                )
                 output = self.model.generate(
                     input_ids=input_ids.to(device),
                     attention_mask=attention_mask.to(device),
                     generation_config=config,
                     stopping_criteria=stops,
+                    logits_processor=LogitsProcessorList(sampler),
                 )
                 for r, i in enumerate(rows):
                     found[i] = self._read(output[r, width : width + budgets[i]].tolist(), budgets[i], stop)
