@@ -574,7 +574,7 @@ class Plan:
             training = spec.pool in ("train", "validation")
             eligible = han_mask(target.codes)
             if training:  # S_unseen^k's keys are not dropped in training either
-                eligible &= ~np.isin(target.codes, [ord(key) for key in self.division.unseen_k])
+                eligible &= ~np.isin(target.codes, self._unseen_k_codes)
             corruption = mixed(
                 target,
                 self.subset(confusion).table if confusion else None,
@@ -601,6 +601,11 @@ class Plan:
             )
         return Examples(np.arange(len(target)), target, corruption)
 
+    @cached_property
+    def _unseen_k_codes(self) -> np.ndarray:
+        """S_unseen^k's keys as code points: the characters that training data never misspells, nor drops."""
+        return np.array([ord(key) for key in self.division.unseen_k], dtype=np.uint32)
+
     def _without_unseen_edits(self, target: PackedText, corruption: EditCorruption) -> EditCorruption:
         """Training rows with missing and redundant characters, less the rows whose edits (as the alignment reads
         them) put in a key of S_unseen^k or a pair of S_unseen^v: where a dropped character meets an inserted one,
@@ -611,7 +616,7 @@ class Plan:
         unseen_v = {(ord(key), ord(wrong)) for key, wrongs in division.unseen_v.items() for wrong in wrongs}
         substitution = edits.kind == EDIT_KINDS.index(SUBSTITUTION)
         pairs = zip(edits.right.tolist(), edits.wrong.tolist())
-        leaks = np.isin(edits.right, [ord(key) for key in division.unseen_k]) | (
+        leaks = np.isin(edits.right, self._unseen_k_codes) | (
             substitution & np.fromiter((pair in unseen_v for pair in pairs), dtype=bool, count=len(edits.right))
         )
         rows = np.unique(edits.sentence[leaks])
