@@ -240,23 +240,38 @@ def cmd_run(args: argparse.Namespace) -> None:
     """the whole study: build, pretrain, train the variants, evaluate, report
 
     Run a preset end to end; finished stages are skipped, interrupted ones resume."""
-    from .study import Preset, Study
+    from .study import OverHours, Preset, Study
 
+    # A default preset may hand a new run to its `smaller` one where its forecast is over its hours (OverHours): the
+    # run folder follows the preset, so only without --output.
+    fallback = args.preset is None and args.output is None
     if args.preset is None:
         path = hardware.compute_path()
         args.preset = resources.default_preset(path)
         logger.info("preset: %s, the default on this CPU (compute path %s; name one with --preset)", args.preset, path)
-    preset = Preset.load(args.preset)
-    output = args.output or str(Path(RUNS_DIR) / preset.name)
-    study = Study(
-        preset,
-        output,
-        finished_only=args.finished_only,
-        estimate=not args.no_estimate,
-        processes=args.processes,
-        worker=args.worker,
-    )
-    results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all finished
+    while True:
+        preset = Preset.load(args.preset)
+        study = Study(
+            preset,
+            args.output or str(Path(RUNS_DIR) / preset.name),
+            finished_only=args.finished_only,
+            estimate=not args.no_estimate,
+            processes=args.processes,
+            worker=args.worker,
+            fallback=fallback,
+        )
+        try:
+            results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all
+            break
+        except OverHours as over:
+            args.preset = preset.smaller
+            logger.info(
+                "preset: %s instead, sized for slower CPUs: %s (%s keeps its build: --preset %s resumes it)",
+                args.preset,
+                over,
+                study.run_dir,
+                preset.name,
+            )
     print(f"results: {results}, {results.with_name(RESULTS_CSV)}; report: {results.with_name(REPORT_FILE)}")
 
 
@@ -747,7 +762,11 @@ def parser_run(sub) -> None:
         f"{name}{f' (the default on a CPU {defaults[name]})' if name in defaults else ''}: {text}"
         for name, text in resources.preset_descriptions().items()
     )
-    run.add_argument("--preset", help=f"a shipped preset ({shipped}) or a YAML path")
+    run.add_argument(
+        "--preset",
+        help=f"a shipped preset ({shipped}) or a YAML path (default: this CPU's, or the smaller preset it names where "
+        "the forecast of its job is over the hours it is sized for, without --output)",
+    )
     run.add_argument("--output", help=f"run folder (default: {RUNS_DIR}/PRESET)")
     run.add_argument(
         "--variants",
@@ -767,7 +786,7 @@ def parser_run(sub) -> None:
         "--no-estimate",
         action="store_true",
         help="skip the forecast of the whole job (steps of each kind of stage timed after the build on batches of "
-        "the training sentences, a few seconds per variant)",
+        "the training sentences, a few seconds per variant) and, with it, the check of the preset's hours",
     )
     run.add_argument(
         "--processes",

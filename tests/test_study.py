@@ -540,7 +540,69 @@ def test_bad_presets_fail_before_training(tmp_path):
             Preset.load(str(bad))
     with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
         Preset.load("nope")
+    bad.write_text("hours: 0\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.yaml: hours=0 must be"):
+        Preset.load(str(bad))
+    bad.write_text("smaller: nope\n", encoding="utf-8")
+    with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
+        Preset.load(str(bad))
+    (tmp_path / "other.yaml").write_text("smaller: bad.yaml\n", encoding="utf-8")
+    bad.write_text("smaller: other.yaml\n", encoding="utf-8")  # a file beside this one, as base
+    with pytest.raises(ValueError, match=r"bad.yaml: smaller: the presets take each other as smaller \(bad -> "):
+        Preset.load(str(bad))
     assert not list(tmp_path.glob("runs*"))
+
+
+def _over_hours(tmp_path: Path) -> Path:
+    """A preset over smoke sized for a second (any forecast is over it) whose smaller preset is smoke."""
+    path = tmp_path / "over.yaml"
+    path.write_text("base: smoke\nhours: 0.0003\nsmaller: smoke\n", encoding="utf-8")
+    return path
+
+
+def test_a_forecast_over_the_hours_hands_a_new_default_run_to_the_smaller_preset(tmp_path, caplog):
+    """`Study.check_hours`: a default run (``fallback``) whose forecast is over its preset's hours raises OverHours
+    while no stage after the build has begun; any other run logs it, naming the smaller preset, and goes on."""
+    preset = Preset.load(str(_over_hours(tmp_path)))
+    assert preset.hours == 0.0003 and preset.smaller == "smoke"
+    run = Study(preset, tmp_path / "run", fallback=True)
+    plan = run.plan(run.grid())
+    forecast = {s.directory: 1.0 for s in plan if s.kinds[-1] in ("pretrain", "train", "evaluate")}
+    run.check_hours(plan, {d: 0.01 for d in forecast})  # within the hours
+    with pytest.raises(study_run.OverHours, match=r"the forecast of over here \(0:00:\d\d, and runs take at least "):
+        run.check_hours(plan, forecast)
+    named = Study(preset, tmp_path / "run", fallback=False)
+    with caplog.at_level("WARNING", logger="csc_hf"):
+        named.check_hours(plan, forecast)
+    assert "is over the 0.0003 hours over is sized for" in caplog.text and "(--preset smoke)" in caplog.text
+    next(s for s in plan if s.kinds[-1] == "pretrain").directory.mkdir(parents=True)  # begun: it goes on
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="csc_hf"):
+        run.check_hours(plan, forecast)
+    assert "is over the 0.0003 hours" in caplog.text
+
+
+def test_the_default_run_takes_the_smaller_preset_where_the_forecast_is_over_its_hours(
+    smoke_run, tmp_path, monkeypatch, caplog
+):
+    """The README's first command on a CPU slower than its default preset was sized for: the forecast after the
+    build is over the preset's hours, so the run goes to the smaller preset's folder and runs that one; the first
+    folder keeps its build only."""
+    over = _over_hours(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(resources, "default_preset", lambda path=None: str(over))
+    shutil.copytree(smoke_run, tmp_path / "runs" / "smoke")  # the smaller preset's stages: finished
+    for stage in (smoke_run / "stages").glob("build-*"):  # the default's build (the same as smoke's)
+        shutil.copytree(stage, tmp_path / "runs" / "over" / "stages" / stage.name)
+    monkeypatch.setattr(  # a forecast of a minute per training, without timing steps
+        Study, "forecast", lambda self, plan, build: {s.directory: 60.0 for s in plan if s.kinds[-1] == "train"}
+    )
+    with caplog.at_level("INFO", logger="csc_hf"):
+        assert main(["run"]) == 0
+    assert "preset: smoke instead, sized for slower CPUs: the forecast of over here (" in caplog.text
+    assert "runs/over keeps its build: --preset over resumes it" in caplog.text
+    assert [p.name.split("-")[0] for p in (tmp_path / "runs" / "over" / "stages").iterdir()] == ["build"]
+    assert json.loads((tmp_path / "runs" / "smoke" / "results.json").read_text(encoding="utf-8"))["records"]
 
 
 def test_stage_keys_follow_inputs(tmp_path):
@@ -610,7 +672,8 @@ def test_the_default_preset_follows_the_compute_path(monkeypatch, tmp_path, capl
     for sized in (small, tiny):  # their models: two 1-thread processes, each training in a new process
         differ = {name for name in vars(cpu) if getattr(cpu, name) != getattr(sized, name)}
         assert differ == {"name", "description", "bench_params", "seeds", "model", "pretrain", "processes",
-                          "fresh_processes"}  # fmt: skip
+                          "fresh_processes", "hours", "smaller"}  # fmt: skip
+        assert sized.hours == 6  # where the forecast is over, a default run takes the smaller one
         assert sized.seeds == [0] and sized.fresh_processes
         assert sized.bench_params == {"n_test": 2500}  # evaluation is a third of the job in fp32
         assert sized.model["hidden_size"] % sized.model["num_attention_heads"] == 0
@@ -621,6 +684,12 @@ def test_the_default_preset_follows_the_compute_path(monkeypatch, tmp_path, capl
     for sized in (small, tiny):  # what --help says of them
         assert f"pretrained {longer['max_steps']:,} steps" in sized.description
     assert (cpu.processes, small.processes, tiny.processes) == (1, 2, 2)
+    grid = Preset.load("cpu-tiny-grid")  # where cpu-tiny's forecast is over its hours: its grid, a shorter pretraining
+    assert (cpu.smaller, small.smaller, tiny.smaller, grid.smaller) == (None, "cpu-tiny", "cpu-tiny-grid", None)
+    differ = {name for name in vars(tiny) if getattr(tiny, name) != getattr(grid, name)}
+    assert differ == {"name", "description", "pretrain", "augmentation", "training_sets", "smaller"}
+    assert grid.pretrain == cpu.pretrain and grid.hours == 6 and cpu.hours is None
+    assert f"pretrained {cpu.pretrain['max_steps']:,} steps" in grid.description
     for path, name in (
         ("bf16 (AMX)", "cpu"),
         ("bf16 (AVX512-BF16)", "cpu-small"),  # a Zen 4: bf16 without AMX (BENCHMARKS.md)

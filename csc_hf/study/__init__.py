@@ -17,6 +17,6 @@ the report: :mod:`csc_hf.results` analyses, :mod:`csc_hf.report` renders).
 """
 
 from .preset import AugmentationStudy, Preset
-from .run import Study, Unfinished
+from .run import OverHours, Study, Unfinished
 
-__all__ = ["AugmentationStudy", "Preset", "Study", "Unfinished"]
+__all__ = ["AugmentationStudy", "OverHours", "Preset", "Study", "Unfinished"]

@@ -143,6 +143,8 @@ class Preset:
     eval_bf16_weights: bool = False  # evaluations in bf16 hold the weights in bf16 (the Corrector's bf16_weights)
     augmentation: dict = field(default_factory=dict)  # the SIGHAN-credibility stage (AugmentationStudy); {}: off
     training_sets: dict = field(default_factory=dict)  # the training-distribution stage (TrainingSetsStudy); {}: off
+    hours: float | None = None  # the wall time on 2 cores the whole job is sized to fit (on the CPUs it is default for)
+    smaller: str | None = None  # the preset a default run takes instead where this one's forecast is over ``hours``
 
     @property
     def augmentation_study(self) -> AugmentationStudy | None:
@@ -163,6 +165,8 @@ class Preset:
         turns ``augmentation``, ``training_sets`` or ``pretrain_sides`` off."""
         path = _preset_file(name_or_path)
         preset = cls(name=path.stem, **_preset_data(path, ()))
+        if preset.smaller and Path(preset.smaller).suffix and not Path(preset.smaller).is_absolute():
+            preset.smaller = str((path.parent / preset.smaller).resolve())  # a file beside this one, as ``base``
         preset.validate(path)
         return preset
 
@@ -175,6 +179,9 @@ class Preset:
         check_seeds(self.seeds, f"{origin}: seeds")
         check_range("eval_batch_size", self.eval_batch_size, Range(1), str(origin))
         check_range("processes", self.processes, Range(1), str(origin))
+        if self.hours is not None:
+            check_range("hours", self.hours, Range(0, low_open=True), str(origin))
+        self._check_smaller(origin)
         if self.processes > 1 and self.launcher:
             raise ValueError(
                 f"{origin}: processes={self.processes} and a launcher: `accelerate launch` starts the "
@@ -211,6 +218,18 @@ class Preset:
             self._validate_augmentation(origin)
         if self.training_sets:
             self._validate_training_sets(origin)
+
+    def _check_smaller(self, origin: Path | str) -> None:
+        """``smaller`` names a preset that exists, and following it never comes back to this one."""
+        chain, name, folder = [self.name], self.smaller, Path(origin).parent
+        while name is not None:
+            path = _preset_file(folder / name if Path(name).suffix else name)  # a missing one names the shipped ones
+            if path.stem in chain:
+                raise ValueError(
+                    f"{origin}: smaller: the presets take each other as smaller ({' -> '.join([*chain, path.stem])})"
+                )
+            chain.append(path.stem)
+            name, folder = _preset_data(path, ()).get("smaller"), path.parent
 
     def _validate_training_sets(self, origin: Path | str) -> None:
         """Check the training-distribution stage: its keys and variants, and each set's parameters over the preset's."""

@@ -66,6 +66,9 @@ logger = get_logger(__name__)
 
 FORECAST_KINDS = ("pretrain", "pretrain-sides", "train", "evaluate")
 """The kinds of stage the forecast times (the build and augmentation stages it leaves out)."""
+RUN_OVER_FORECAST = 1.2
+"""The least a whole run has taken over its start's forecast (BENCHMARKS.md): a preset's ``hours`` are checked
+against the forecast times this."""
 
 
 def _ends_with_its_parent() -> None:
@@ -115,6 +118,17 @@ class Busy(Exception):
         super().__init__(f"{stage.directory} is being run by process {stage.lock.owner()}")
 
 
+class OverHours(Exception):
+    """The forecast of a default run is over the hours its preset is sized for, and the preset names a ``smaller`` one
+    for slower CPUs: raised before any stage after the build has begun, for `csc-bench run` to take that one."""
+
+    def __init__(self, preset: Preset, seconds: float):
+        super().__init__(
+            f"the forecast of {preset.name} here ({clock(seconds)}, and runs take at least {RUN_OVER_FORECAST:g}x "
+            f"their forecast) is over the {preset.hours:g} hours it is sized for"
+        )
+
+
 class Study:
     """One run of a preset into ``run_dir``; with ``finished_only`` it runs no stage and only collects finished ones;
     with ``estimate``, a few steps of each kind of stage are timed once the configs are built, and the forecast of the
@@ -140,12 +154,14 @@ class Study:
         estimate: bool = False,
         processes: int | None = None,
         worker: bool = False,
+        fallback: bool = False,
     ):
         self.preset, self.run_dir, self.finished_only = preset, Path(run_dir), finished_only
         self.estimate = estimate
         self.processes = preset.processes if processes is None else processes  # of the models' stages
         check_range("processes", self.processes, Range(1), "--processes")
         self.worker = worker  # started by another process of this run (`start_workers`)
+        self.fallback = fallback  # a default preset's run: OverHours where its forecast is over the preset's hours
         self._workers: list[tuple[subprocess.Popen, Path]] = []  # the other processes of the models' stages
         self._sigterm: Any = None  # SIGTERM's handler before the workers started
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
@@ -931,22 +947,50 @@ class Study:
             logger.info(
                 "(pretraining with %d torch threads, the models' stages with %d in each process)", threads, shared
             )
-        pending = [step for step in plan if step.directory in seconds and not Stage(step.directory).done]
+        pending, left = self._forecast_left(plan, seconds)
         models = f" ({self.processes} processes sharing the models' stages)" if self.processes > 1 else ""
         logger.info(
             "forecast of the %d pretraining, training and evaluation stages left%s: %s (build and augment stages not "
             "included; measured stages replace the forecast in the progress line as they finish)",
-            len(pending),
+            pending,
             models,
-            clock(sum(wall_seconds(s, seconds[s.directory], self.processes) for s in pending)),
+            clock(left),
         )
         return seconds
+
+    def _forecast_left(self, plan: Sequence[Step], forecast: Mapping[Path, float]) -> tuple[int, float]:
+        """How many unfinished stages of ``plan`` have a forecast, and their wall seconds with this run's processes."""
+        pending = [s for s in plan if s.directory in forecast and not Stage(s.directory).done]
+        return len(pending), sum(wall_seconds(s, forecast[s.directory], self.processes) for s in pending)
+
+    def check_hours(self, plan: Sequence[Step], forecast: Mapping[Path, float]) -> None:
+        """Whether the forecast of the stages left, times `RUN_OVER_FORECAST`, fits the hours the preset is sized for.
+        Where it does not, a ``fallback`` run whose stages after the build have not begun raises :class:`OverHours`
+        (its preset's ``smaller`` takes the run); any other run goes on, and the log says so and names ``smaller``."""
+        p = self.preset
+        seconds = self._forecast_left(plan, forecast)[1]
+        if not p.hours or seconds * RUN_OVER_FORECAST <= p.hours * 3600:
+            return
+        begun = any(s.directory.exists() for s in plan if s.kinds[-1] != "build")
+        if self.fallback and p.smaller and not begun:
+            raise OverHours(p, seconds)
+        instead = f"; the preset {p.smaller} is sized for slower CPUs (--preset {p.smaller})" if p.smaller else ""
+        logger.warning(
+            "the forecast here (%s, and runs take at least %gx their forecast) is over the %g hours %s is sized for: "
+            "this CPU is slower than the ones it was sized on%s",
+            clock(seconds),
+            RUN_OVER_FORECAST,
+            p.hours,
+            p.name,
+            instead,
+        )
 
     def _run(self, grid: Sequence[tuple[str, int]]) -> Path:
         p = self.preset
         build = self.build()
         if self.estimate and self.progress is not None:
             self.progress.forecast = self.forecast(self.progress.plan, build)
+            self.check_hours(self.progress.plan, self.progress.forecast)
         elif self.worker and self.progress is not None:
             self.progress.forecast = self.shared_forecast()
         pretrained = self.pretrain()
