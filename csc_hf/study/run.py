@@ -950,11 +950,14 @@ class Study:
         pending, left = self._forecast_left(plan, seconds)
         models = f" ({self.processes} processes sharing the models' stages)" if self.processes > 1 else ""
         logger.info(
-            "forecast of the %d pretraining, training and evaluation stages left%s: %s (build and augment stages not "
-            "included; measured stages replace the forecast in the progress line as they finish)",
+            "forecast of the %d pretraining, training and evaluation stages left%s: %s; whole runs have taken at "
+            "least %gx their forecast: %s or more (build and augment stages not included; measured stages replace "
+            "the forecast in the progress line as they finish)",
             pending,
             models,
             clock(left),
+            RUN_OVER_FORECAST,
+            clock(left * RUN_OVER_FORECAST),
         )
         return seconds
 
