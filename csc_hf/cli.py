@@ -242,9 +242,10 @@ def cmd_run(args: argparse.Namespace) -> None:
     Run a preset end to end; finished stages are skipped, interrupted ones resume."""
     from .study import OverHours, Preset, Study
 
-    # A default preset may hand a new run to its `smaller` one where its forecast is over its hours (OverHours): the
-    # run folder follows the preset, so only without --output.
-    fallback = args.preset is None and args.output is None
+    # A default preset may hand a new run of the whole grid to its `smaller` one where its forecast is over its hours
+    # (OverHours), and a later run of the default (a resume, --finished-only) goes where an earlier one went: the run
+    # folder follows the preset, so only without --output.
+    fallback = args.preset is None and args.output is None and args.variants is None and args.seeds is None
     if args.preset is None:
         path = hardware.compute_path()
         args.preset = resources.default_preset(path)
@@ -260,6 +261,10 @@ def cmd_run(args: argparse.Namespace) -> None:
             worker=args.worker,
             fallback=fallback,
         )
+        if fallback and (handed_to := study.handed_to()) and not study.begun():
+            args.preset = handed_to
+            logger.info("preset: %s, which an earlier run of %s handed itself to here", handed_to, preset.name)
+            continue
         try:
             results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all
             break
@@ -764,8 +769,8 @@ def parser_run(sub) -> None:
     )
     run.add_argument(
         "--preset",
-        help=f"a shipped preset ({shipped}) or a YAML path (default: this CPU's, or the smaller preset it names where "
-        "the forecast of its job is over the hours it is sized for, without --output)",
+        help=f"a shipped preset ({shipped}) or a YAML path (default: this CPU's, or, for the whole grid without "
+        "--output, the smaller preset it names where the forecast of its job is over the hours it is sized for)",
     )
     run.add_argument("--output", help=f"run folder (default: {RUNS_DIR}/PRESET)")
     run.add_argument(

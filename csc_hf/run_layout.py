@@ -40,6 +40,7 @@ PLOTS = {
 STAGES = "stages"
 WORKERS = "workers"  # a run's other processes of the models' stages: their preset and logs
 FORECAST = "forecast.json"  # in WORKERS: the first process's forecast of each stage, which its workers' ETA takes
+HANDED_OVER = "handed_over.json"  # a default run whose forecast was over its hours: the smaller preset that took it
 
 # ---- a stage folder
 DONE = "done.json"  # the marker that the stage finished

@@ -543,13 +543,23 @@ def test_bad_presets_fail_before_training(tmp_path):
     bad.write_text("hours: 0\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.yaml: hours=0 must be"):
         Preset.load(str(bad))
-    bad.write_text("smaller: nope\n", encoding="utf-8")
+    bad.write_text("hours: 1\nsmaller: nope\n", encoding="utf-8")
     with pytest.raises(FileNotFoundError, match="preset 'nope' not found"):
         Preset.load(str(bad))
-    (tmp_path / "other.yaml").write_text("smaller: bad.yaml\n", encoding="utf-8")
-    bad.write_text("smaller: other.yaml\n", encoding="utf-8")  # a file beside this one, as base
-    with pytest.raises(ValueError, match=r"bad.yaml: smaller: the presets take each other as smaller \(bad -> "):
+    bad.write_text("smaller: cpu-tiny-grid\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.yaml: smaller='cpu-tiny-grid' without hours: give the hours"):
         Preset.load(str(bad))
+    (tmp_path / "other.yaml").write_text("hours: 1\nsmaller: bad.yaml\n", encoding="utf-8")
+    bad.write_text("hours: 2\nsmaller: other.yaml\n", encoding="utf-8")  # a file beside this one, as base
+    with pytest.raises(ValueError, match=r"bad.yaml: smaller: the presets take each other as smaller \(bad -> other "):
+        Preset.load(str(bad))
+    (tmp_path / "sub").mkdir()  # an inherited smaller file is read from the folder of the preset that names it
+    (tmp_path / "sub" / "base.yaml").write_text("hours: 1\nsmaller: small.yaml\n", encoding="utf-8")
+    (tmp_path / "sub" / "small.yaml").write_text("base: smoke\n", encoding="utf-8")
+    bad.write_text("base: sub/base.yaml\n", encoding="utf-8")
+    assert Preset.load(str(bad)).smaller == str((tmp_path / "sub" / "small.yaml").resolve())
+    (tmp_path / "cpu-tiny.yaml").write_text("base: cpu-tiny\n", encoding="utf-8")  # its stem is no cycle
+    assert Preset.load(str(tmp_path / "cpu-tiny.yaml")).smaller == "cpu-tiny-grid"
     assert not list(tmp_path.glob("runs*"))
 
 
@@ -587,22 +597,37 @@ def test_the_default_run_takes_the_smaller_preset_where_the_forecast_is_over_its
 ):
     """The README's first command on a CPU slower than its default preset was sized for: the forecast after the
     build is over the preset's hours, so the run goes to the smaller preset's folder and runs that one; the first
-    folder keeps its build only."""
+    folder keeps its build only, and a later run of the default goes to the smaller preset's folder at once."""
     over = _over_hours(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(resources, "default_preset", lambda path=None: str(over))
-    shutil.copytree(smoke_run, tmp_path / "runs" / "smoke")  # the smaller preset's stages: finished
     for stage in (smoke_run / "stages").glob("build-*"):  # the default's build (the same as smoke's)
         shutil.copytree(stage, tmp_path / "runs" / "over" / "stages" / stage.name)
-    monkeypatch.setattr(  # a forecast of a minute per training, without timing steps
-        Study, "forecast", lambda self, plan, build: {s.directory: 60.0 for s in plan if s.kinds[-1] == "train"}
-    )
+
+    def forecast(self, plan, build):  # a minute per training, without timing steps
+        if self.preset.name == "over":  # the smaller preset's stages, finished: as if it ran (they share stages)
+            shutil.copytree(smoke_run, tmp_path / "runs" / "smoke")
+        return {s.directory: 60.0 for s in plan if s.kinds[-1] == "train"}
+
+    monkeypatch.setattr(Study, "forecast", forecast)
     with caplog.at_level("INFO", logger="csc_hf"):
         assert main(["run"]) == 0
     assert "preset: smoke instead, sized for slower CPUs: the forecast of over here (" in caplog.text
     assert "runs/over keeps its build: --preset over resumes it" in caplog.text
     assert [p.name.split("-")[0] for p in (tmp_path / "runs" / "over" / "stages").iterdir()] == ["build"]
-    assert json.loads((tmp_path / "runs" / "smoke" / "results.json").read_text(encoding="utf-8"))["records"]
+    marker = json.loads((tmp_path / "runs" / "over" / "handed_over.json").read_text(encoding="utf-8"))
+    assert marker["preset"] == "smoke" and "is over the 0.0003 hours" in marker["why"]
+    results = tmp_path / "runs" / "smoke" / "results.json"
+    assert json.loads(results.read_text(encoding="utf-8"))["records"]
+    results.unlink()
+    caplog.clear()
+    with caplog.at_level("INFO", logger="csc_hf"):  # a later run of the default goes where the first went, at once
+        assert main(["run", "--finished-only"]) == 0
+    assert "preset: smoke, which an earlier run of over handed itself to here" in caplog.text and results.is_file()
+    caplog.clear()
+    with caplog.at_level("INFO", logger="csc_hf"):  # a part of the grid stays with the preset (its forecast is a part)
+        assert main(["run", "--finished-only", "--seeds", "0"]) == 2  # nothing finished in runs/over
+    assert "handed itself" not in caplog.text
 
 
 def test_stage_keys_follow_inputs(tmp_path):

@@ -165,8 +165,6 @@ class Preset:
         turns ``augmentation``, ``training_sets`` or ``pretrain_sides`` off."""
         path = _preset_file(name_or_path)
         preset = cls(name=path.stem, **_preset_data(path, ()))
-        if preset.smaller and Path(preset.smaller).suffix and not Path(preset.smaller).is_absolute():
-            preset.smaller = str((path.parent / preset.smaller).resolve())  # a file beside this one, as ``base``
         preset.validate(path)
         return preset
 
@@ -220,16 +218,20 @@ class Preset:
             self._validate_training_sets(origin)
 
     def _check_smaller(self, origin: Path | str) -> None:
-        """``smaller`` names a preset that exists, and following it never comes back to this one."""
-        chain, name, folder = [self.name], self.smaller, Path(origin).parent
+        """``smaller`` comes with ``hours``, names a preset that exists, and following it never comes back here."""
+        if self.smaller is not None and self.hours is None:
+            raise ValueError(
+                f"{origin}: smaller={self.smaller!r} without hours: give the hours this preset is sized for, or "
+                "smaller: null"
+            )
+        chain, name = [Path(origin).resolve()], self.smaller
         while name is not None:
-            path = _preset_file(folder / name if Path(name).suffix else name)  # a missing one names the shipped ones
-            if path.stem in chain:
-                raise ValueError(
-                    f"{origin}: smaller: the presets take each other as smaller ({' -> '.join([*chain, path.stem])})"
-                )
-            chain.append(path.stem)
-            name, folder = _preset_data(path, ()).get("smaller"), path.parent
+            path = _preset_file(name).resolve()  # a missing one names the shipped presets
+            if path in chain:
+                names = " -> ".join(p.stem for p in (*chain, path))
+                raise ValueError(f"{origin}: smaller: the presets take each other as smaller ({names})")
+            chain.append(path)
+            name = _preset_data(path, ()).get("smaller")
 
     def _validate_training_sets(self, origin: Path | str) -> None:
         """Check the training-distribution stage: its keys and variants, and each set's parameters over the preset's."""
@@ -299,6 +301,8 @@ def _preset_data(path: Path, chain: tuple[Path, ...]) -> dict:
         )
     hints = {k: v for k, v in field_types(Preset).items() if k != "name"}  # the name is the file's
     check_fields(data, {**hints, "base": str}, str(path))  # every key known (the closest named), of its type
+    if isinstance(data.get("smaller"), str) and Path(data["smaller"]).suffix:  # a file: from this one's folder, as base
+        data["smaller"] = str((path.parent / data["smaller"]).resolve())
     base = data.pop("base", None)
     if base is None:
         return data

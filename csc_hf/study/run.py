@@ -46,6 +46,7 @@ from ..run_layout import (
     DECODING_COPY,
     DONE,
     FORECAST,
+    HANDED_OVER,
     PREDICTIONS,
     RECORDS,
     STAGES,
@@ -966,6 +967,16 @@ class Study:
         pending = [s for s in plan if s.directory in forecast and not Stage(s.directory).done]
         return len(pending), sum(wall_seconds(s, forecast[s.directory], self.processes) for s in pending)
 
+    def handed_to(self) -> str | None:
+        """The preset an earlier default run here handed itself to (:meth:`check_hours`), if one did."""
+        marker = self.run_dir / HANDED_OVER
+        return json.loads(marker.read_text(encoding="utf-8"))["preset"] if marker.is_file() else None
+
+    def begun(self, plan: Sequence[Step] | None = None) -> bool:
+        """Whether a stage of ``plan`` (default: the whole grid's) after the build has begun here: its folder exists."""
+        plan = self.plan(self.grid()) if plan is None else plan
+        return any(s.directory.exists() for s in plan if s.kinds[-1] != "build")
+
     def check_hours(self, plan: Sequence[Step], forecast: Mapping[Path, float]) -> None:
         """Whether the forecast of the stages left, times `RUN_OVER_FORECAST`, fits the hours the preset is sized for.
         Where it does not, a ``fallback`` run whose stages after the build have not begun raises :class:`OverHours`
@@ -974,9 +985,12 @@ class Study:
         seconds = self._forecast_left(plan, forecast)[1]
         if not p.hours or seconds * RUN_OVER_FORECAST <= p.hours * 3600:
             return
-        begun = any(s.directory.exists() for s in plan if s.kinds[-1] != "build")
-        if self.fallback and p.smaller and not begun:
-            raise OverHours(p, seconds)
+        if self.fallback and p.smaller and not self.begun(plan):
+            over = OverHours(p, seconds)
+            write_atomic(
+                self.run_dir / HANDED_OVER, json.dumps({"preset": p.smaller, "why": str(over)}), make_parents=True
+            )
+            raise over
         instead = f"; the preset {p.smaller} is sized for slower CPUs (--preset {p.smaller})" if p.smaller else ""
         logger.warning(
             "the forecast here (%s, and runs take at least %gx their forecast) is over the %g hours %s is sized for: "
