@@ -232,6 +232,18 @@ def test_user_templates_and_their_errors(tmp_path):
         ("答：我们去公园。", "答：我门去公园。", "答：我们去公园。"),
         ("正确的做法是：先洗手。", "正确的作法是：先洗手。", "正确的做法是：先洗手。"),  # corrected inside the "label"
         ("我们去公园（北京）", "我门去公园（北京）", "我们去公园（北京）"),
+        # a label after a few words
+        ("这句话应改为：我们去公园。", "我门去公园。", "我们去公园。"),
+        ("我认为正确的句子是：\n“我们去公园。”", "我门去公园。", "我们去公园。"),
+        ("他说：我们去公园。", "他说：我门去公园。", "他说：我们去公园。"),  # the source's own colon
+        # a reply that there is no error gives the source
+        ("这个句子没有错误。", "我们去公园。", "我们去公园。"),
+        ("原句正确无误，无需修改。", "我们去公园。", "我们去公园。"),
+        ("没有错别字。", "我们去公园。", "我们去公园。"),
+        ("No errors found.", "我们去公园。", "我们去公园。"),
+        ("**该句子不存在错误。**", "我们去公园。", "我们去公园。"),
+        ("他们没有错误地理解题意。", "他门没有错误地理解题意。", "他们没有错误地理解题意。"),  # a corrected sentence
+        ("无需修改", "无需修该", "无需修改"),  # the source says it too: a correction
     ],
 )
 def test_parse_answer_strips_wrappers(output, source, answer):

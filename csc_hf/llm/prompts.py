@@ -226,9 +226,18 @@ def load_template(template: str | Path | PromptTemplate) -> PromptTemplate:
 _THINK = re.compile(r"<think>.*?</think>", re.S)
 _FENCE = re.compile(r"```[A-Za-z0-9_+-]*\n?(.*?)(?:```|$)", re.S)
 # A line that introduces the answer: a label (改正后, 修改后的句子为, Corrected sentence, ...) and a colon.
+# A label may follow a few words (这句话应改为：X, 我认为正确的句子是：X).
 _LABEL = re.compile(
     r"^[\s*#>`-]*(?:(?:改正|修改|纠正|修正|更正|订正)[后過过]?|正确|输出|答案|答|结果|回答|corrected|correction"
-    r"|output|answer)[^：:\n]{0,10}[：:][\s*]*",
+    r"|output|answer|[^：:\n]{0,8}?(?:改为|改成|应为|应该是|正确的?(?:句子|写法|说法|表达)))[^：:\n]{0,10}[：:][\s*]*",
+    re.I,
+)
+# A reply that the sentence has no error (这个句子没有错误。无需修改。No errors found.): the answer is the source.
+_NO_ERROR = re.compile(
+    r"^[\s*#>`-]*(?:[^，。,.!！\n]{0,8}?(?:没有|无|不存在|未发现|没发现)(?:任何|明显的?)?(?:错误|错别字|别字|拼写错误)"
+    r"|[^，。,.!！\n]{0,8}?(?:无需|不需要|不用)(?:修改|改动|纠正|改正)|[^，。,.!！\n]{0,6}?正确无误"
+    r"|(?:there are |i found )?no (?:spelling )?(?:errors?|mistakes?|typos?)"
+    r"|(?:the )?(?:sentence|text) is (?:already )?correct)",
     re.I,
 )
 _SOURCE_LABEL = re.compile(r"^[\s*#>`-]*(?:原句|原文|原始句子|句子|输入|input|source)[^：:\n]{0,6}[：:]", re.I)
@@ -259,15 +268,22 @@ def _echoes(start: str, source: str) -> bool:
     return len(head) == len(start) and sum(a != b for a, b in zip(start, head)) <= len(start) // 4
 
 
+def _resembles(answer: str, source: str) -> bool:
+    """Whether ``answer`` is ``source`` with at most one character in four changed (a corrected sentence)."""
+    return len(answer) == len(source) and sum(a != b for a, b in zip(answer, source)) <= len(source) // 4
+
+
 def parse_answer(output: str, source: str, answer_prefix: str = "") -> str:
     """The corrected sentence in a generation, or "" when it holds none.
 
     Drops reasoning (``<think>...</think>``; an unclosed one means no answer yet), takes the inside of a code fence,
-    then the line that a label introduces (``改正后：X``, ``修改后的句子为：`` then X on the next line), else the first
-    line that neither ends with a colon (``好的，以下是改正后的句子：``) nor echoes the source (``原句：...``); cuts a
-    remark after it (``（"门"应为"们"）``, ``解释：...``) and quotes or ``**`` around it. Each step is skipped where the
-    source itself has what it would remove (a source that starts with ``答：``, even with a character corrected in its
-    label, or ends with a bracket keeps it)."""
+    then the line that a label introduces (``改正后：X``, ``修改后的句子为：`` then X on the next line,
+    ``这句话应改为：X``), else the first line that neither ends with a colon (``好的，以下是改正后的句子：``) nor
+    echoes the source (``原句：...``); cuts a remark after it (``（"门"应为"们"）``, ``解释：...``) and quotes or
+    ``**`` around it. A reply that the sentence has no error (``这个句子没有错误。``, ``No errors found.``) gives the
+    source. Each step is skipped where the source itself has what it would remove (a source that starts with
+    ``答：``, even with a character corrected in its label, or ends with a bracket keeps it; a corrected sentence
+    that says ``没有错误`` is kept)."""
     text = _THINK.sub("", output)
     if "<think>" in text:
         return ""
@@ -292,6 +308,8 @@ def parse_answer(output: str, source: str, answer_prefix: str = "") -> str:
         ]
         answer = candidates[0] if candidates else ""
     answer = _unwrap(answer, source)
+    if _NO_ERROR.match(answer) and not _resembles(answer, source) and not _NO_ERROR.match(source):
+        return source
     remark = _REMARK.search(answer)
     if remark and remark.start() > 0 and not _REMARK.search(source):
         answer = _unwrap(answer[: remark.start()].strip(), source)
