@@ -499,7 +499,9 @@ def test_a_study_forecasts_its_stages_from_steps_timed_here(small_params, tmp_pa
     text = caplog.text
     assert "compute path: " in text and "torch threads: 1 (OMP_NUM_THREADS=1)\n" in text
     assert "forecast of the 7 pretraining, training and evaluation stages left: " in text
-    found = re.search(r"left: ([\d:]+); whole runs have taken at least 1.2x their forecast: ([\d:]+) or more", text)
+    found = re.search(
+        r"left: ([\d:]+); times 1.2, what whole runs measured so far took over theirs at least: ([\d:]+) ", text
+    )
     forecast, more = (sum(int(x) * 60**k for k, x in enumerate(reversed(t.split(":")))) for t in found.groups())
     assert abs(more - 1.2 * forecast) <= 1  # whole seconds
 

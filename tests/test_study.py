@@ -579,7 +579,10 @@ def test_a_forecast_over_the_hours_hands_a_new_default_run_to_the_smaller_preset
     plan = run.plan(run.grid())
     forecast = {s.directory: 1.0 for s in plan if s.kinds[-1] in ("pretrain", "train", "evaluate")}
     run.check_hours(plan, {d: 0.01 for d in forecast})  # within the hours
-    with pytest.raises(study_run.OverHours, match=r"the forecast of over here \(0:00:\d\d, and runs take at least "):
+    with pytest.raises(
+        study_run.OverHours,
+        match=r"the forecast of over here \(0:00:\d\d; times 1.2, what whole runs measured so far took over ",
+    ):
         run.check_hours(plan, forecast)
     named = Study(preset, tmp_path / "run", fallback=False)
     with caplog.at_level("WARNING", logger="csc_hf"):

@@ -68,8 +68,8 @@ logger = get_logger(__name__)
 FORECAST_KINDS = ("pretrain", "pretrain-sides", "train", "evaluate")
 """The kinds of stage the forecast times (the build and augmentation stages it leaves out)."""
 RUN_OVER_FORECAST = 1.2
-"""The least a whole run has taken over its start's forecast (BENCHMARKS.md): a preset's ``hours`` are checked
-against the forecast times this."""
+"""The least that the whole runs measured so far (on a Zen 4) took over their start's forecast (BENCHMARKS.md): a
+preset's ``hours`` are checked against the forecast times this."""
 
 
 def _ends_with_its_parent() -> None:
@@ -125,8 +125,8 @@ class OverHours(Exception):
 
     def __init__(self, preset: Preset, seconds: float):
         super().__init__(
-            f"the forecast of {preset.name} here ({clock(seconds)}, and runs take at least {RUN_OVER_FORECAST:g}x "
-            f"their forecast) is over the {preset.hours:g} hours it is sized for"
+            f"the forecast of {preset.name} here ({clock(seconds)}; times {RUN_OVER_FORECAST:g}, what whole runs "
+            f"measured so far took over theirs at least) is over the {preset.hours:g} hours it is sized for"
         )
 
 
@@ -951,9 +951,9 @@ class Study:
         pending, left = self._forecast_left(plan, seconds)
         models = f" ({self.processes} processes sharing the models' stages)" if self.processes > 1 else ""
         logger.info(
-            "forecast of the %d pretraining, training and evaluation stages left%s: %s; whole runs have taken at "
-            "least %gx their forecast: %s or more (build and augment stages not included; measured stages replace "
-            "the forecast in the progress line as they finish)",
+            "forecast of the %d pretraining, training and evaluation stages left%s: %s; times %g, what whole runs "
+            "measured so far took over theirs at least: %s (build and augment stages not included; measured stages "
+            "replace the forecast in the progress line as they finish)",
             pending,
             models,
             clock(left),
@@ -993,8 +993,8 @@ class Study:
             raise over
         instead = f"; the preset {p.smaller} is sized for slower CPUs (--preset {p.smaller})" if p.smaller else ""
         logger.warning(
-            "the forecast here (%s, and runs take at least %gx their forecast) is over the %g hours %s is sized for: "
-            "this CPU is slower than the ones it was sized on%s",
+            "the forecast here (%s; times %g, what whole runs measured so far took over theirs at least) is over the "
+            "%g hours %s is sized for: this CPU is slower than the ones it was sized on%s",
             clock(seconds),
             RUN_OVER_FORECAST,
             p.hours,
