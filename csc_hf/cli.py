@@ -39,6 +39,7 @@ from .model_folder import (
     check_model_folder,
     is_local,
     training_record,
+    weights_digest,
 )
 from .precision import PRECISIONS, check_bf16_weights
 from .run_layout import REPORT_FILE, RESULTS_CSV, RUNS_DIR
@@ -525,7 +526,8 @@ def cmd_push(args: argparse.Namespace) -> None:
     without machine-local fields, and a card whose YAML holds the licence, base model, datasets and a model-index of
     the scores; upload it only with --upload (the token of HF_TOKEN or of `hf auth login`, as huggingface_hub reads
     it; never on the command line, where the process list shows it). With a run's results.json, the card takes the
-    model's own records (its variant and seed, as its folder records them). The benchmark options state the
+    model's own records (its weights, as the records name them, or its variant and seed, as its folder records them);
+    results of other weights are an error. The benchmark options state the
     parameters the --results were scored with where the records do not (a run's results.json and csc-bench
     evaluate's output state them)."""
     from . import hub
@@ -544,7 +546,8 @@ def cmd_push(args: argparse.Namespace) -> None:
         raise ValueError(f"{' and '.join(named)} choose records of --results; give --results too")
     records = hub.load_records(args.results) if args.results else []
     if records:  # a run's results hold every model's: this model's own
-        records = hub.model_records(records, training_record(args.model), *chosen.values(), args.results)
+        training, digest = training_record(args.model), weights_digest(args.model)
+        records = hub.model_records(records, training, *chosen.values(), args.results, digest)
     given = bench_params(args)  # the parameters the results were scored with, when the records do not say
     if given and not records:
         raise ValueError(f"benchmark options {sorted(given)} describe the scores of --results; give --results too")

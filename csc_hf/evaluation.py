@@ -36,7 +36,7 @@ from .edits import EDIT_KINDS, SUBSTITUTION
 from .files import Sentences, read_predictions, write_atomic, write_prediction_records, write_predictions
 from .llm.policy import apply_length_policy
 from .logging import get_logger
-from .model_folder import DECODING_KEYS, is_local, save_decoding, training_record
+from .model_folder import DECODING_KEYS, WEIGHTS_DIGEST, is_local, save_decoding, training_record, weights_digest
 from .precision import check_bf16_weights
 from .run_layout import PREDICTIONS, paired_file, predictions_file, predictions_split
 from .scoring import REPORTED, compare, score
@@ -297,7 +297,8 @@ def evaluate_model(
     ``model_dir`` (a folder or a Hub id: any checkpoint ``csc_hf.pipeline.Corrector`` loads, an LLM too) and score it
     as ``options`` say. Every split is read, and checked against the model's training sentences, before the model is
     loaded. Each record holds the split's scores, the benchmark parameters it was built with (or the data it is), the
-    seconds its correction took and the sentences per second; an LLM's also its settings (prompt, decoding, length
+    seconds its correction took and the sentences per second and, for a local folder, the sha256 of its weights
+    (:func:`csc_hf.model_folder.weights_digest`); an LLM's also its settings (prompt, decoding, length
     policy), the answers whose length changed, the failures by kind and the contamination flags of the split's
     sources. Each split logs its size, score and time, and a progress bar runs over the splits."""
     from .pipeline import Corrector, loads_as_llm, loads_as_seq2seq  # torch: only here (csc-bench score reads us)
@@ -350,6 +351,7 @@ def evaluate_model(
             logger.warning("%s is not a local folder: its decoding is not saved", model_dir)
     pairs = set(error_pairs(*trained))
     corpus = BenchParams(**o.bench_params).corpus
+    digest = weights_digest(model_dir)  # the weights the scores belong to: csc-bench push checks it
     records = []
     for split in splits if llm else ():  # every split's prompts fit the model before the first generation
         corrector.check_lengths(split.sources, f"{split.name}, sentence")
@@ -384,6 +386,7 @@ def evaluate_model(
             **({"data": split.data} if split.data else {"bench_params": dict(o.bench_params)}),
             "error_prob": split.error_prob,
             **({"alignment": True} if split.aligned else {}),  # scored by edit alignment: insertions and deletions
+            **({WEIGHTS_DIGEST: digest} if digest else {}),
         }
         if llm:
             record["llm"] = _llm_record(corrector, run, split, corpus)

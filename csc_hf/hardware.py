@@ -1,7 +1,8 @@
 """The CPU a run computes on: its instruction sets, those the environment lets torch's kernels use, the compute path
 they give, and how many cores are free.
 
-    hardware.describe()        # "Intel(R) Xeon(R) Processor, 2 CPUs; flags: avx2 avx512f ...; compute path: bf16 (AMX)"
+    hardware.describe()        # "Intel(R) Xeon(R) ... (family 6, model 143), 2 usable CPUs; flags: avx2 avx512f ...;
+                               #  compute path: bf16 (AMX)"
     hardware.cpu_has_bf16()    # whether bf16 autocast computes in bf16 here (torch's probe, less the held kernels)
     hardware.torch_threads()   # torch threads for a run here: OMP_NUM_THREADS, else every usable CPU (never the load)
 
@@ -51,7 +52,9 @@ _MKL_BELOW_AVX512 = frozenset({"SSE4_2", "AVX", "AVX2"})
 
 
 def cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, set[str]]:
-    """The CPU's model name and flags ("" and an empty set where /proc/cpuinfo is missing)."""
+    """The CPU's model name, with its family and model numbers where /proc/cpuinfo gives them (one name can cover
+    generations: an "AMD EPYC" Zen 1 is family 23 model 1, a Zen 3 family 25 model 1), and its flags ("" and an empty
+    set where /proc/cpuinfo is missing)."""
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -62,7 +65,10 @@ def cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, set[str]]:
         fields.setdefault(key.strip(), value.strip())
         if not line.strip() and fields:  # the first processor's block is enough
             break
-    return fields.get("model name", ""), set(fields.get("flags", "").split())
+    name, family, model = fields.get("model name", ""), fields.get("cpu family"), fields.get("model")
+    if name and family and model:
+        name += f" (family {family}, model {model})"
+    return name, set(fields.get("flags", "").split())
 
 
 def kernel_flags(flags: set[str], environ=os.environ) -> set[str]:

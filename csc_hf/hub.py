@@ -17,6 +17,7 @@ from .model_folder import (
     DECODING_DEFAULTS,
     DECODING_KEYS,
     HUB_ID,
+    WEIGHTS_DIGEST,
     check_model_folder,
     is_local,
     load_decoding,
@@ -490,6 +491,7 @@ def model_records(
     model_name: str | None = None,
     model_seed: int | None = None,
     where: str = "the results file",
+    digest: str | None = None,
 ) -> list[dict]:
     """The records of one model among ``records`` (a run's results hold every model's): those whose variant and seed
     (:data:`MODEL_KEYS`, where the records carry them) are the model's, as ``model_name`` / ``model_seed`` or else its
@@ -497,10 +499,22 @@ def model_records(
     augmentation stage's and the training sets' models differ from the grid's only in it: the ``bench_params``'
     training fields of each record and of the model's training record). Records of one model (an evaluation json)
     are all its own. A choice that leaves no model, or several, is a ValueError that lists the models ``where``
-    holds; so is a ``model_name`` that is not the trained variant, and a record of an LLM corrector's evaluation."""
+    holds; so is a ``model_name`` that is not the trained variant, and a record of an LLM corrector's evaluation.
+    Records that name the weights they scored (:data:`~csc_hf.model_folder.WEIGHTS_DIGEST`) are the model's only where
+    that is its ``digest`` (:func:`~csc_hf.model_folder.weights_digest`); where none is, that is a ValueError too."""
     if llm := next((r["llm"] for r in records if isinstance(r.get("llm"), dict)), None):
         name = (llm.get("settings") or {}).get("model", "an LLM")
         raise ValueError(f"{where} holds the results of the LLM corrector {name}, not of a CSC model folder")
+    if digest is not None:
+        scored = [r.get(WEIGHTS_DIGEST) or digest for r in records]  # a record that names none may be the model's
+        others = set(scored) - {digest}
+        records = [r for r, d in zip(records, scored) if d == digest]
+        if not records and others:
+            named = ", ".join(sorted(d[:12] for d in others))
+            raise ValueError(
+                f"{where} holds the scores of other weights (sha256 {named}), not of this model folder's (sha256 "
+                f"{digest[:12]}): evaluate this model (csc-bench evaluate MODEL --output FILE) and give that file"
+            )
     variant = training.get("variant")
     if model_name is not None and isinstance(variant, str) and model_name != variant:
         raise ValueError(f"--model-name {model_name}: the model folder holds a {variant} model")
@@ -538,6 +552,9 @@ def _record_problem(record: object) -> str | None:
     missing = [key for key in ("config", "split", "scores") if key not in record]
     if missing:
         return f"lacks {missing} (a record has config, split and scores)"
+    digest = record.get(WEIGHTS_DIGEST)
+    if digest is not None and not (isinstance(digest, str) and re.fullmatch(r"[0-9a-f]{64}", digest)):
+        return f"has {WEIGHTS_DIGEST} {digest!r}, not a sha256 (64 hexadecimal digits)"
     scores = record["scores"]
     if not isinstance(scores, dict):
         return f"has scores of type {type(scores).__name__}, not a mapping"

@@ -6,6 +6,7 @@ prior's characters) and how ``csc-bench train`` trained it (:func:`training_reco
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import numbers
@@ -124,6 +125,32 @@ def check_weights(path: str | Path, what: str = "model folder") -> None:
     folder = Path(path)
     if problem := weights_problem(folder, read_json_object(folder / "config.json")):
         raise ValueError(f"{what} {folder}: {problem}")
+
+
+WEIGHTS_DIGEST = "weights_sha256"
+"""The key of an evaluation record that names the weights it scored (:func:`weights_digest`)."""
+
+
+def weights_files(folder: Path) -> list[Path]:
+    """The weights files of a local model folder, in name order: its safetensors files, else its pickled
+    ``pytorch_model*.bin`` ones (none in a folder without weights)."""
+    return sorted(folder.glob("*.safetensors")) or sorted(folder.glob("pytorch_model*.bin"))
+
+
+def weights_digest(path: str | Path) -> str | None:
+    """The sha256 of a local model folder's weights as saved (:func:`weights_files`, each file's name and bytes), so
+    that scores can name the weights they belong to; None for a Hub id or a folder without weights. ``csc-bench push``
+    copies the safetensors files as they are: the pushed folder has the same digest."""
+    if not is_local(path):
+        return None
+    files = weights_files(Path(path).expanduser())
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for file in files:
+        with open(file, "rb") as f:
+            digest.update(f"{file.name}\0{hashlib.file_digest(f, 'sha256').hexdigest()}\0".encode())
+    return digest.hexdigest()
 
 
 EMBEDDINGS = re.compile(r"(^|\.)(word_embeddings|shared|embed_tokens)\.weight$")  # a model's token embeddings

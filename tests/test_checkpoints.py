@@ -25,6 +25,7 @@ from csc_hf.cli import main
 from csc_hf.edits import aligned_substitutions
 from csc_hf.evaluation import EvaluationOptions, evaluate_model
 from csc_hf.files import read_lines, read_predictions
+from csc_hf.model_folder import weights_digest
 from csc_hf.pipeline import Corrector
 
 SENTENCES = [
@@ -275,6 +276,7 @@ def check_evaluation(folder, small_params, tmp_path, caplog) -> None:
     assert 0.0 <= records[0]["scores"]["char_cor_f1"] <= 1.0 and 0.0 <= records[0]["scores"]["fpr"] <= 1.0
     assert "test/test: 80 sentences" in caplog.text  # one line per split: counts and time
     assert records[0]["sentences_per_s"] > 0 and records[0]["seconds"] > 0  # the throughput beside the scores
+    assert records[0]["weights_sha256"] == weights_digest(folder) and len(weights_digest(folder)) == 64
     from csc_hf import load_dataset
 
     sources = load_dataset("csc_bench", "test", split="test", **small_params)["source"]

@@ -25,6 +25,8 @@ def test_reads_the_first_processors_name_and_flags(tmp_path):
     path.write_text(CPUINFO)
     assert hardware.cpuinfo(str(path)) == ("AMD EPYC 7B13", {"fpu", "sse2", "avx", "fma", "avx2", "bmi2"})
     assert hardware.cpuinfo(str(tmp_path / "missing")) == ("", set())
+    path.write_text(CPUINFO.replace("model name", "cpu family\t: 25\nmodel\t\t: 1\nmodel name", 1))
+    assert hardware.cpuinfo(str(path))[0] == "AMD EPYC 7B13 (family 25, model 1)"  # a Zen 3, not a Zen 1 (23, 1)
 
 
 @pytest.mark.parametrize("flags, path", [

@@ -362,3 +362,47 @@ def test_push_takes_the_models_own_records_from_a_runs_results(trained, tmp_path
     assert push(unrecorded, "--model-name", "bert", "--model-seed", "1")[0] == 0
     code, out = push(unrecorded, "--model-name", "bart")
     assert code == 2 and "holds no records of this model (model bart)" in out.err
+
+
+def test_push_takes_the_records_of_the_folders_own_weights(trained, tmp_path, capsys):
+    """Records that name the weights they scored (weights_sha256) are the model's only where those are the folder's:
+    a run's records are told apart by it without --model-name, an eval.json of other weights is refused before
+    anything is written, the pushed folder has the same digest, and a digest that is not a sha256 is named."""
+    from csc_hf.model_folder import weights_digest
+
+    own = weights_digest(trained)
+    assert own and len(own) == 64 and weights_digest(trained) == own  # same bytes, same digest
+    unrecorded = tmp_path / "unrecorded"  # no training record: only the weights can say which records are its own
+    shutil.copytree(trained, unrecorded)
+    (unrecorded / "csc_training.json").unlink()
+    assert weights_digest(unrecorded) == own and weights_digest("user/model") is None
+
+    def push(records, *options):
+        results = tmp_path / "results.json"
+        results.write_text(json.dumps(records))
+        code = main(["push", str(unrecorded), "user/x", "--folder", str(tmp_path / "hub"), "--results", str(results)])
+        return code, capsys.readouterr()
+
+    def record(model, seed, digest, value):
+        return {
+            "model": model,
+            "seed": seed,
+            "config": "test",
+            "split": "test",
+            "weights_sha256": digest,
+            "scores": {**SCORES, "char_cor_f1": value},
+        }
+
+    run = {"params": {"bench_params": {}}, "records": [record("bert", 1, "0" * 64, 0.1), record("bert", 2, own, 0.42)]}
+    code, out = push(run)
+    assert code == 0 and "(1 scored test sets in its card)" in out.out
+    (entry,) = front_matter((tmp_path / "hub" / "README.md").read_text())["model-index"][0]["results"]
+    assert [m["value"] for m in entry["metrics"] if m["type"] == "char_cor_f1"] == [0.42]
+    assert weights_digest(tmp_path / "hub") == own  # the pushed weights are the scored ones
+    shutil.rmtree(tmp_path / "hub")
+    other = [{k: v for k, v in record("bert", 1, "ab" * 32, 0.1).items() if k not in ("model", "seed")}]
+    code, out = push(other)  # an evaluation json of another model
+    assert code == 2 and "holds the scores of other weights (sha256 abababababab)" in out.err
+    assert f"not of this model folder's (sha256 {own[:12]})" in out.err and not (tmp_path / "hub").exists()
+    code, out = push([{**other[0], "weights_sha256": "abc"}])
+    assert code == 2 and "record 0 has weights_sha256 'abc', not a sha256" in out.err

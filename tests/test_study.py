@@ -312,6 +312,28 @@ def test_workers_take_the_forecast_of_the_process_that_started_them(tmp_path):
     assert worker.progress.eta() == first.progress.eta()
 
 
+def test_a_resumed_run_takes_its_forecast_where_the_machine_is_the_same(tmp_path, monkeypatch, caplog):
+    """The forecast is saved with the machine it was probed on (CPU, threads, processes): a run resumed there takes
+    it instead of probing again, and one on another CPU or with other processes finds none."""
+    from csc_hf import hardware
+    from csc_hf.study.run import FORECAST_KINDS
+
+    first = Study(Preset.load("smoke"), tmp_path / "run", processes=2)
+    plan = first.plan(first.grid())
+    first.progress = Progress(plan, processes=2)
+    first.probed_on = first.machine()
+    first.progress.forecast = {s.directory: 10.0 + k for k, s in enumerate(plan) if s.kinds[-1] in FORECAST_KINDS}
+    first.share_forecast()
+    resumed = Study(Preset.load("smoke"), tmp_path / "run", processes=2)
+    with caplog.at_level("INFO", logger="csc_hf"):
+        assert resumed.forecast(plan, build=None) == first.progress.forecast  # no probe: it needs no build
+    assert "the forecast of this run's probe on this machine" in caplog.text and "forecast of the " in caplog.text
+    alone = Study(Preset.load("smoke"), tmp_path / "run", processes=1)
+    assert alone.shared_forecast(alone.machine()) == {}
+    monkeypatch.setattr(hardware, "describe", lambda: "AMD EPYC (family 25, model 1), 2 usable CPUs")
+    assert resumed.shared_forecast(resumed.machine()) == {} and resumed.shared_forecast() == first.progress.forecast
+
+
 def _with_pretrained_stages(smoke_run: Path, run: Path) -> None:
     """Copy the smoke run's build and pretraining stages into ``run``: a run there starts at the models' stages."""
     for name in ("build", "pretrain"):
@@ -349,13 +371,15 @@ def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
     assert "finished: resuming after them" in log and "pretrain the encoder" not in log  # it came after it
     assert "a worker: one of 2 processes that share the models' stages" in log  # its ETA counts the shares too
     assert "the models' stages: 2 processes with" not in log  # it started no worker of its own
+    assert "it/s]" not in log and "s/it]" not in log  # no progress bars in a log file
     assert Preset.load(str(run / "workers" / "two.yaml")) == Preset.load(str(preset))  # the worker's preset: the same
     with pytest.raises(ValueError, match="--processes: processes=0 must be"):
         Study(Preset.load(str(preset)), run, processes=0)
     worker = Study(Preset.load(str(preset)), run, processes=2, worker=True)
     assert worker.model_threads(1) == 1 and Study(Preset.load(str(preset)), run, processes=2).model_threads(4) == 2
     assert worker.model_threads(3) == 3  # a worker's threads are its share already
-    assert json.loads((run / "workers" / "forecast.json").read_text(encoding="utf-8")) == {}  # --no-estimate: none
+    shared = json.loads((run / "workers" / "forecast.json").read_text(encoding="utf-8"))
+    assert shared == {"machine": None, "stages": {}}  # --no-estimate: none
     preset.write_text(yaml.safe_dump({"base": "smoke", "processes": 0}), encoding="utf-8")
     with pytest.raises(ValueError, match="processes=0 must be"):
         Preset.load(str(preset))

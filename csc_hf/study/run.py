@@ -166,6 +166,7 @@ class Study:
         self._workers: list[tuple[subprocess.Popen, Path]] = []  # the other processes of the models' stages
         self._sigterm: Any = None  # SIGTERM's handler before the workers started
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
+        self.probed_on: str | None = None  # the machine the forecast holds for (:meth:`machine`); None without one
         self.wait = True  # whether a stage another process runs is waited for (else: Busy)
         self.put_off: list[tuple[Callable[..., None], Any]] = []  # (run, model) pairs that `each` met busy
         self._running: list[Stage] = []  # the stages this process holds the lock of
@@ -830,7 +831,8 @@ class Study:
         ]
         command += ["--no-estimate", "--processes", str(self.processes), "--worker"]
         self.share_forecast()
-        environ = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        # a log file takes no progress bars: each redraw would be kept (the "step N/M" lines say as much)
+        environ = {**os.environ, "OMP_NUM_THREADS": str(threads), "TQDM_DISABLE": "1"}
         for k in range(1, self.processes):
             log = folder / f"worker-{k}.log"
             with log.open("a", encoding="utf-8") as out:
@@ -848,19 +850,34 @@ class Study:
         )
 
     def share_forecast(self) -> None:
-        """Write this run's forecast of each stage (by stage folder; empty without one) where the workers that
-        :meth:`start_workers` starts read it (:meth:`shared_forecast`), so that their ETA is this process's."""
+        """Write this run's forecast of each stage (by stage folder; empty without one) and the machine it was probed
+        on (:meth:`machine`, as :meth:`forecast` saw it) where the workers that :meth:`start_workers` starts read it
+        (:meth:`shared_forecast`), so that their ETA is this process's, and where a resumed run finds it
+        (:meth:`forecast`)."""
         forecast = self.progress.forecast if self.progress is not None else {}
-        shared = {Path(directory).name: seconds for directory, seconds in forecast.items()}
+        shared = {"machine": self.probed_on, "stages": {Path(d).name: seconds for d, seconds in forecast.items()}}
         write_atomic(self.run_dir / WORKERS / FORECAST, json.dumps(shared, indent=1) + "\n", make_parents=True)
 
-    def shared_forecast(self) -> dict[Path, float]:
-        """A worker's forecast: what the process that started it shared (:meth:`share_forecast`); none without it."""
+    def shared_forecast(self, machine: str | None = None) -> dict[Path, float]:
+        """The forecast :meth:`share_forecast` wrote (a worker's: what the process that started it shared), or only
+        where it was probed on ``machine``; none without it."""
         path = self.run_dir / WORKERS / FORECAST
         if not path.is_file():
             return {}
         shared = json.loads(path.read_text(encoding="utf-8"))
-        return {self.run_dir / STAGES / name: float(seconds) for name, seconds in shared.items()}
+        if not isinstance(shared, dict) or not isinstance(shared.get("stages"), dict):
+            return {}  # of an earlier csc_hf, which did not say where it was probed
+        if machine is not None and shared.get("machine") != machine:
+            return {}
+        return {self.run_dir / STAGES / name: float(seconds) for name, seconds in shared["stages"].items()}
+
+    def machine(self) -> str:
+        """What a forecast holds only for: the CPU (:func:`csc_hf.hardware.describe`), the torch threads of the
+        pretraining and of each process of the models' stages, and the processes."""
+        import torch
+
+        threads = torch.get_num_threads()
+        return f"{hardware.describe()}; {threads}/{self.model_threads(threads)} threads, {self.processes} processes"
 
     def _restore_sigterm(self) -> None:
         if self._sigterm is not None:
@@ -895,11 +912,21 @@ class Study:
         from ..job_estimate import StepProbe
 
         p = self.preset
-        if all(Stage(step.directory).done for step in plan if step.kinds[-1] in FORECAST_KINDS):
+        pending = [step for step in plan if step.kinds[-1] in FORECAST_KINDS and not Stage(step.directory).done]
+        if not pending:
             return {}
         if p.launcher or not trains_on_cpu(bool(p.finetune.get("use_cpu"))):
             logger.info("no forecast: the probe times one process on the CPU, and this preset trains otherwise")
             return {}
+        self.probed_on = self.machine()
+        earlier = self.shared_forecast(self.probed_on)  # a resumed run's: its stage folders name their configs
+        if all(step.directory in earlier for step in pending):
+            logger.info(
+                "the forecast of this run's probe on this machine (%s; remove it to probe again)",
+                self.run_dir / WORKERS / FORECAST,
+            )
+            self._log_forecast(plan, earlier)
+            return earlier
         sizes = json.loads((build.directory / DONE).read_text(encoding="utf-8")).get("configs", {})
         (train_targets,) = columns(load_dataset("csc_bench", "train", split="train", **p.bench_params), "target")
         cut = p.finetune.get("max_length", DataArguments.max_length) - 2  # [CLS] and [SEP]
@@ -948,6 +975,10 @@ class Study:
             logger.info(
                 "(pretraining with %d torch threads, the models' stages with %d in each process)", threads, shared
             )
+        self._log_forecast(plan, seconds)
+        return seconds
+
+    def _log_forecast(self, plan: Sequence[Step], seconds: Mapping[Path, float]) -> None:
         pending, left = self._forecast_left(plan, seconds)
         models = f" ({self.processes} processes sharing the models' stages)" if self.processes > 1 else ""
         logger.info(
@@ -960,7 +991,6 @@ class Study:
             RUN_OVER_FORECAST,
             clock(left * RUN_OVER_FORECAST),
         )
-        return seconds
 
     def _forecast_left(self, plan: Sequence[Step], forecast: Mapping[Path, float]) -> tuple[int, float]:
         """How many unfinished stages of ``plan`` have a forecast, and their wall seconds with this run's processes."""
@@ -1007,6 +1037,7 @@ class Study:
         build = self.build()
         if self.estimate and self.progress is not None:
             self.progress.forecast = self.forecast(self.progress.plan, build)
+            self.share_forecast()  # where a resumed run finds it
             self.check_hours(self.progress.plan, self.progress.forecast)
         elif self.worker and self.progress is not None:
             self.progress.forecast = self.shared_forecast()
