@@ -394,12 +394,15 @@ def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smo
     _with_pretrained_stages(smoke_run, run)  # only the model's stages run
     preset = tmp_path / "fresh.yaml"
     plain = {"base": "smoke", "variants": ["bert"], "augmentation": {}, "training_sets": {}}
-    preset.write_text(yaml.safe_dump({**plain, "fresh_processes": True}), encoding="utf-8")
+    bars = {"finetune": {"disable_tqdm": False}}  # how the stage is followed, not its inputs
+    preset.write_text(yaml.safe_dump({**plain, **bars, "fresh_processes": True}), encoding="utf-8")
     started = _record_started(monkeypatch)
     capfd.readouterr()
     assert main(["run", "--preset", str(preset), "--output", str(run), "--no-estimate"]) == 0
     err = capfd.readouterr().err
     assert re.search(r"\] training in \S+ \(weights in fp32\)", err) and "Loading weights" not in err
+    assert "step 30/30: {'loss'" in err  # the step lines, and no training bar: stderr is no terminal
+    assert not re.search(r"\| \d+/30 \[", err)
     (trained,) = [c for c in started if c[1:3] == ["-m", "csc_hf.train"]]
     folder = Study(Preset.load(str(preset)), run).folders("bert", 0)[0]
     assert trained[3] == str(folder / "train_config.yaml") and Stage(folder).done

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -462,8 +463,9 @@ def _callbacks(save_every_seconds: float = 0.0) -> list[TrainerCallback]:
 
 def _log_to_logger(trainer: Trainer) -> None:
     """Route the Trainer's log entries through ``LogToLogger``: without printer, and a progress bar that only shows
-    progress."""
+    progress, on a terminal only (a log file would keep each redraw of it: the step lines say as much)."""
     trainer.remove_callback(PrinterCallback)
     if any(isinstance(c, ProgressCallback) for c in trainer.callback_handler.callbacks):
         trainer.remove_callback(ProgressCallback)
-        trainer.add_callback(QuietProgress)
+        if sys.stderr.isatty():
+            trainer.add_callback(QuietProgress)
