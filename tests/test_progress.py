@@ -522,3 +522,19 @@ def test_stages_finished_on_another_machine_count_as_done_but_set_no_pace(tmp_pa
     stage.directory.mkdir()
     stage.finish({})
     assert stage.marker()["cpu"] == hardware.describe() == Progress(plan).machine
+
+
+def test_a_resumed_stage_sets_the_pace_only_until_one_of_its_kind_runs_in_one_piece(tmp_path):
+    """A stage that resumed from a checkpoint (earlier_seconds) paid each piece's start and the steps after its last
+    checkpoint again: the ETA takes its pace while it is the only one of its kind, and drops it once another stage
+    of its kind has finished in one piece."""
+    plan = [Step(f"train {v}", tmp_path / v, (f"train {v}", "train"), variant=v) for v in ("bert", "plome", "bart")]
+    forecast = {tmp_path / "bert": 100.0, tmp_path / "plome": 100.0, tmp_path / "bart": 100.0}
+    progress = Progress(plan, forecast=forecast, machine="here")
+    (tmp_path / "bert").mkdir()
+    (tmp_path / "bert" / "done.json").write_text(json.dumps({"seconds": 190.0, "earlier_seconds": 90.0, "cpu": "here"}))
+    assert progress.measured() == {tmp_path / "bert": 190.0}
+    assert progress.estimates() == [(190.0, False), (190.0, False)]  # the resumed one's pace: nothing else yet
+    finished(tmp_path / "plome", 110.0, cpu="here")
+    assert progress.measured() == {tmp_path / "plome": 110.0}
+    assert progress.estimates() == [(pytest.approx(110.0), False)]  # bart at plome's pace (1.1x), not 1.5x

@@ -182,12 +182,20 @@ class Progress:
         return {step.directory: Stage(step.directory).seconds for step in self.plan if Stage(step.directory).done}
 
     def measured(self) -> dict[Path, float]:
-        """The planned stages that finished on this machine (or did not say where), with the seconds each took."""
-        markers = [(step.directory, Stage(step.directory).marker()) for step in self.plan]
-        return {
-            directory: marker["seconds"]
-            for directory, marker in markers
+        """The planned stages that finished on this machine (or did not say where), with the seconds each took. A
+        stage that resumed from a checkpoint (``earlier_seconds``) counts each piece's start and the steps after its
+        last checkpoint again: it counts only while no stage of its kind has finished in one piece."""
+        markers = [(step, Stage(step.directory).marker()) for step in self.plan]
+        here = [
+            (step, marker)
+            for step, marker in markers
             if marker.get("seconds") is not None and marker.get("cpu") in (None, self.machine)
+        ]
+        whole = {step.kinds[-1] for step, marker in here if not marker.get("earlier_seconds")}
+        return {
+            step.directory: marker["seconds"]
+            for step, marker in here
+            if not marker.get("earlier_seconds") or step.kinds[-1] not in whole
         }
 
     def estimates(self) -> list[tuple[float | None, bool]]:
