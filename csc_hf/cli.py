@@ -251,6 +251,7 @@ def cmd_run(args: argparse.Namespace) -> None:
         path = hardware.compute_path()
         args.preset = resources.default_preset(path)
         logger.info("preset: %s, the default on this CPU (compute path %s; name one with --preset)", args.preset, path)
+    handed_over = None  # the run folder of the preset that handed this run to its smaller one
     while True:
         preset = Preset.load(args.preset)
         study = Study(
@@ -261,6 +262,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             processes=args.processes,
             worker=args.worker,
             fallback=fallback,
+            forecast_from=handed_over,  # its probe serves where it has every stage of this one
         )
         if fallback and (handed_to := study.handed_to()) and not study.begun():
             args.preset = handed_to
@@ -270,7 +272,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             results = study.run(args.variants, args.seeds)  # a part of the grid shares the stages; results cover all
             break
         except OverHours as over:
-            args.preset = preset.smaller
+            args.preset, handed_over = preset.smaller, study.run_dir
             logger.info(
                 "preset: %s instead, sized for slower CPUs: %s (%s keeps its build: --preset %s resumes it)",
                 args.preset,

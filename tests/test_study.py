@@ -314,7 +314,8 @@ def test_workers_take_the_forecast_of_the_process_that_started_them(tmp_path):
 
 def test_a_resumed_run_takes_its_forecast_where_the_machine_is_the_same(tmp_path, monkeypatch, caplog):
     """The forecast is saved with the machine it was probed on (CPU, threads, processes): a run resumed there takes
-    it instead of probing again, and one on another CPU or with other processes finds none."""
+    it instead of probing again, so does the smaller preset a run hands itself over to where its stages are the first
+    one's, and a run on another CPU or with other processes finds none."""
     from csc_hf import hardware
     from csc_hf.study.run import FORECAST_KINDS
 
@@ -327,7 +328,18 @@ def test_a_resumed_run_takes_its_forecast_where_the_machine_is_the_same(tmp_path
     resumed = Study(Preset.load("smoke"), tmp_path / "run", processes=2)
     with caplog.at_level("INFO", logger="csc_hf"):
         assert resumed.forecast(plan, build=None) == first.progress.forecast  # no probe: it needs no build
-    assert "the forecast of this run's probe on this machine" in caplog.text and "forecast of the " in caplog.text
+    assert "the forecast of an earlier probe on this machine, which has every stage left" in caplog.text
+    assert "forecast of the " in caplog.text
+    # a run that a preset handed over to its smaller one (here: the grid without augmentation and training sets)
+    smaller = tmp_path / "grid.yaml"
+    smaller.write_text(yaml.safe_dump({"base": "smoke", "augmentation": {}, "training_sets": {}}), encoding="utf-8")
+    handed = Study(Preset.load(str(smaller)), tmp_path / "grid", processes=2, forecast_from=tmp_path / "run")
+    grid = handed.plan(handed.grid())
+    assert len(grid) < len(plan) and handed.forecast(grid, build=None) == {
+        s.directory: first.progress.forecast[tmp_path / "run" / "stages" / s.directory.name]
+        for s in grid
+        if s.kinds[-1] in FORECAST_KINDS
+    }
     alone = Study(Preset.load("smoke"), tmp_path / "run", processes=1)
     assert alone.shared_forecast(alone.machine()) == {}
     monkeypatch.setattr(hardware, "describe", lambda: "AMD EPYC (family 25, model 1), 2 usable CPUs")

@@ -156,8 +156,10 @@ class Study:
         processes: int | None = None,
         worker: bool = False,
         fallback: bool = False,
+        forecast_from: str | Path | None = None,
     ):
         self.preset, self.run_dir, self.finished_only = preset, Path(run_dir), finished_only
+        self.forecast_from = None if forecast_from is None else Path(forecast_from)  # a run whose forecast may serve
         self.estimate = estimate
         self.processes = preset.processes if processes is None else processes  # of the models' stages
         check_range("processes", self.processes, Range(1), "--processes")
@@ -858,10 +860,11 @@ class Study:
         shared = {"machine": self.probed_on, "stages": {Path(d).name: seconds for d, seconds in forecast.items()}}
         write_atomic(self.run_dir / WORKERS / FORECAST, json.dumps(shared, indent=1) + "\n", make_parents=True)
 
-    def shared_forecast(self, machine: str | None = None) -> dict[Path, float]:
-        """The forecast :meth:`share_forecast` wrote (a worker's: what the process that started it shared), or only
-        where it was probed on ``machine``; none without it."""
-        path = self.run_dir / WORKERS / FORECAST
+    def shared_forecast(self, machine: str | None = None, run_dir: Path | None = None) -> dict[Path, float]:
+        """The forecast :meth:`share_forecast` wrote here (a worker's: what the process that started it shared), or in
+        the run folder ``run_dir`` (as this run's stage folders: a stage's folder name says its inputs), or only where
+        it was probed on ``machine``; none without it."""
+        path = (run_dir or self.run_dir) / WORKERS / FORECAST
         if not path.is_file():
             return {}
         shared = json.loads(path.read_text(encoding="utf-8"))
@@ -919,14 +922,17 @@ class Study:
             logger.info("no forecast: the probe times one process on the CPU, and this preset trains otherwise")
             return {}
         self.probed_on = self.machine()
-        earlier = self.shared_forecast(self.probed_on)  # a resumed run's: its stage folders name their configs
-        if all(step.directory in earlier for step in pending):
-            logger.info(
-                "the forecast of this run's probe on this machine (%s; remove it to probe again)",
-                self.run_dir / WORKERS / FORECAST,
-            )
-            self._log_forecast(plan, earlier)
-            return earlier
+        for folder in dict.fromkeys(f for f in (self.run_dir, self.forecast_from) if f is not None):
+            earlier = self.shared_forecast(self.probed_on, folder)  # a resumed run's, or the run that handed over
+            if all(step.directory in earlier for step in pending):
+                logger.info(
+                    "the forecast of an earlier probe on this machine, which has every stage left (%s; remove it to "
+                    "probe again)",
+                    folder / WORKERS / FORECAST,
+                )
+                earlier = {s.directory: earlier[s.directory] for s in plan if s.directory in earlier}
+                self._log_forecast(plan, earlier)
+                return earlier
         sizes = json.loads((build.directory / DONE).read_text(encoding="utf-8")).get("configs", {})
         (train_targets,) = columns(load_dataset("csc_bench", "train", split="train", **p.bench_params), "target")
         cut = p.finetune.get("max_length", DataArguments.max_length) - 2  # [CLS] and [SEP]
