@@ -501,7 +501,8 @@ def model_records(
     are all its own. A choice that leaves no model, or several, is a ValueError that lists the models ``where``
     holds; so is a ``model_name`` that is not the trained variant, and a record of an LLM corrector's evaluation.
     Records that name the weights they scored (:data:`~csc_hf.model_folder.WEIGHTS_DIGEST`) are the model's only where
-    that is its ``digest`` (:func:`~csc_hf.model_folder.weights_digest`); where none is, that is a ValueError too."""
+    that is its ``digest`` (:func:`~csc_hf.model_folder.weights_digest`); where every record names other weights,
+    that is a ValueError too."""
     if llm := next((r["llm"] for r in records if isinstance(r.get("llm"), dict)), None):
         name = (llm.get("settings") or {}).get("model", "an LLM")
         raise ValueError(f"{where} holds the results of the LLM corrector {name}, not of a CSC model folder")
