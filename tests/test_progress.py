@@ -538,3 +538,22 @@ def test_a_resumed_stage_sets_the_pace_only_until_one_of_its_kind_runs_in_one_pi
     finished(tmp_path / "plome", 110.0, cpu="here")
     assert progress.measured() == {tmp_path / "plome": 110.0}
     assert progress.estimates() == [(pytest.approx(110.0), False)]  # bart at plome's pace (1.1x), not 1.5x
+
+
+def test_a_training_that_resumes_counts_the_steps_after_its_checkpoint(tmp_path):
+    """A stage with a checkpoint (a run stopped in its training) takes its forecast, and its measured pace, for the
+    steps after that checkpoint only: the newest readable trainer_state.json says how many of its steps are done."""
+    plan = [Step(f"train {v}", tmp_path / v, (f"train {v}", "train"), variant=v) for v in ("bert", "plome", "bart")]
+    forecast = {tmp_path / "bert": 100.0, tmp_path / "plome": 100.0, tmp_path / "bart": 100.0}
+    progress = Progress(plan, forecast=forecast, machine="here")
+    for step, (done, total) in {"checkpoint-300": (300, 400), "checkpoint-100": (100, 400)}.items():
+        (tmp_path / "plome" / step).mkdir(parents=True)
+        (tmp_path / "plome" / step / "trainer_state.json").write_text(
+            json.dumps({"global_step": done, "max_steps": total})
+        )
+    (tmp_path / "plome" / "checkpoint-350").mkdir()
+    (tmp_path / "plome" / "checkpoint-350" / "trainer_state.json").write_text("{")  # being written
+    assert Stage(tmp_path / "plome").trained_share() == 0.75 and Stage(tmp_path / "bart").trained_share() == 0.0
+    assert progress.estimates() == [(100.0, True), (25.0, True), (100.0, True)]
+    finished(tmp_path / "bert", 120.0, cpu="here")
+    assert progress.estimates() == [(pytest.approx(30.0), False), (pytest.approx(120.0), False)]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import hardware
 from ..files import write_atomic
-from ..run_layout import DONE, LOCK
+from ..run_layout import CHECKPOINT, DONE, LOCK, TRAINER_STATE
 
 
 class StageLock:
@@ -109,6 +109,18 @@ class Stage:
         the checkpoint it resumed from included."""
         return self.marker().get("seconds")
 
+    def trained_share(self) -> float:
+        """The share of a training stage's steps that its newest checkpoint holds (0 without one): the part of its work
+        a resume does not do again."""
+        share = 0.0
+        for path in self.directory.glob(f"{CHECKPOINT}*/{TRAINER_STATE}"):
+            try:
+                state = json.loads(path.read_text(encoding="utf-8"))
+                share = max(share, min(1.0, state["global_step"] / state["max_steps"]))
+            except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):  # one being written: the others
+                continue
+        return share
+
     def marker(self) -> dict:
         """What ``done.json`` says, in one read; empty while the stage is not done. Its ``seconds`` (`seconds`) and
         ``cpu``: the machine the stage finished on (`hardware.describe`: the CPU, its flags, the compute path), absent
@@ -169,7 +181,8 @@ class Progress:
     ~``, a forecast until every remaining kind has a measured stage. With ``processes`` sharing the models' stages,
     those (the stages of a variant) count for 1/``processes`` of their time. Only the stages that finished on this
     ``machine`` (`hardware.describe`; or that did not record theirs) estimate the rest: a run resumed on another CPU
-    counts the stages the first one finished as done, not its pace."""
+    counts the stages the first one finished as done, not its pace. A training with a checkpoint (a stopped run's)
+    counts for the share of its steps after it (`Stage.trained_share`)."""
 
     plan: list[Step]
     started: float = field(default_factory=time.monotonic)
@@ -215,7 +228,11 @@ class Progress:
         for step in self.plan:
             if step.directory in finished:
                 continue
+            left = (
+                1.0 - Stage(step.directory).trained_share()
+            )  # a training that resumes: the steps after its checkpoint
             forecast = self.forecast.get(step.directory)
+            forecast = None if forecast is None else forecast * left
             if forecast is not None and (pace := next((paces[k] for k in step.kinds if k in paces), None)):
                 estimates.append((step, forecast * pace[0] / pace[1] if pace[1] > 0 else forecast, False))
                 continue
@@ -223,7 +240,7 @@ class Progress:
             if measured is None:
                 estimates.append((step, forecast, forecast is not None))
             else:
-                estimates.append((step, measured, False))
+                estimates.append((step, measured * left, False))
         return estimates
 
     def eta(self) -> tuple[float, bool] | None:

@@ -999,9 +999,11 @@ class Study:
         )
 
     def _forecast_left(self, plan: Sequence[Step], forecast: Mapping[Path, float]) -> tuple[int, float]:
-        """How many unfinished stages of ``plan`` have a forecast, and their wall seconds with this run's processes."""
+        """How many unfinished stages of ``plan`` have a forecast, and their wall seconds with this run's processes (a
+        training that resumes: the steps after its checkpoint)."""
         pending = [s for s in plan if s.directory in forecast and not Stage(s.directory).done]
-        return len(pending), sum(wall_seconds(s, forecast[s.directory], self.processes) for s in pending)
+        left = [forecast[s.directory] * (1.0 - Stage(s.directory).trained_share()) for s in pending]
+        return len(pending), sum(wall_seconds(s, seconds, self.processes) for s, seconds in zip(pending, left))
 
     def handed_to(self) -> str | None:
         """The preset an earlier default run here handed itself to (:meth:`check_hours`), if one did."""
