@@ -553,7 +553,7 @@ def test_a_training_that_resumes_counts_the_steps_after_its_checkpoint(tmp_path)
         )
     (tmp_path / "plome" / "checkpoint-350").mkdir()
     (tmp_path / "plome" / "checkpoint-350" / "trainer_state.json").write_text("{")  # being written
-    assert Stage(tmp_path / "plome").trained_share() == 0.75 and Stage(tmp_path / "bart").trained_share() == 0.0
+    assert Stage(tmp_path / "plome").share_left() == 0.25 and Stage(tmp_path / "bart").share_left() == 1.0
     assert progress.estimates() == [(100.0, True), (25.0, True), (100.0, True)]
     finished(tmp_path / "bert", 120.0, cpu="here")
     assert progress.estimates() == [(pytest.approx(30.0), False), (pytest.approx(120.0), False)]

@@ -109,17 +109,17 @@ class Stage:
         the checkpoint it resumed from included."""
         return self.marker().get("seconds")
 
-    def trained_share(self) -> float:
-        """The share of a training stage's steps that its newest checkpoint holds (0 without one): the part of its work
-        a resume does not do again."""
-        share = 0.0
+    def share_left(self) -> float:
+        """The share of a training stage's steps after its newest checkpoint (1 without one): the part of its work a
+        resume still does."""
+        trained = 0.0
         for path in self.directory.glob(f"{CHECKPOINT}*/{TRAINER_STATE}"):
             try:
                 state = json.loads(path.read_text(encoding="utf-8"))
-                share = max(share, min(1.0, state["global_step"] / state["max_steps"]))
+                trained = max(trained, min(1.0, state["global_step"] / state["max_steps"]))
             except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):  # one being written: the others
                 continue
-        return share
+        return 1.0 - trained
 
     def marker(self) -> dict:
         """What ``done.json`` says, in one read; empty while the stage is not done. Its ``seconds`` (`seconds`) and
@@ -182,7 +182,7 @@ class Progress:
     those (the stages of a variant) count for 1/``processes`` of their time. Only the stages that finished on this
     ``machine`` (`hardware.describe`; or that did not record theirs) estimate the rest: a run resumed on another CPU
     counts the stages the first one finished as done, not its pace. A training with a checkpoint (a stopped run's)
-    counts for the share of its steps after it (`Stage.trained_share`)."""
+    counts for the share of its steps after it (`Stage.share_left`)."""
 
     plan: list[Step]
     started: float = field(default_factory=time.monotonic)
@@ -228,9 +228,7 @@ class Progress:
         for step in self.plan:
             if step.directory in finished:
                 continue
-            left = (
-                1.0 - Stage(step.directory).trained_share()
-            )  # a training that resumes: the steps after its checkpoint
+            left = Stage(step.directory).share_left()  # a training that resumes: the steps after its checkpoint
             forecast = self.forecast.get(step.directory)
             forecast = None if forecast is None else forecast * left
             if forecast is not None and (pace := next((paces[k] for k in step.kinds if k in paces), None)):

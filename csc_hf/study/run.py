@@ -1002,7 +1002,7 @@ class Study:
         """How many unfinished stages of ``plan`` have a forecast, and their wall seconds with this run's processes (a
         training that resumes: the steps after its checkpoint)."""
         pending = [s for s in plan if s.directory in forecast and not Stage(s.directory).done]
-        left = [forecast[s.directory] * (1.0 - Stage(s.directory).trained_share()) for s in pending]
+        left = [forecast[s.directory] * Stage(s.directory).share_left() for s in pending]
         return len(pending), sum(wall_seconds(s, seconds, self.processes) for s, seconds in zip(pending, left))
 
     def handed_to(self) -> str | None:
