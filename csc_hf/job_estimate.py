@@ -166,6 +166,17 @@ def _correct_seconds(
     return statistics.median(times[1:])
 
 
+TIMED_KEYS = ("attn_implementation", "fast_dropout", "mlm_probability")
+"""The training keys (a preset's ``pretrain:`` and ``finetune:`` blocks) that change what a probed step computes; the
+others (the steps, the learning rate, the checkpoints) do not, so a probe times any recipe that differs only in
+those (`timed_keys`)."""
+
+
+def timed_keys(keys: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The `TIMED_KEYS` of the training keys ``keys``: all that `StepProbe.measure` reads of them."""
+    return {key: keys[key] for key in TIMED_KEYS if key in (keys or {})}
+
+
 def _as_trained(model: torch.nn.Module, keys: Mapping[str, Any] | None) -> torch.nn.Module:
     """``model`` (changed in place) as the training keys ``keys`` train it: their attention kernel and dropout."""
     keys = keys or {}
@@ -218,9 +229,9 @@ class StepProbe:
         vocabulary of made-up characters, or, with `texts` instead (the training sentences, cut as the training cuts
         them), over their characters and the training steps on batches of them (`_text_batches`).
         `pretrain_keys` / `finetune_keys`: the training keys of the pretraining and of the fine-tunings (a preset's
-        `pretrain:` and `finetune:` blocks), of which those that change how a step computes (`attn_implementation`,
-        `fast_dropout`) are applied to the models the steps train; `bf16_weights`: the evaluations', as
-        `csc_hf.pipeline.Corrector` takes it.
+        `pretrain:` and `finetune:` blocks), of which only the `TIMED_KEYS` are read: the attention kernel and dropout
+        of the models the steps train, and the masked share of the pretraining's batches; `bf16_weights`: the
+        evaluations', as `csc_hf.pipeline.Corrector` takes it.
         `sides`: the side sources whose pretraining step (batches of `sides_batch`) is timed too (`sides_step`).
         `clock`: wall time (what a run here and now takes); `time.process_time` with one thread gives what the steps
         cost a core of their own."""
@@ -305,4 +316,4 @@ class StepProbe:
         )
 
 
-__all__ = ["MEAN_TOKENS", "StepProbe", "bart_sizes"]
+__all__ = ["MEAN_TOKENS", "TIMED_KEYS", "StepProbe", "bart_sizes", "timed_keys"]

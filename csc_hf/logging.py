@@ -189,15 +189,17 @@ def expected_load_report() -> Iterator[None]:
 
 
 @contextmanager
-def plain_transformers_output() -> Iterator[None]:
+def plain_library_output() -> Iterator[None]:
     """For a long run that a person follows or logs to a file: transformers' messages without ANSI codes when stderr
-    is no terminal, and without its per-file weight loading and saving bars (the Trainer's bar stays); restored
-    after."""
+    is no terminal, and neither its per-file weight loading and saving bars (the Trainer's bar stays) nor datasets'
+    bar for each split it generates or maps (a build's forty); restored after."""
+    import datasets
     from transformers.utils import logging as transformers_logging
 
     logger, plain = transformers_logging.get_logger("transformers"), _PlainReports()
-    bars = transformers_logging.is_progress_bar_enabled()
+    bars = transformers_logging.is_progress_bar_enabled(), datasets.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
+    datasets.disable_progress_bars()
     for handler in logger.handlers:
         handler.addFilter(plain)
     try:
@@ -205,5 +207,7 @@ def plain_transformers_output() -> Iterator[None]:
     finally:
         for handler in logger.handlers:
             handler.removeFilter(plain)
-        if bars:
+        if bars[0]:
             transformers_logging.enable_progress_bar()
+        if bars[1]:
+            datasets.enable_progress_bars()

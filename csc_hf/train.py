@@ -9,7 +9,7 @@ import sys
 
 from . import hardware
 from .cli import run_guarded
-from .logging import plain_transformers_output
+from .logging import plain_library_output
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         if int(os.environ.get("WORLD_SIZE", "1")) <= 1:  # one process: torch's threads, and advice on a busy machine
             hardware.set_threads()
         try:
-            with plain_transformers_output():  # a long run: the Trainer's bar, not one per weights file
+            with plain_library_output():  # a long run: the Trainer's bar, not one per weights file
                 training.train(*arguments)
         finally:
             _leave_process_group()

@@ -163,3 +163,29 @@ def test_the_masked_lm_batches_label_the_share_the_pretraining_masks(monkeypatch
     labelled.clear()
     StepProbe.measure(BERT_TINY, None, ["bert"], texts=SENTENCES, **options)
     assert all(share < 1.0 for share in labelled[0]) and labelled[1] == [1.0, 1.0]
+
+
+def test_the_probe_reads_only_the_timed_keys_of_a_recipe(monkeypatch):
+    """A forecast takes another preset's step times where its `TIMED_KEYS` are the same (`Study.forecast`), so the
+    probe may read no other training key: here it is given every key of the `cpu-tiny` recipe and reads only those."""
+    from csc_hf.study import Preset
+
+    read = set()
+
+    class Keys(dict):
+        def __getitem__(self, key):
+            read.add(key)
+            return super().__getitem__(key)
+
+        def get(self, key, default=None):
+            read.add(key)
+            return super().get(key, default)
+
+    monkeypatch.setattr(job_estimate, "_train_seconds", lambda *_: 1.0)
+    monkeypatch.setattr(job_estimate, "_correct_seconds", lambda *_: 1.0)
+    preset = Preset.load("cpu-tiny")
+    options = {"pretrain_batch": 4, "finetune_batch": 2, "eval_batch": 2, "steps": 2, "threads": 1}
+    keys = {"pretrain_keys": Keys(preset.pretrain), "finetune_keys": Keys(preset.finetune)}
+    StepProbe.measure(BERT_TINY, None, ["bert", "plome"], texts=SENTENCES, **keys, **options)
+    assert read and read <= set(job_estimate.TIMED_KEYS)
+    assert job_estimate.timed_keys(preset.finetune) == {k: preset.finetune[k] for k in read & set(preset.finetune)}

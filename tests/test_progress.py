@@ -355,22 +355,30 @@ def transformers_stream():
         handler.setStream(stream)
 
 
-def test_transformers_output_is_plain_during_a_run(mlm_checkpoint, transformers_stream, capsys):
-    """While a study runs: transformers' messages carry no ANSI codes when stderr is no terminal, and its per-file
-    weight loading bars are off; both come back after."""
+def test_library_output_is_plain_during_a_run(mlm_checkpoint, transformers_stream, capsys):
+    """While a study runs: transformers' messages carry no ANSI codes when stderr is no terminal, and neither its
+    per-file weight loading bars nor datasets' bars show; all come back after."""
+    import datasets
     from transformers import BertModel
     from transformers.utils import logging as transformers_logging
 
     folder, _ = mlm_checkpoint
-    with csc_logging.plain_transformers_output():
+    rows = datasets.Dataset.from_dict({"n": list(range(3))})
+    assert datasets.is_progress_bar_enabled()
+    with csc_logging.plain_library_output():
         assert not transformers_logging.is_progress_bar_enabled()
+        assert not datasets.is_progress_bar_enabled()
+        rows.map(lambda row: row)
         BertModel.from_pretrained(folder, add_pooling_layer=False)
     assert "LOAD REPORT" in transformers_stream.getvalue() and "\x1b[" not in transformers_stream.getvalue()
-    assert "Loading weights" not in capsys.readouterr().err
-    assert transformers_logging.is_progress_bar_enabled()
+    err = capsys.readouterr().err
+    assert "Loading weights" not in err and "Map" not in err
+    assert transformers_logging.is_progress_bar_enabled() and datasets.is_progress_bar_enabled()
     BertModel.from_pretrained(folder, add_pooling_layer=False)
+    rows.map(lambda row: row)
     assert "\x1b[1mBertModel LOAD REPORT" in transformers_stream.getvalue()  # transformers' own output, outside a run
-    assert "Loading weights" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Loading weights" in err and "Map" in err
 
 
 def test_a_bad_verbosity_in_the_environment_is_a_one_line_cli_error(monkeypatch, capsys, tmp_path):

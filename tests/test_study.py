@@ -13,7 +13,8 @@ import yaml
 from csc_hf import hardware, resources
 from csc_hf.benchmark.plan import AUGMENTED_COPIES
 from csc_hf.cli import main
-from csc_hf.files import read_predictions, write_predictions
+from csc_hf.files import read_predictions, write_atomic, write_predictions
+from csc_hf.run_layout import DONE
 from csc_hf.study import Preset, Study
 from csc_hf.study import run as study_run
 from csc_hf.study.progress import Progress, Stage, clock
@@ -344,6 +345,55 @@ def test_a_resumed_run_takes_its_forecast_where_the_machine_is_the_same(tmp_path
     assert alone.shared_forecast(alone.machine()) == {}
     monkeypatch.setattr(hardware, "describe", lambda: "AMD EPYC (family 25, model 1), 2 usable CPUs")
     assert resumed.shared_forecast(resumed.machine()) == {} and resumed.shared_forecast() == first.progress.forecast
+
+
+def test_a_smaller_preset_takes_the_step_times_of_the_probe_that_timed_its_steps(tmp_path, monkeypatch):
+    """The preset a run hands itself over to trains other stages (here: twice the pretraining steps, other learning
+    rates), but where its steps are the ones the first run timed (the same sizes, batches, precision, threads and
+    `TIMED_KEYS`), its forecast takes those step times instead of probing again: both forecasts rest on one draw.
+    A key that changes what a step computes (the attention kernel) makes it probe."""
+    from csc_hf import job_estimate
+
+    probes = []
+    steps = {"pretrain_step": 0.5, "finetune_step": {}, "sentence": {}, "sides_step": None}
+
+    def measure(model, vocab_size, variants, **options):
+        probes.append(options)
+        timed = {v: 1.0 + k for k, v in enumerate(variants)}
+        return job_estimate.StepProbe("fp32 (AVX2)", "fp32", 1, **{**steps, "finetune_step": timed, "sentence": timed})
+
+    monkeypatch.setattr(job_estimate.StepProbe, "measure", staticmethod(measure))
+    monkeypatch.setattr(study_run, "load_dataset", lambda *args, **kwargs: None)  # the training sentences
+    monkeypatch.setattr(study_run, "columns", lambda dataset, *names: (["今天天气很好"] * 10,))
+
+    def forecast(preset: Preset, run: Path, earlier: Path | None = None) -> tuple[Study, dict]:
+        study = Study(preset, run, processes=2, forecast_from=earlier)
+        plan = study.plan(study.grid())
+        study.progress = Progress(plan, processes=2)
+        (build,) = [Stage(step.directory) for step in plan if step.kinds[-1] == "build"]
+        sizes = {"train": {"train": 10, "validation": 100}, "test": {"test": 100}}
+        write_atomic(build.directory / DONE, json.dumps({"configs": sizes}), make_parents=True)
+        study.progress.forecast = study.forecast(plan, build)
+        study.share_forecast()
+        return study, study.progress.forecast
+
+    first, seconds = forecast(Preset.load("smoke"), tmp_path / "run")
+    probed = len(probes)
+    assert probed >= 1 and first.probe["steps"]["pretrain_step"] == 0.5
+    base = Preset.load("smoke")
+    smaller = tmp_path / "grid.yaml"
+    keys = {"augmentation": {}, "training_sets": {}, "variants": ["bert", "plome"]}
+    recipe = {"pretrain": {**base.pretrain, "max_steps": 80}, "finetune": {**base.finetune, "learning_rate": 1e-4}}
+    smaller.write_text(yaml.safe_dump({"base": "smoke", **keys, **recipe}), encoding="utf-8")
+    handed, grid = forecast(Preset.load(str(smaller)), tmp_path / "grid", tmp_path / "run")
+    assert len(probes) == probed and not {d.name for d in grid} & {d.name for d in seconds}  # no probe; other stages
+    pretrain = [grid[s.directory] for s in handed.progress.plan if s.kinds[-1] == "pretrain"]
+    assert pretrain == [80 * 0.5] and handed.probe == first.probe
+    other = tmp_path / "other.yaml"  # another attention kernel: other steps
+    recipe["finetune"]["attn_implementation"] = "sdpa"
+    other.write_text(yaml.safe_dump({"base": "smoke", **keys, **recipe}), encoding="utf-8")
+    forecast(Preset.load(str(other)), tmp_path / "other", tmp_path / "run")
+    assert len(probes) > probed and probes[-1]["finetune_keys"]["attn_implementation"] == "sdpa"
 
 
 def _with_pretrained_stages(smoke_run: Path, run: Path) -> None:

@@ -5,6 +5,7 @@ outputs :mod:`csc_hf.study.outputs`."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import os
@@ -16,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -35,7 +36,7 @@ from ..evaluation import (
 from ..fields import Range, check_range
 from ..files import check_output_folder, write_atomic
 from ..logging import ENV as VERBOSITY_ENV
-from ..logging import get_logger, get_verbosity, plain_transformers_output
+from ..logging import get_logger, get_verbosity, plain_library_output
 from ..model_folder import copy_decoding
 from ..modeling import VARIANTS, CSCTokenizer, is_seq2seq, variant_sources
 from ..modeling.configuration_csc import SOURCE_KINDS
@@ -62,6 +63,9 @@ from ..training.config import precision_keys, trains_on_cpu
 from .outputs import augmentation_coverage, domain_error_groups, write_results
 from .preset import Preset, check_seeds, check_variants
 from .progress import Progress, Stage, Step, clock, model_label, wall_seconds
+
+if TYPE_CHECKING:
+    from ..job_estimate import StepProbe
 
 logger = get_logger(__name__)
 
@@ -106,6 +110,15 @@ def _resolved(config: dict) -> dict:
 def _sorted(value: Any) -> Any:
     """``value`` with the keys of every mapping in it sorted (as the stage's ``train_config.yaml`` holds them)."""
     return {key: _sorted(value[key]) for key in sorted(value)} if isinstance(value, dict) else value
+
+
+def _probe_inputs(model: Mapping[str, Any], options: Mapping[str, Any], threads: int, shared: int) -> str:
+    """What a forecast's probe times, as a digest: the encoder's sizes, the probe's options (the training sentences by
+    their digest) and the torch threads of the pretraining and of each process of the models' stages. The variants it
+    timed are its step times' own keys."""
+    texts = hashlib.sha256("\n".join(options["texts"]).encode()).hexdigest()
+    inputs = {"model": model, "options": {**options, "texts": texts}, "threads": [threads, shared]}
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
 
 
 class Unfinished(ValueError):
@@ -169,6 +182,7 @@ class Study:
         self._sigterm: Any = None  # SIGTERM's handler before the workers started
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
         self.probed_on: str | None = None  # the machine the forecast holds for (:meth:`machine`); None without one
+        self.probe: dict[str, Any] | None = None  # the step times the forecast took, and what they time (`_probe`)
         self.wait = True  # whether a stage another process runs is waited for (else: Busy)
         self.put_off: list[tuple[Callable[..., None], Any]] = []  # (run, model) pairs that `each` met busy
         self._running: list[Stage] = []  # the stages this process holds the lock of
@@ -783,7 +797,7 @@ class Study:
             if self.worker:
                 logger.info("a worker: one of %d processes that share the models' stages", self.processes)
         try:
-            with plain_transformers_output():
+            with plain_library_output():
                 path = self._run(grid)
         finally:
             progress, self.progress = self.progress, None
@@ -857,22 +871,44 @@ class Study:
         (:meth:`shared_forecast`), so that their ETA is this process's, and where a resumed run finds it
         (:meth:`forecast`)."""
         forecast = self.progress.forecast if self.progress is not None else {}
-        shared = {"machine": self.probed_on, "stages": {Path(d).name: seconds for d, seconds in forecast.items()}}
+        shared = {
+            "machine": self.probed_on,
+            "stages": {Path(d).name: seconds for d, seconds in forecast.items()},
+            "probe": self.probe,
+        }
         write_atomic(self.run_dir / WORKERS / FORECAST, json.dumps(shared, indent=1) + "\n", make_parents=True)
 
-    def shared_forecast(self, machine: str | None = None, run_dir: Path | None = None) -> dict[Path, float]:
-        """The forecast :meth:`share_forecast` wrote here (a worker's: what the process that started it shared), or in
-        the run folder ``run_dir`` (as this run's stage folders: a stage's folder name says its inputs), or only where
-        it was probed on ``machine``; none without it."""
+    def _shared(self, machine: str | None, run_dir: Path | None) -> dict[str, Any]:
+        """What :meth:`share_forecast` wrote in ``run_dir`` (this run's folder without it), or only where it was
+        probed on ``machine``; empty without it."""
         path = (run_dir or self.run_dir) / WORKERS / FORECAST
         if not path.is_file():
             return {}
         shared = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(shared, dict) or not isinstance(shared.get("stages"), dict):
             return {}  # of an earlier csc_hf, which did not say where it was probed
-        if machine is not None and shared.get("machine") != machine:
-            return {}
-        return {self.run_dir / STAGES / name: float(seconds) for name, seconds in shared["stages"].items()}
+        return shared if machine is None or shared.get("machine") == machine else {}
+
+    def shared_forecast(self, machine: str | None = None, run_dir: Path | None = None) -> dict[Path, float]:
+        """The forecast :meth:`share_forecast` wrote here (a worker's: what the process that started it shared), or in
+        the run folder ``run_dir`` (as this run's stage folders: a stage's folder name says its inputs), or only where
+        it was probed on ``machine``; none without it."""
+        stages = self._shared(machine, run_dir).get("stages", {})
+        return {self.run_dir / STAGES / name: float(seconds) for name, seconds in stages.items()}
+
+    def shared_probe(self, machine: str, run_dir: Path, timed: str, variants: Sequence[str]) -> StepProbe | None:
+        """The step times :meth:`share_forecast` wrote in ``run_dir`` where they were probed on ``machine`` for what
+        ``timed`` says (`_probe_inputs`) and hold every one of ``variants``; else None."""
+        from ..job_estimate import StepProbe
+
+        probe = self._shared(machine, run_dir).get("probe")
+        if not isinstance(probe, dict) or probe.get("timed") != timed:
+            return None
+        try:
+            steps = StepProbe(**probe["steps"])
+        except (KeyError, TypeError):
+            return None  # another csc_hf's fields
+        return steps if all(v in steps.finetune_step and v in steps.sentence for v in variants) else None
 
     def machine(self) -> str:
         """What a forecast holds only for: the CPU (:func:`csc_hf.hardware.describe`), the torch threads of the
@@ -912,7 +948,7 @@ class Study:
         counted them, and the validation sentences its decoding is tuned on). Logged with the whole job's sum."""
         import torch
 
-        from ..job_estimate import StepProbe
+        from ..job_estimate import StepProbe, timed_keys
 
         p = self.preset
         pending = [step for step in plan if step.kinds[-1] in FORECAST_KINDS and not Stage(step.directory).done]
@@ -922,8 +958,9 @@ class Study:
             logger.info("no forecast: the probe times one process on the CPU, and this preset trains otherwise")
             return {}
         self.probed_on = self.machine()
-        for folder in dict.fromkeys(f for f in (self.run_dir, self.forecast_from) if f is not None):
-            earlier = self.shared_forecast(self.probed_on, folder)  # a resumed run's, or the run that handed over
+        earlier_runs = list(dict.fromkeys(f for f in (self.run_dir, self.forecast_from) if f is not None))
+        for folder in earlier_runs:  # a resumed run's, or the run that handed over
+            earlier = self.shared_forecast(self.probed_on, folder)
             if all(step.directory in earlier for step in pending):
                 logger.info(
                     "the forecast of an earlier probe on this machine, which has every stage left (%s; remove it to "
@@ -931,6 +968,7 @@ class Study:
                     folder / WORKERS / FORECAST,
                 )
                 earlier = {s.directory: earlier[s.directory] for s in plan if s.directory in earlier}
+                self.probe = self._shared(self.probed_on, folder).get("probe")
                 self._log_forecast(plan, earlier)
                 return earlier
         sizes = json.loads((build.directory / DONE).read_text(encoding="utf-8")).get("configs", {})
@@ -953,13 +991,20 @@ class Study:
             "sides_batch": sides_config.get("per_device_train_batch_size", 8),
             "steps": self.PROBE_STEPS,
             "passes": self.PROBE_PASSES,
-            "pretrain_keys": p.pretrain,
-            "finetune_keys": p.finetune,
+            "pretrain_keys": timed_keys(p.pretrain),
+            "finetune_keys": timed_keys(p.finetune),
             "texts": [target[:cut] for target in train_targets],
         }
-        probe = StepProbe.measure(p.model, None, variants, threads=shared, **options)
-        if shared != threads:  # the encoder pretrains with every thread, before the processes share the models
-            probe.pretrain_step = StepProbe.measure(p.model, None, [], threads=threads, **options).pretrain_step
+        timed = _probe_inputs(p.model, options, threads, shared)
+        for folder in earlier_runs:  # another preset's probe, where it timed the same steps (not its stages' counts)
+            if (probe := self.shared_probe(self.probed_on, folder, timed, variants)) is not None:
+                logger.info("the step times that %s holds: the same steps on this machine", folder / WORKERS / FORECAST)
+                break
+        else:
+            probe = StepProbe.measure(p.model, None, variants, threads=shared, **options)
+            if shared != threads:  # the encoder pretrains with every thread, before the processes share the models
+                probe.pretrain_step = StepProbe.measure(p.model, None, [], threads=threads, **options).pretrain_step
+        self.probe = {"timed": timed, "steps": dataclasses.asdict(probe)}
         scored = {name: sum(splits.values()) for name, splits in sizes.items() if name != "train"}  # every split
         mean_test = sum(scored.values()) / len(scored) if scored else 0
         validation = sizes.get("train", {}).get("validation", 0)
