@@ -37,3 +37,33 @@ def test_rows_and_sums_of_a_runs_stages_against_its_forecast(tmp_path):
     assert "train: 1 stages, forecast 100 s, measured 120 s, 1.20x" in out
     assert "all: 2 stages, forecast 150 s, measured 165 s, 1.10x" in out
     assert "0.90  resumed  (another machine)" in out and "1.20\n" in out
+
+
+def test_the_progress_lines_eta_against_the_runs_end(tmp_path):
+    """``--log``: each stage line's promised end (its time plus its ETA, read across midnight), against the time of
+    the run's last line; lines without an ETA and other messages are left out."""
+    run = tmp_path / "run"
+    (run / "workers").mkdir(parents=True)
+    (run / "workers" / "forecast.json").write_text(json.dumps({"machine": "m", "stages": {}}))
+    log = tmp_path / "study.log"
+    log.write_text(
+        "[csc_hf 22:00:00] stage 1/3: build the training and 17 test configs · elapsed 0:00:00\n"
+        "Generating test split: 2500 examples\n"
+        "[csc_hf 22:02:00] stage 2/3: pretrain the encoder (6000 steps of masked LM) · elapsed 0:02:00 · ETA ~2:00:00\n"
+        "[csc_hf 23:30:00] step 5000/6000: {'loss': 3.1}\n"
+        "[csc_hf 23:50:00] stage 3/3: train bert (seed 0) · elapsed 1:50:00 · ETA ≥ 0:40:00\n"
+        "[csc_hf 00:20:00] all 3 stages finished (elapsed 2:20:00)\n",
+        encoding="utf-8",
+    )
+    spec = importlib.util.spec_from_file_location("bench_forecast", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows, end = bench.eta_rows(log.read_text(encoding="utf-8"), bench.FIRST_DAY)
+    assert [(r["stage"], r["eta"]) for r in rows] == [("2/3", "~2:00:00"), ("3/3", "≥ 0:40:00")]
+    assert [(r["promised"] - end).total_seconds() / 60 for r in rows] == [-18.0, 10.0]
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), str(run), "--log", str(log)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "00:30:00 +1d          +10 min" in out and "end: 00:20:00 +1d" in out
+    log.write_text(log.read_text(encoding="utf-8").rsplit("[csc_hf 00:20", 1)[0], encoding="utf-8")
+    assert bench.eta_rows(log.read_text(encoding="utf-8"), bench.FIRST_DAY)[1] is None
