@@ -59,13 +59,15 @@ def stage_rows(run: Path) -> tuple[str | None, list[dict]]:
 
 
 LINE = re.compile(r"^\[csc_hf (\d\d:\d\d:\d\d)\] (.*)$")
-STAGE = re.compile(r"stage (\d+/\d+): .* · elapsed ([\d:]+)(?: · ETA (≥ )?(~)?([\d:]+))?$")
+CLOCK = r"(?:\d+ days?, )?\d+:\d\d:\d\d"  # csc_hf.study.progress.clock: str(timedelta)
+STAGE = re.compile(rf"stage (\d+/\d+): .* · elapsed ({CLOCK})(?: · ETA (≥ )?(~)?({CLOCK}))?$")
 FINISHED = re.compile(r"all \d+ stages finished")
 
 
 def _seconds(text: str) -> int:
-    hours, minutes, seconds = (int(part) for part in text.split(":"))
-    return 3600 * hours + 60 * minutes + seconds
+    days, _, time = text.rpartition(", ")
+    hours, minutes, seconds = (int(part) for part in time.split(":"))
+    return 86400 * int(days.split()[0] if days else 0) + 3600 * hours + 60 * minutes + seconds
 
 
 def eta_rows(log: str, day: datetime.date) -> tuple[list[dict], datetime.datetime | None]:

@@ -265,7 +265,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             forecast_from=handed_over,  # its probe serves where it has every stage of this one
         )
         if fallback and (handed_to := study.handed_to()) and not study.begun():
-            args.preset = handed_to
+            args.preset, handed_over = handed_to, study.run_dir
             logger.info("preset: %s, which an earlier run of %s handed itself to here", handed_to, preset.name)
             continue
         try:

@@ -167,9 +167,10 @@ def _correct_seconds(
 
 
 TIMED_KEYS = ("attn_implementation", "fast_dropout", "mlm_probability")
-"""The training keys (a preset's ``pretrain:`` and ``finetune:`` blocks) that change what a probed step computes; the
-others (the steps, the learning rate, the checkpoints) do not, so a probe times any recipe that differs only in
-those (`timed_keys`)."""
+"""The training keys (a preset's ``pretrain:`` and ``finetune:`` blocks) that `StepProbe.measure` applies to the steps
+it times; it reads no other (the steps' counts, the learning rate, the checkpoints; the pretraining is timed in the
+fine-tuning's precision and cut, which the study passes apart), so its step times serve any recipe that differs from
+the one probed only in keys it does not read (`timed_keys`)."""
 
 
 def timed_keys(keys: Mapping[str, Any] | None) -> dict[str, Any]:

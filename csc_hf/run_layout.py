@@ -39,7 +39,8 @@ PLOTS = {
 }
 STAGES = "stages"
 WORKERS = "workers"  # a run's other processes of the models' stages: their preset and logs
-FORECAST = "forecast.json"  # in WORKERS: the first process's forecast of each stage, which its workers' ETA takes
+FORECAST = "forecast.json"  # in WORKERS: the first process's forecast of each stage (its workers' ETA takes it), the
+# step times it rests on and the machine they were probed on (a resumed run takes them)
 HANDED_OVER = "handed_over.json"  # a default run whose forecast was over its hours: the smaller preset that took it
 
 # ---- a stage folder

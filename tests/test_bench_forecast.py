@@ -52,6 +52,7 @@ def test_the_progress_lines_eta_against_the_runs_end(tmp_path):
         "[csc_hf 22:02:00] stage 2/3: pretrain the encoder (6000 steps of masked LM) · elapsed 0:02:00 · ETA ~2:00:00\n"
         "[csc_hf 23:30:00] step 5000/6000: {'loss': 3.1}\n"
         "[csc_hf 23:50:00] stage 3/3: train bert (seed 0) · elapsed 1:50:00 · ETA ≥ 0:40:00\n"
+        "[csc_hf 23:51:00] stage 3/3: train bert (seed 1) · elapsed 1 day, 1:51:00 · ETA 1 day, 0:39:00\n"
         "[csc_hf 00:20:00] all 3 stages finished (elapsed 2:20:00)\n",
         encoding="utf-8",
     )
@@ -59,8 +60,12 @@ def test_the_progress_lines_eta_against_the_runs_end(tmp_path):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     rows, end = bench.eta_rows(log.read_text(encoding="utf-8"), bench.FIRST_DAY)
-    assert [(r["stage"], r["eta"]) for r in rows] == [("2/3", "~2:00:00"), ("3/3", "≥ 0:40:00")]
-    assert [(r["promised"] - end).total_seconds() / 60 for r in rows] == [-18.0, 10.0]
+    assert [(r["stage"], r["eta"]) for r in rows] == [
+        ("2/3", "~2:00:00"),
+        ("3/3", "≥ 0:40:00"),
+        ("3/3", "1 day, 0:39:00"),
+    ]
+    assert [(r["promised"] - end).total_seconds() / 60 for r in rows] == [-18.0, 10.0, 1440.0 + 10.0]
     out = subprocess.run(
         [sys.executable, str(SCRIPT), str(run), "--log", str(log)], capture_output=True, text=True, check=True
     ).stdout

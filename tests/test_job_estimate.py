@@ -1,5 +1,7 @@
 """csc_hf.job_estimate: the forecast of a study's stage times from a few steps timed here."""
 
+from collections.abc import Mapping
+
 import pytest
 import torch
 from conftest import BART_TINY, BERT_TINY
@@ -172,14 +174,20 @@ def test_the_probe_reads_only_the_timed_keys_of_a_recipe(monkeypatch):
 
     read = set()
 
-    class Keys(dict):
+    class Keys(Mapping):  # records each key read; iterating reads them all
+        def __init__(self, keys):
+            self.keys_ = dict(keys)
+
         def __getitem__(self, key):
             read.add(key)
-            return super().__getitem__(key)
+            return self.keys_[key]
 
-        def get(self, key, default=None):
-            read.add(key)
-            return super().get(key, default)
+        def __iter__(self):
+            read.update(self.keys_)
+            return iter(self.keys_)
+
+        def __len__(self):
+            return len(self.keys_)
 
     monkeypatch.setattr(job_estimate, "_train_seconds", lambda *_: 1.0)
     monkeypatch.setattr(job_estimate, "_correct_seconds", lambda *_: 1.0)

@@ -313,87 +313,95 @@ def test_workers_take_the_forecast_of_the_process_that_started_them(tmp_path):
     assert worker.progress.eta() == first.progress.eta()
 
 
-def test_a_resumed_run_takes_its_forecast_where_the_machine_is_the_same(tmp_path, monkeypatch, caplog):
-    """The forecast is saved with the machine it was probed on (CPU, threads, processes): a run resumed there takes
-    it instead of probing again, so does the smaller preset a run hands itself over to where its stages are the first
-    one's, and a run on another CPU or with other processes finds none."""
-    from csc_hf import hardware
-    from csc_hf.study.run import FORECAST_KINDS
-
-    first = Study(Preset.load("smoke"), tmp_path / "run", processes=2)
-    plan = first.plan(first.grid())
-    first.progress = Progress(plan, processes=2)
-    first.probed_on = first.machine()
-    first.progress.forecast = {s.directory: 10.0 + k for k, s in enumerate(plan) if s.kinds[-1] in FORECAST_KINDS}
-    first.share_forecast()
-    resumed = Study(Preset.load("smoke"), tmp_path / "run", processes=2)
-    with caplog.at_level("INFO", logger="csc_hf"):
-        assert resumed.forecast(plan, build=None) == first.progress.forecast  # no probe: it needs no build
-    assert "the forecast of an earlier probe on this machine, which has every stage left" in caplog.text
-    assert "forecast of the " in caplog.text
-    # a run that a preset handed over to its smaller one (here: the grid without augmentation and training sets)
-    smaller = tmp_path / "grid.yaml"
-    smaller.write_text(yaml.safe_dump({"base": "smoke", "augmentation": {}, "training_sets": {}}), encoding="utf-8")
-    handed = Study(Preset.load(str(smaller)), tmp_path / "grid", processes=2, forecast_from=tmp_path / "run")
-    grid = handed.plan(handed.grid())
-    assert len(grid) < len(plan) and handed.forecast(grid, build=None) == {
-        s.directory: first.progress.forecast[tmp_path / "run" / "stages" / s.directory.name]
-        for s in grid
-        if s.kinds[-1] in FORECAST_KINDS
-    }
-    alone = Study(Preset.load("smoke"), tmp_path / "run", processes=1)
-    assert alone.shared_forecast(alone.machine()) == {}
-    monkeypatch.setattr(hardware, "describe", lambda: "AMD EPYC (family 25, model 1), 2 usable CPUs")
-    assert resumed.shared_forecast(resumed.machine()) == {} and resumed.shared_forecast() == first.progress.forecast
-
-
-def test_a_smaller_preset_takes_the_step_times_of_the_probe_that_timed_its_steps(tmp_path, monkeypatch):
-    """The preset a run hands itself over to trains other stages (here: twice the pretraining steps, other learning
-    rates), but where its steps are the ones the first run timed (the same sizes, batches, precision, threads and
-    `TIMED_KEYS`), its forecast takes those step times instead of probing again: both forecasts rest on one draw.
-    A key that changes what a step computes (the attention kernel) makes it probe."""
+@pytest.fixture
+def probes(monkeypatch) -> list[dict]:
+    """`StepProbe.measure` faked (0.5 s per pretraining step; variant k of a probe, k + 1 s per step and sentence) and
+    recorded (its options, one entry per probe: the call that times the pretraining alone with every thread, where
+    the models' processes have fewer, is left out), and the training sentences the probe reads faked: a study's forecast
+    (`_forecast`) without a build's datasets."""
     from csc_hf import job_estimate
 
-    probes = []
-    steps = {"pretrain_step": 0.5, "finetune_step": {}, "sentence": {}, "sides_step": None}
+    made = []
 
     def measure(model, vocab_size, variants, **options):
-        probes.append(options)
+        if variants:
+            made.append(options)
         timed = {v: 1.0 + k for k, v in enumerate(variants)}
-        return job_estimate.StepProbe("fp32 (AVX2)", "fp32", 1, **{**steps, "finetune_step": timed, "sentence": timed})
+        return job_estimate.StepProbe("fp32 (AVX2)", "fp32", 1, 0.5, timed, timed)
 
     monkeypatch.setattr(job_estimate.StepProbe, "measure", staticmethod(measure))
-    monkeypatch.setattr(study_run, "load_dataset", lambda *args, **kwargs: None)  # the training sentences
+    monkeypatch.setattr(study_run, "load_dataset", lambda *args, **kwargs: None)
     monkeypatch.setattr(study_run, "columns", lambda dataset, *names: (["今天天气很好"] * 10,))
+    return made
 
-    def forecast(preset: Preset, run: Path, earlier: Path | None = None) -> tuple[Study, dict]:
-        study = Study(preset, run, processes=2, forecast_from=earlier)
-        plan = study.plan(study.grid())
-        study.progress = Progress(plan, processes=2)
-        (build,) = [Stage(step.directory) for step in plan if step.kinds[-1] == "build"]
-        sizes = {"train": {"train": 10, "validation": 100}, "test": {"test": 100}}
-        write_atomic(build.directory / DONE, json.dumps({"configs": sizes}), make_parents=True)
-        study.progress.forecast = study.forecast(plan, build)
-        study.share_forecast()
-        return study, study.progress.forecast
 
-    first, seconds = forecast(Preset.load("smoke"), tmp_path / "run")
-    probed = len(probes)
-    assert probed >= 1 and first.probe["steps"]["pretrain_step"] == 0.5
+def _forecast(preset: Preset, run: Path, earlier: Path | None = None, processes: int = 2) -> Study:
+    """A study of ``preset`` in ``run`` (a faked build) after its start's forecast (``earlier``: the run that handed
+    itself over to it), shared as a run shares it."""
+    study = Study(preset, run, processes=processes, forecast_from=earlier)
+    plan = study.plan(study.grid())
+    study.progress = Progress(plan, processes=processes)
+    (build,) = [Stage(step.directory) for step in plan if step.kinds[-1] == "build"]
+    sizes = {"train": {"train": 10, "validation": 100}, "test": {"test": 100}}
+    write_atomic(build.directory / DONE, json.dumps({"configs": sizes}), make_parents=True)
+    study.progress.forecast = study.forecast(plan, build)
+    study.share_forecast()
+    return study
+
+
+def test_a_resumed_run_takes_the_step_times_of_its_start_where_the_machine_is_the_same(
+    tmp_path, monkeypatch, caplog, probes
+):
+    """The step times are saved with the machine they were probed on (CPU, threads, processes): a run resumed there
+    takes them instead of probing again, and so the same forecast; a start without a forecast (``--no-estimate``)
+    keeps them; a run with other processes, on another CPU, or beside a file that is no forecast probes again."""
+    from csc_hf import hardware
+
+    first = _forecast(Preset.load("smoke"), tmp_path / "run")
+    assert len(probes) == 1 and first.progress.forecast and first.shared_forecast() == first.progress.forecast
+    with caplog.at_level("INFO", logger="csc_hf"):
+        resumed = _forecast(Preset.load("smoke"), tmp_path / "run")
+    assert len(probes) == 1 and resumed.progress.forecast == first.progress.forecast
+    assert "the step times of an earlier probe of the same steps on this machine" in caplog.text
+    quiet = Study(Preset.load("smoke"), tmp_path / "run", processes=2)
+    quiet.progress = Progress(quiet.plan(quiet.grid()), processes=2)
+    quiet.share_forecast()  # a start with --no-estimate: no forecast, the step times stay
+    assert quiet.shared_forecast() == {}
+    assert _forecast(Preset.load("smoke"), tmp_path / "run").progress.forecast == first.progress.forecast
+    assert len(probes) == 1
+    _forecast(Preset.load("smoke"), tmp_path / "run", processes=1)
+    assert len(probes) == 2
+    monkeypatch.setattr(hardware, "describe", lambda: "AMD EPYC (family 25, model 1), 2 usable CPUs")
+    _forecast(Preset.load("smoke"), tmp_path / "run", processes=1)
+    assert len(probes) == 3
+    (tmp_path / "run" / "workers" / "forecast.json").write_text("{", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="csc_hf"):
+        _forecast(Preset.load("smoke"), tmp_path / "run", processes=1)
+    assert len(probes) == 4 and "forecast.json: not a forecast" in caplog.text
+
+
+def test_a_smaller_preset_takes_the_step_times_of_the_probe_that_timed_its_steps(tmp_path, probes):
+    """The preset a run hands itself over to trains other stages (here: twice the pretraining steps, other learning
+    rates, fewer variants), but where its steps are the ones the first run timed (the same sizes, batches,
+    precision, threads and `TIMED_KEYS`), its forecast takes those step times instead of probing again: both
+    forecasts rest on one draw. A key that changes what a step computes (the attention kernel) makes it probe."""
     base = Preset.load("smoke")
+    first = _forecast(base, tmp_path / "run")
+    assert len(probes) == 1 and first.probe["steps"]["pretrain_step"] == 0.5
     smaller = tmp_path / "grid.yaml"
     keys = {"augmentation": {}, "training_sets": {}, "variants": ["bert", "plome"]}
     recipe = {"pretrain": {**base.pretrain, "max_steps": 80}, "finetune": {**base.finetune, "learning_rate": 1e-4}}
     smaller.write_text(yaml.safe_dump({"base": "smoke", **keys, **recipe}), encoding="utf-8")
-    handed, grid = forecast(Preset.load(str(smaller)), tmp_path / "grid", tmp_path / "run")
-    assert len(probes) == probed and not {d.name for d in grid} & {d.name for d in seconds}  # no probe; other stages
+    handed = _forecast(Preset.load(str(smaller)), tmp_path / "grid", tmp_path / "run")
+    grid, seconds = handed.progress.forecast, first.progress.forecast
+    assert len(probes) == 1 and not {d.name for d in grid} & {d.name for d in seconds}  # no probe; other stages
     pretrain = [grid[s.directory] for s in handed.progress.plan if s.kinds[-1] == "pretrain"]
     assert pretrain == [80 * 0.5] and handed.probe == first.probe
     other = tmp_path / "other.yaml"  # another attention kernel: other steps
     recipe["finetune"]["attn_implementation"] = "sdpa"
     other.write_text(yaml.safe_dump({"base": "smoke", **keys, **recipe}), encoding="utf-8")
-    forecast(Preset.load(str(other)), tmp_path / "other", tmp_path / "run")
-    assert len(probes) > probed and probes[-1]["finetune_keys"]["attn_implementation"] == "sdpa"
+    _forecast(Preset.load(str(other)), tmp_path / "other", tmp_path / "run")
+    assert len(probes) == 2 and probes[-1]["finetune_keys"]["attn_implementation"] == "sdpa"
 
 
 def _with_pretrained_stages(smoke_run: Path, run: Path) -> None:

@@ -114,10 +114,19 @@ def _sorted(value: Any) -> Any:
 
 def _probe_inputs(model: Mapping[str, Any], options: Mapping[str, Any], threads: int, shared: int) -> str:
     """What a forecast's probe times, as a digest: the encoder's sizes, the probe's options (the training sentences by
-    their digest) and the torch threads of the pretraining and of each process of the models' stages. The variants it
-    timed are its step times' own keys."""
+    their digest), the torch threads of the pretraining and of each process of the models' stages, and the versions
+    of csc_hf and torch. The variants it timed are its step times' own keys; the machine is checked apart."""
+    import torch
+
+    from .. import __version__
+
     texts = hashlib.sha256("\n".join(options["texts"]).encode()).hexdigest()
-    inputs = {"model": model, "options": {**options, "texts": texts}, "threads": [threads, shared]}
+    inputs = {
+        "model": model,
+        "options": {**options, "texts": texts},
+        "threads": [threads, shared],
+        "versions": [__version__, torch.__version__],  # the code that computes a step
+    }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -182,7 +191,7 @@ class Study:
         self._sigterm: Any = None  # SIGTERM's handler before the workers started
         self.progress: Progress | None = None  # the plan of the run in progress (see :meth:`run`)
         self.probed_on: str | None = None  # the machine the forecast holds for (:meth:`machine`); None without one
-        self.probe: dict[str, Any] | None = None  # the step times the forecast took, and what they time (`_probe`)
+        self.probe: dict[str, Any] | None = None  # the forecast's step times and what they time (`_probe_inputs`)
         self.wait = True  # whether a stage another process runs is waited for (else: Busy)
         self.put_off: list[tuple[Callable[..., None], Any]] = []  # (run, model) pairs that `each` met busy
         self._running: list[Stage] = []  # the stages this process holds the lock of
@@ -866,34 +875,39 @@ class Study:
         )
 
     def share_forecast(self) -> None:
-        """Write this run's forecast of each stage (by stage folder; empty without one) and the machine it was probed
-        on (:meth:`machine`, as :meth:`forecast` saw it) where the workers that :meth:`start_workers` starts read it
-        (:meth:`shared_forecast`), so that their ETA is this process's, and where a resumed run finds it
-        (:meth:`forecast`)."""
+        """Write this run's forecast of each stage (by stage folder; empty without one), the step times it took and what
+        they time (``probe``), and the machine they were probed on (:meth:`machine`, as :meth:`forecast` saw it) where
+        the workers that :meth:`start_workers` starts read it (:meth:`shared_forecast`), so that their ETA is this
+        process's, and where a resumed run finds the step times (:meth:`shared_probe`). A run without a forecast
+        (``--no-estimate``) keeps the step times an earlier start wrote there."""
         forecast = self.progress.forecast if self.progress is not None else {}
+        kept = self._shared(None, self.run_dir) if self.probe is None else {}
         shared = {
-            "machine": self.probed_on,
+            "machine": self.probed_on if self.probe is not None else kept.get("machine"),
             "stages": {Path(d).name: seconds for d, seconds in forecast.items()},
-            "probe": self.probe,
+            "probe": self.probe if self.probe is not None else kept.get("probe"),
         }
         write_atomic(self.run_dir / WORKERS / FORECAST, json.dumps(shared, indent=1) + "\n", make_parents=True)
 
-    def _shared(self, machine: str | None, run_dir: Path | None) -> dict[str, Any]:
-        """What :meth:`share_forecast` wrote in ``run_dir`` (this run's folder without it), or only where it was
-        probed on ``machine``; empty without it."""
-        path = (run_dir or self.run_dir) / WORKERS / FORECAST
+    def _shared(self, machine: str | None, run_dir: Path) -> dict[str, Any]:
+        """What :meth:`share_forecast` wrote in ``run_dir``, or only where it was probed on ``machine``; empty without
+        it, or where the file is not one this csc_hf wrote (it is written again)."""
+        path = run_dir / WORKERS / FORECAST
         if not path.is_file():
             return {}
-        shared = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            shared = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            logger.warning("%s: not a forecast (%s); left out", path, error)
+            return {}
         if not isinstance(shared, dict) or not isinstance(shared.get("stages"), dict):
             return {}  # of an earlier csc_hf, which did not say where it was probed
         return shared if machine is None or shared.get("machine") == machine else {}
 
-    def shared_forecast(self, machine: str | None = None, run_dir: Path | None = None) -> dict[Path, float]:
-        """The forecast :meth:`share_forecast` wrote here (a worker's: what the process that started it shared), or in
-        the run folder ``run_dir`` (as this run's stage folders: a stage's folder name says its inputs), or only where
-        it was probed on ``machine``; none without it."""
-        stages = self._shared(machine, run_dir).get("stages", {})
+    def shared_forecast(self) -> dict[Path, float]:
+        """The forecast of each stage that :meth:`share_forecast` wrote in this run's folder (a worker's: what the
+        process that started it shared)."""
+        stages = self._shared(None, self.run_dir).get("stages", {})
         return {self.run_dir / STAGES / name: float(seconds) for name, seconds in stages.items()}
 
     def shared_probe(self, machine: str, run_dir: Path, timed: str, variants: Sequence[str]) -> StepProbe | None:
@@ -945,7 +959,10 @@ class Study:
         of each kind timed now (`csc_hf.job_estimate.StepProbe`: `PROBE_STEPS` batches of the training sentences from
         the shortest to the longest, a few seconds per variant at the preset's sizes, batch sizes and precision), times
         the stage's steps (a training) or sentences (an evaluation: every split of its test configs, as the build
-        counted them, and the validation sentences its decoding is tuned on). Logged with the whole job's sum."""
+        counted them, and the validation sentences its decoding is tuned on). Logged with the whole job's sum.
+        Where this run's folder, or that of the run that handed itself over to this one (``forecast_from``), holds the
+        step times of a probe on this machine (:meth:`machine`) of the same steps (`_probe_inputs`) and variants, they
+        are taken instead of timing the steps again (:meth:`shared_probe`)."""
         import torch
 
         from ..job_estimate import StepProbe, timed_keys
@@ -958,26 +975,12 @@ class Study:
             logger.info("no forecast: the probe times one process on the CPU, and this preset trains otherwise")
             return {}
         self.probed_on = self.machine()
-        earlier_runs = list(dict.fromkeys(f for f in (self.run_dir, self.forecast_from) if f is not None))
-        for folder in earlier_runs:  # a resumed run's, or the run that handed over
-            earlier = self.shared_forecast(self.probed_on, folder)
-            if all(step.directory in earlier for step in pending):
-                logger.info(
-                    "the forecast of an earlier probe on this machine, which has every stage left (%s; remove it to "
-                    "probe again)",
-                    folder / WORKERS / FORECAST,
-                )
-                earlier = {s.directory: earlier[s.directory] for s in plan if s.directory in earlier}
-                self.probe = self._shared(self.probed_on, folder).get("probe")
-                self._log_forecast(plan, earlier)
-                return earlier
         sizes = json.loads((build.directory / DONE).read_text(encoding="utf-8")).get("configs", {})
         (train_targets,) = columns(load_dataset("csc_bench", "train", split="train", **p.bench_params), "target")
         cut = p.finetune.get("max_length", DataArguments.max_length) - 2  # [CLS] and [SEP]
         variants = list(dict.fromkeys(step.variant for step in plan if step.variant))
         sides = self._sides_inputs(self.directory(*self._pretrain_inputs()))
-        pending_sides = any(s.kinds[-1] == "pretrain-sides" and not Stage(s.directory).done for s in plan)
-        sides_config = sides[1] if sides and pending_sides else {}
+        sides_config = sides[1] if sides else {}  # timed whether or not they are pretrained: a resume times the same
         threads = torch.get_num_threads()
         shared = self.model_threads(threads)
         options = {
@@ -996,9 +999,14 @@ class Study:
             "texts": [target[:cut] for target in train_targets],
         }
         timed = _probe_inputs(p.model, options, threads, shared)
-        for folder in earlier_runs:  # another preset's probe, where it timed the same steps (not its stages' counts)
+        earlier_runs = dict.fromkeys(f for f in (self.run_dir, self.forecast_from) if f is not None)
+        for folder in earlier_runs:  # a resumed run's probe, or the probe of the run that handed itself over
             if (probe := self.shared_probe(self.probed_on, folder, timed, variants)) is not None:
-                logger.info("the step times that %s holds: the same steps on this machine", folder / WORKERS / FORECAST)
+                logger.info(
+                    "the step times of an earlier probe of the same steps on this machine (%s; remove it to probe "
+                    "again)",
+                    folder / WORKERS / FORECAST,
+                )
                 break
         else:
             probe = StepProbe.measure(p.model, None, variants, threads=shared, **options)
