@@ -449,7 +449,7 @@ def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
     assert worker.model_threads(1) == 1 and Study(Preset.load(str(preset)), run, processes=2).model_threads(4) == 2
     assert worker.model_threads(3) == 3  # a worker's threads are its share already
     shared = json.loads((run / "workers" / "forecast.json").read_text(encoding="utf-8"))
-    assert shared == {"machine": None, "stages": {}}  # --no-estimate: none
+    assert shared == {"machine": None, "stages": {}, "probe": None}  # --no-estimate: none (and no earlier probe)
     preset.write_text(yaml.safe_dump({"base": "smoke", "processes": 0}), encoding="utf-8")
     with pytest.raises(ValueError, match="processes=0 must be"):
         Preset.load(str(preset))
