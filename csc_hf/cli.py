@@ -262,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> None:
             processes=args.processes,
             worker=args.worker,
             fallback=fallback,
-            forecast_from=handed_over,  # its probe serves where it has every stage of this one
+            forecast_from=handed_over,  # its probe's step times serve where they timed this one's steps
         )
         if fallback and (handed_to := study.handed_to()) and not study.begun():
             args.preset, handed_over = handed_to, study.run_dir
@@ -796,7 +796,8 @@ def parser_run(sub) -> None:
         "--no-estimate",
         action="store_true",
         help="skip the forecast of the whole job (steps of each kind of stage timed after the build on batches of "
-        "the training sentences, a few seconds per variant) and, with it, the check of the preset's hours",
+        "the training sentences, a few seconds per variant, or the step times an earlier start saved in "
+        "RUN/workers/forecast.json) and, with it, the check of the preset's hours",
     )
     run.add_argument(
         "--processes",
