@@ -881,12 +881,13 @@ class Study:
         process's, and where a resumed run finds the step times (:meth:`shared_probe`). A run without a forecast
         (``--no-estimate``) keeps the step times an earlier start wrote there."""
         forecast = self.progress.forecast if self.progress is not None else {}
-        kept = self._shared(None, self.run_dir) if self.probe is None else {}
-        shared = {
-            "machine": self.probed_on if self.probe is not None else kept.get("machine"),
-            "stages": {Path(d).name: seconds for d, seconds in forecast.items()},
-            "probe": self.probe if self.probe is not None else kept.get("probe"),
-        }
+        if self.probe is not None:
+            machine, probe = self.probed_on, self.probe
+        else:  # no forecast at this start: the step times an earlier one saved stay
+            kept = self._shared(None, self.run_dir)
+            machine, probe = kept.get("machine"), kept.get("probe")
+        stages = {Path(d).name: seconds for d, seconds in forecast.items()}
+        shared = {"machine": machine, "stages": stages, "probe": probe}
         write_atomic(self.run_dir / WORKERS / FORECAST, json.dumps(shared, indent=1) + "\n", make_parents=True)
 
     def _shared(self, machine: str | None, run_dir: Path) -> dict[str, Any]:
