@@ -12,13 +12,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # one of several test processes: one 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-FIRST = ("test_study.py",)
-"""Test files that run first: test_study.py's module fixture (the smoke study) and tests are the longest file by far;
-under xdist a file runs in one process, and started last it would leave the other process idle at the end."""
+FIRST = ("test_study.py", "test_training.py", "test_resume.py", "test_decoding.py", "test_training_sets.py")
+"""Test files that run first, longest first: under xdist a file runs in one process, and a long one started last
+would leave the other process idle at the end (test_study.py, with its module fixture the smoke study, is the longest
+by far; the others each take about a minute or more, the rest of the files less)."""
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: item.path.name not in FIRST)  # stable: every file's tests keep their order
+    order = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: order.get(item.path.name, len(FIRST)))  # stable: every file's tests keep their order
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def study(preset: Path, run_dir: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "csc_hf", "run", "--preset", str(preset), "--output", str(run_dir)],
+        [sys.executable, "-m", "csc_hf", "run", "--preset", str(preset), "--output", str(run_dir), "--no-estimate"],
         capture_output=True,
         text=True,
         timeout=600,

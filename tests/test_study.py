@@ -426,9 +426,11 @@ def test_processes_share_the_models_of_one_run(smoke_run, tmp_path, caplog):
     ends, with the results of every model, after the other process has exited (its log under ``workers/``)."""
     run = tmp_path / "two"
     _with_pretrained_stages(smoke_run, run)  # the two processes share only the models
-    preset = tmp_path / "two.yaml"
+    preset = tmp_path / "two.yaml"  # one test config: how the stages are shared is under test, not the scores
     preset.write_text(
-        yaml.safe_dump({"base": "smoke", "variants": ["bert", "plome"], "augmentation": {}, "training_sets": {}}),
+        yaml.safe_dump(
+            {"base": "smoke", "variants": ["bert", "plome"], "tests": ["test"], "augmentation": {}, "training_sets": {}}
+        ),
         encoding="utf-8",
     )
     assert Preset.load(str(preset)).processes == 1
@@ -462,8 +464,8 @@ def test_fresh_processes_train_each_stage_in_a_new_process_to_the_same_bytes(smo
     processes already) it is an error."""
     run = tmp_path / "fresh"
     _with_pretrained_stages(smoke_run, run)  # only the model's stages run
-    preset = tmp_path / "fresh.yaml"
-    plain = {"base": "smoke", "variants": ["bert"], "augmentation": {}, "training_sets": {}}
+    preset = tmp_path / "fresh.yaml"  # one test config: the training's process is under test, not the scores
+    plain = {"base": "smoke", "variants": ["bert"], "tests": ["test"], "augmentation": {}, "training_sets": {}}
     bars = {"finetune": {"disable_tqdm": False}}  # how the stage is followed, not its inputs
     preset.write_text(yaml.safe_dump({**plain, **bars, "fresh_processes": True}), encoding="utf-8")
     started = _record_started(monkeypatch)
@@ -501,8 +503,8 @@ def test_a_launcher_trains_each_stage_under_accelerate_launch_to_the_same_bytes(
     run = tmp_path / "launched"
     _with_pretrained_stages(smoke_run, run)  # only the model's stages run
     preset = tmp_path / "launched.yaml"
-    launcher = {"launcher": "trainer_configs/accelerate/cpu_1proc.yaml"}
-    plain = {"base": "smoke", "variants": ["bert"], "augmentation": {}, "training_sets": {}}
+    launcher = {"launcher": "trainer_configs/accelerate/cpu_1proc.yaml"}  # one test config: the launch is under test
+    plain = {"base": "smoke", "variants": ["bert"], "tests": ["test"], "augmentation": {}, "training_sets": {}}
     preset.write_text(yaml.safe_dump({**plain, **launcher}), encoding="utf-8")
     started = _record_started(monkeypatch)
     assert main(["run", "--preset", str(preset), "--output", str(run), "--no-estimate"]) == 0
