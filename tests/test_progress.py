@@ -532,6 +532,37 @@ def test_stages_finished_on_another_machine_count_as_done_but_set_no_pace(tmp_pa
     assert stage.marker()["cpu"] == hardware.describe() == Progress(plan).machine
 
 
+def test_stages_of_another_layout_count_as_done_but_set_no_pace(tmp_path):
+    """A run resumed with its models' stages shared out otherwise (other torch threads per process, or another number
+    of processes): a variant's stages finished in the first layout are done, but the ETA takes its pace from those
+    that ran as this run runs them (or did not record how); a stage that is no variant's (the pretraining, whose
+    process runs alone) keeps its pace. The study records the layout a stage ran with."""
+    plan = [Step("pretrain", tmp_path / "pretrain", ("pretrain",))]
+    plan += [Step(f"train {v}", tmp_path / v, (f"train {v}", "train"), variant=v) for v in ("bert", "plome", "bart")]
+    forecast = {step.directory: 100.0 for step in plan}
+    progress = Progress(plan, forecast=forecast, machine="here", processes=1, threads=2)
+
+    def ran(name: str, seconds: float, **layout) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "done.json").write_text(json.dumps({"seconds": seconds, "cpu": "here", **layout}))
+
+    ran("pretrain", 150.0, threads=1, processes=2)
+    ran("bert", 300.0, threads=1, processes=2)  # two processes of one thread: slower, each
+    assert progress.measured() == {tmp_path / "pretrain": 150.0} and len(progress.finished()) == 2
+    assert progress.estimates() == [(100.0, True), (100.0, True)]  # the forecasts of this layout
+    ran("plome", 120.0, threads=2, processes=1)
+    assert progress.estimates() == [(pytest.approx(120.0), False)]  # at plome's pace in this layout, not bert's
+    assert Progress(plan, forecast=forecast, machine="here", processes=2).estimates() == [(pytest.approx(300.0), False)]
+    ran("bart", 110.0)  # no record of its layout: it counts
+    assert tmp_path / "bart" in Progress(plan, machine="here", threads=4).measured()
+    study = Study(Preset.load("smoke"), tmp_path / "run", processes=2)
+    assert study.layout() == {"threads": torch.get_num_threads(), "processes": 2}
+    stage = Stage(tmp_path / "stage")
+    stage.directory.mkdir()
+    stage.finish({}, layout=study.layout())
+    assert {k: stage.marker()[k] for k in ("threads", "processes")} == study.layout()
+
+
 def test_a_resumed_stage_sets_the_pace_only_until_one_of_its_kind_runs_in_one_piece(tmp_path):
     """A stage that resumed from a checkpoint (earlier_seconds) paid each piece's start and the steps after its last
     checkpoint again: the ETA takes its pace while it is the only one of its kind, and drops it once another stage

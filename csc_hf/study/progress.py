@@ -122,21 +122,23 @@ class Stage:
         return 1.0 - trained
 
     def marker(self) -> dict:
-        """What ``done.json`` says, in one read; empty while the stage is not done. Its ``seconds`` (`seconds`) and
-        ``cpu``: the machine the stage finished on (`hardware.describe`: the CPU, its flags, the compute path), absent
-        where it finished before stages recorded it."""
+        """What ``done.json`` says, in one read; empty while the stage is not done. Its ``seconds`` (`seconds`),
+        ``cpu``: the machine the stage finished on (`hardware.describe`: the CPU, its flags, the compute path), and
+        ``threads`` and ``processes``: the torch threads it ran with and the processes that shared the run's models;
+        each absent where it finished before stages recorded it."""
         return json.loads((self.directory / DONE).read_text(encoding="utf-8")) if self.done else {}
 
-    def finish(self, summary: dict, earlier: float = 0.0) -> None:
+    def finish(self, summary: dict, earlier: float = 0.0, layout: dict | None = None) -> None:
         """Write the marker that the stage finished (whole), with its wall time and the machine it ran on, and let its
         lock go. ``earlier``: the seconds its earlier pieces took, when this one resumed from a checkpoint (they count
-        in its time, and ``earlier_seconds`` says how many)."""
+        in its time, and ``earlier_seconds`` says how many). ``layout``: its ``threads`` and ``processes``."""
         seconds = round(time.monotonic() - self.started + earlier, 1)
         summary = {
             **summary,
             "seconds": seconds,
             **({"earlier_seconds": round(earlier, 1)} if earlier else {}),
             "cpu": hardware.describe(),
+            **(layout or {}),
         }
         write_atomic(self.directory / DONE, json.dumps(summary, indent=1, default=str) + "\n")  # the marker: whole
         self.lock.release()
@@ -180,29 +182,35 @@ class Progress:
     the probe's. A stage of a kind with no finished stage yet takes its forecast as it is: the line then says ``ETA
     ~``, a forecast until every remaining kind has a measured stage. With ``processes`` sharing the models' stages,
     those (the stages of a variant) count for 1/``processes`` of their time. Only the stages that finished on this
-    ``machine`` (`hardware.describe`; or that did not record theirs) estimate the rest: a run resumed on another CPU
-    counts the stages the first one finished as done, not its pace. A training with a checkpoint (a stopped run's)
-    counts for the share of its steps after it (`Stage.share_left`)."""
+    ``machine`` (`hardware.describe`; or that did not record theirs) estimate the rest, and of a variant's stages
+    only those that ran with ``threads`` torch threads beside as many ``processes`` (or did not record them): a run
+    resumed on another CPU, or with its models' stages shared out otherwise, counts the stages the first one
+    finished as done, not their pace. A training with a checkpoint (a stopped run's) counts for the share of its
+    steps after it (`Stage.share_left`)."""
 
     plan: list[Step]
     started: float = field(default_factory=time.monotonic)
     forecast: dict[Path, float] = field(default_factory=dict)
     processes: int = 1
     machine: str = field(default_factory=hardware.describe)
+    threads: int | None = None  # the torch threads of each process in the models' stages (None: any)
 
     def finished(self) -> dict[Path, float | None]:
         """The planned stages that have finished, with the seconds each recorded."""
         return {step.directory: Stage(step.directory).seconds for step in self.plan if Stage(step.directory).done}
 
     def measured(self) -> dict[Path, float]:
-        """The planned stages that finished on this machine (or did not say where), with the seconds each took. A
-        stage that resumed from a checkpoint (``earlier_seconds``) counts each piece's start and the steps after its
-        last checkpoint again: it counts only while no stage of its kind has finished in one piece."""
+        """The planned stages that finished on this machine (or did not say where), a variant's with this run's
+        threads and processes (or without a record of them), with the seconds each took. A stage that resumed from a
+        checkpoint (``earlier_seconds``) counts each piece's start and the steps after its last checkpoint again: it
+        counts only while no stage of its kind has finished in one piece."""
         markers = [(step, Stage(step.directory).marker()) for step in self.plan]
         here = [
             (step, marker)
             for step, marker in markers
-            if marker.get("seconds") is not None and marker.get("cpu") in (None, self.machine)
+            if marker.get("seconds") is not None
+            and marker.get("cpu") in (None, self.machine)
+            and (not step.variant or self._same_layout(marker))
         ]
         whole = {step.kinds[-1] for step, marker in here if not marker.get("earlier_seconds")}
         return {
@@ -210,6 +218,11 @@ class Progress:
             for step, marker in here
             if not marker.get("earlier_seconds") or step.kinds[-1] not in whole
         }
+
+    def _same_layout(self, marker: dict) -> bool:
+        """Whether a variant's finished stage ran as this run runs them: its threads and processes (where recorded)."""
+        threads, processes = marker.get("threads"), marker.get("processes")
+        return (self.threads is None or threads in (None, self.threads)) and processes in (None, self.processes)
 
     def estimates(self) -> list[tuple[float | None, bool]]:
         """Each unfinished stage's estimated seconds (None: none) and whether it is a forecast."""

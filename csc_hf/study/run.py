@@ -415,7 +415,7 @@ class Study:
             shutil.rmtree(checkpoint)  # the final model is saved in the stage folder itself
         kept = stage.directory / TRAINING_RECORD  # a resumed training's earlier pieces count in the stage's time
         record = json.loads(kept.read_text(encoding="utf-8")) if kept.is_file() else {}
-        stage.finish({"config": config}, earlier=record.get("earlier_seconds", 0.0))
+        stage.finish({"config": config}, earlier=record.get("earlier_seconds", 0.0), layout=self.layout())
 
     def train_in_own_process(self, config_path: Path) -> None:
         """Train the config at ``config_path`` in a new process (``python -m csc_hf.train``, its log lines in this
@@ -477,7 +477,7 @@ class Study:
                 json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
             )
             copy_decoding(model_stage.directory, stage.directory / DECODING_COPY)
-            stage.finish({"records": len(records)})
+            stage.finish({"records": len(records)}, layout=self.layout())
         elif not self.finished_only and (
             restored := copy_decoding(stage.directory / DECODING_COPY, model_stage.directory)
         ):
@@ -795,7 +795,10 @@ class Study:
             self.check(grid)
             self.check_data()
             threads_before = hardware.set_threads()
-            self.progress = Progress(self.plan(grid), processes=self.processes)
+            import torch
+
+            threads = self.model_threads(torch.get_num_threads())
+            self.progress = Progress(self.plan(grid), processes=self.processes, threads=threads)
             total, finished = len(self.progress.plan), len(self.progress.finished())
             logger.info(
                 "%s: %d stages%s",
@@ -822,6 +825,13 @@ class Study:
                 "all %d stages finished (elapsed %s)", len(progress.plan), clock(time.monotonic() - progress.started)
             )
         return path
+
+    def layout(self) -> dict:
+        """How a stage that finishes now ran (`Stage.finish`): with this process's torch threads, beside the
+        run's ``processes``."""
+        import torch
+
+        return {"threads": torch.get_num_threads(), "processes": self.processes}
 
     def model_threads(self, threads: int) -> int:
         """The torch threads of each of the ``processes`` in the models' stages, out of the run's ``threads`` (a
