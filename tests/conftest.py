@@ -12,10 +12,19 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # one of several test processes: one 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-FIRST = ("test_study.py", "test_training.py", "test_resume.py", "test_decoding.py", "test_training_sets.py")
-"""Test files that run first, longest first: under xdist a file runs in one process, and a long one started last
-would leave the other process idle at the end (test_study.py, with its module fixture the smoke study, is the longest
-by far; the others each take about a minute or more, the rest of the files less)."""
+FIRST = (
+    "test_study.py",
+    "test_training.py",
+    "test_resume.py",
+    "test_decoding.py",
+    "test_training_sets.py",
+    "test_report.py",
+    "test_install.py",
+)
+"""Test files that run first, longest first: under xdist a file runs in one process (in collection order:
+``--no-loadscope-reorder`` in setup.cfg), and a long one started last would leave the other process idle at the end
+(test_study.py, with its module fixture the smoke study, is the longest by far; the rest of the files take less than
+half a minute each)."""
 
 
 def pytest_collection_modifyitems(config, items):
